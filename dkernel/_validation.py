@@ -1,0 +1,99 @@
+"""Input checks shared by every module: finite values, shapes, dtypes.
+
+The messages name the problem and the fix, e.g. "X has 3 NaN values (first in
+row 17); remove or impute them before computing a Gram matrix."
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+from .exceptions import EmptyInputError, FeatureMismatchError, NonFiniteInputError
+
+__all__ = ["check_data", "check_same_features", "first_nonfinite"]
+
+FLOAT_DTYPES = (np.float64, np.float32)
+
+
+def first_nonfinite(values):
+    """Return ``(n_nan, n_inf, first_row)`` for a dense 2-D array, or ``None`` if all finite."""
+    finite = np.isfinite(values)
+    if finite.all():
+        return None
+    bad_rows = np.flatnonzero(~finite.all(axis=1)) if values.ndim == 2 else np.flatnonzero(~finite)
+    n_nan = int(np.isnan(values).sum())
+    n_inf = int((~finite).sum()) - n_nan
+    return n_nan, n_inf, int(bad_rows[0])
+
+
+def _describe_nonfinite(name, n_nan, n_inf, first_row, what):
+    parts = []
+    if n_nan:
+        parts.append(f"{n_nan} NaN value{'s' if n_nan != 1 else ''}")
+    if n_inf:
+        parts.append(f"{n_inf} infinite value{'s' if n_inf != 1 else ''}")
+    return (
+        f"{name} has {' and '.join(parts)} (first in row {first_row}); "
+        f"remove or impute them before {what}."
+    )
+
+
+def check_data(X, *, name="X", what="computing a Gram matrix", dtype=None, allow_sparse=True):
+    """Validate a data matrix for kernel evaluation.
+
+    Returns a C-contiguous float32/float64 ndarray or a CSR matrix with sorted
+    indices. Integer and other inputs are converted to float64 (or ``dtype``).
+
+    Raises
+    ------
+    EmptyInputError
+        If ``X`` has no rows or no features.
+    NonFiniteInputError
+        If ``X`` contains NaN or infinite values; the message gives the counts
+        and the first offending row.
+    """
+    if sp.issparse(X):
+        if not allow_sparse:
+            raise TypeError(f"{name} is a sparse matrix, but a dense array is required here.")
+        X = sp.csr_matrix(X)
+        target = dtype or (X.dtype if X.dtype in FLOAT_DTYPES else np.float64)
+        X = X.astype(target, copy=False)
+        X.sort_indices()
+        data = X.data
+    else:
+        X = np.asarray(X)
+        if X.dtype == object:
+            raise TypeError(f"{name} has dtype object; pass a numeric array.")
+        target = dtype or (X.dtype if X.dtype in FLOAT_DTYPES else np.float64)
+        X = np.ascontiguousarray(X, dtype=target)
+        data = X
+    if X.ndim != 2:
+        raise ValueError(
+            f"{name} must be a 2-D array of shape (n_samples, n_features); got {X.ndim}-D "
+            f"with shape {X.shape}. Reshape a single sample with X.reshape(1, -1)."
+        )
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise EmptyInputError(
+            f"{name} is empty (shape {X.shape}); at least one sample and one feature are required."
+        )
+    if sp.issparse(X):
+        if not np.isfinite(data).all():
+            bad = ~np.isfinite(data)
+            rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+            n_nan = int(np.isnan(data).sum())
+            raise NonFiniteInputError(
+                _describe_nonfinite(name, n_nan, int(bad.sum()) - n_nan, int(rows[bad][0]), what)
+            )
+    else:
+        bad = first_nonfinite(data)
+        if bad is not None:
+            raise NonFiniteInputError(_describe_nonfinite(name, *bad, what))
+    return X
+
+
+def check_same_features(X, Z, x_name="X", z_name="Z"):
+    """Raise :class:`FeatureMismatchError` unless ``X`` and ``Z`` have the same number of columns."""
+    if X.shape[1] != Z.shape[1]:
+        raise FeatureMismatchError(
+            f"{x_name} has {X.shape[1]} features but {z_name} has {Z.shape[1]}; a kernel compares "
+            f"samples with the same number of features."
+        )
