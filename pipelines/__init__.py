@@ -1,0 +1,24 @@
+"""Reproduction pipelines: each module runs one experiment end to end.
+
+Run one with ``dkernel run NAME`` or ``python -m pipelines.NAME``; results go
+to ``results/NAME/`` (``results.csv``, ``results.json``, ``report.md`` and
+PNG figures).
+"""
+
+import importlib
+
+__all__ = ["PIPELINES", "get_pipeline"]
+
+PIPELINES = (
+    "meila_shift_synthetic",
+    "meila_shift_uci",
+    "meila_imbalanced",
+    "meila_centering_real",
+)
+
+
+def get_pipeline(name):
+    """Import and return the pipeline module called ``name``."""
+    if name not in PIPELINES:
+        raise ValueError(f"unknown pipeline {name!r}; available pipelines are {', '.join(PIPELINES)}.")
+    return importlib.import_module(f"pipelines.{name}")

@@ -1,0 +1,314 @@
+"""Shared machinery of the reproduction pipelines.
+
+A pipeline module defines
+
+* ``NAME`` and ``DESCRIPTION``;
+* ``make_tasks(config) -> list[dict]``: one small, JSON-serializable parameter
+  dict per independent unit of work (a data set × kernel × repeat, ...);
+* ``run_task(task) -> list[dict]``: the records of one unit, computed where it
+  runs (a Dask worker loads its own data: nothing large travels in the graph);
+* ``write_report(result, outdir)``: ``report.md`` and the figures.
+
+:func:`run_pipeline` submits the tasks through Dask (a threaded local run, a
+``LocalCluster`` or a remote scheduler), shows a progress bar, and writes
+``results.csv`` and ``results.json`` (the tidy records plus a ``summary`` of
+means and standard errors). Each task draws its randomness from
+``numpy.random.SeedSequence(seed).spawn`` by task index, so that the same seed
+gives the same results wherever the tasks run.
+"""
+
+import argparse
+import csv
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    "PipelineConfig",
+    "PipelineResult",
+    "build_parser",
+    "run_pipeline",
+    "main_for",
+    "summarize",
+    "task_rng",
+]
+
+#: Columns that identify a repeat of the same setting; everything else that is
+#: not a measured value groups the summary.
+REPEAT_KEYS = ("repeat", "seed_index")
+
+#: Measured values averaged in the summary.
+MEASURES = ("test_error", "alignment", "n_sv", "train_error", "objective", "fit_seconds")
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """What a pipeline run was asked to do.
+
+    Parameters
+    ----------
+    quick : bool
+        A reduced run (fewer repeats, shifts and data sets) that finishes in
+        under a minute, for CI and smoke tests.
+    repeats : int or None
+        Number of random repeats; ``None`` uses the pipeline's default.
+    seed : int
+        Root seed; every task derives its own stream from it.
+    scheduler : str
+        ``"threads"`` (dask's threaded scheduler in this process),
+        ``"local"`` (a :class:`distributed.LocalCluster` with worker
+        processes on 127.0.0.1) or a scheduler address ``tcp://HOST:PORT``.
+    out : Path
+        Output folder; results go to ``out / NAME``.
+    n_workers : int or None
+        Workers of the LocalCluster (default: the number of cores).
+    """
+
+    quick: bool = False
+    repeats: int | None = None
+    seed: int = 0
+    scheduler: str = "local"
+    out: Path = Path("results")
+    n_workers: int | None = None
+    progress: bool = True
+
+
+@dataclass
+class PipelineResult:
+    """Records and summary of one pipeline run, and where they were written."""
+
+    name: str
+    config: PipelineConfig
+    records: list
+    summary: list
+    outdir: Path
+    seconds: float = 0.0
+    files: list = field(default_factory=list)
+
+
+def task_rng(seed, index):
+    """The random generator of task ``index`` under root ``seed`` (independent streams)."""
+    return np.random.default_rng(np.random.SeedSequence(seed).spawn(index + 1)[index])
+
+
+def build_parser(name, description):
+    """The command line shared by all pipelines (``dkernel run NAME ...`` and ``python -m pipelines.NAME``)."""
+    parser = argparse.ArgumentParser(
+        prog=f"dkernel run {name}",
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "examples:\n"
+            f"  dkernel run {name} --quick                 # reduced run, about a minute\n"
+            f"  dkernel run {name} --repeats 10 --seed 0   # the full experiment\n"
+            f"  dkernel run {name} --scheduler tcp://127.0.0.1:8786\n"
+            "\nData sets are read from $DKERNEL_DATA (or downloaded into the cache when online)."
+        ),
+    )
+    parser.add_argument("--quick", action="store_true", help="reduced run for smoke tests (under a minute)")
+    parser.add_argument(
+        "--scheduler",
+        default="local",
+        help="'local' (LocalCluster with worker processes, default), 'threads' (this process), "
+        "or a scheduler address such as tcp://127.0.0.1:8786",
+    )
+    parser.add_argument("--out", type=Path, default=Path("results"), help="output folder (default: results/)")
+    parser.add_argument("--repeats", type=int, default=None, help="random repeats (default: the paper's 10)")
+    parser.add_argument("--seed", type=int, default=0, help="root random seed (default: 0)")
+    parser.add_argument("--workers", type=int, default=None, help="LocalCluster workers (default: cores)")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    return parser
+
+
+def config_from_args(args):
+    """Turn parsed arguments into a :class:`PipelineConfig`."""
+    if args.repeats is not None and args.repeats < 1:
+        raise ValueError(f"--repeats must be >= 1; got {args.repeats}.")
+    return PipelineConfig(
+        quick=args.quick,
+        repeats=args.repeats,
+        seed=args.seed,
+        scheduler=args.scheduler,
+        out=args.out,
+        n_workers=args.workers,
+        progress=not args.no_progress,
+    )
+
+
+# ------------------------------------------------------------------ execution
+def _run_threads(run_task, tasks, progress):
+    import dask
+    from dask.diagnostics import ProgressBar
+
+    delayed = [dask.delayed(run_task, pure=False)(task) for task in tasks]
+    if progress:
+        with ProgressBar():
+            return list(dask.compute(*delayed, scheduler="threads"))
+    return list(dask.compute(*delayed, scheduler="threads"))
+
+
+def _run_distributed(client, run_task, tasks, progress):
+    from distributed import progress as distributed_progress
+
+    futures = client.map(run_task, tasks, pure=False, key=[f"task-{i}" for i in range(len(tasks))])
+    if progress:
+        distributed_progress(futures, notebook=False)
+        print(file=sys.stderr)
+    return client.gather(futures)
+
+
+def execute(run_task, tasks, config):
+    """Run ``run_task`` over ``tasks`` on the configured scheduler; return the results in task order."""
+    if config.scheduler == "threads":
+        return _run_threads(run_task, tasks, config.progress)
+    from distributed import Client, LocalCluster
+
+    if config.scheduler == "local":
+        n_workers = config.n_workers or max(1, min(os.cpu_count() or 1, len(tasks)))
+        with LocalCluster(
+            n_workers=n_workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+        ) as cluster, Client(cluster) as client:
+            return _run_distributed(client, run_task, tasks, config.progress)
+    with Client(config.scheduler) as client:
+        return _run_distributed(client, run_task, tasks, config.progress)
+
+
+# -------------------------------------------------------------------- summary
+def _is_measure(key):
+    return key in MEASURES or key.startswith(("test_error", "alignment", "n_sv"))
+
+
+def summarize(records):
+    """Means and standard errors of the measured values over repeats of each setting.
+
+    Records that differ only in ``repeat`` (and measured values) form one
+    group. The standard error is ``std(ddof=1) / sqrt(count)`` (0 for a single
+    repeat).
+    """
+    groups = {}
+    for rec in records:
+        setting = tuple(
+            (k, v) for k, v in rec.items() if k not in REPEAT_KEYS and not _is_measure(k) and _hashable(v)
+        )
+        groups.setdefault(setting, []).append(rec)
+    summary = []
+    for setting, recs in groups.items():
+        row = dict(setting)
+        row["count"] = len(recs)
+        measures = sorted({k for rec in recs for k in rec if _is_measure(k)})
+        for key in measures:
+            values = np.array([rec[key] for rec in recs if _is_number(rec.get(key))], dtype=float)
+            if values.size == 0:
+                continue
+            row[f"{key}_mean"] = float(values.mean())
+            row[f"{key}_se"] = float(values.std(ddof=1) / math.sqrt(values.size)) if values.size > 1 else 0.0
+        summary.append(row)
+    return summary
+
+
+def _hashable(value):
+    return isinstance(value, (str, int, float, bool, type(None)))
+
+
+def _is_number(value):
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _json_default(value):
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"cannot write {type(value).__name__} to JSON")
+
+
+def _clean(value):
+    """JSON has no NaN: write non-finite numbers as null."""
+    if isinstance(value, (float, np.floating)) and not math.isfinite(value):
+        return None
+    return value
+
+
+def write_tables(name, config, records, summary, outdir):
+    """Write ``results.csv`` (one row per record) and ``results.json`` (records + summary)."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    columns = []
+    for rec in records:
+        for key in rec:
+            if key not in columns:
+                columns.append(key)
+    csv_path = outdir / "results.csv"
+    with open(csv_path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=columns)
+        writer.writeheader()
+        for rec in records:
+            writer.writerow(rec)
+    json_path = outdir / "results.json"
+    payload = {
+        "pipeline": name,
+        "config": {
+            "quick": config.quick,
+            "repeats": config.repeats,
+            "seed": config.seed,
+        },
+        "records": [{k: _clean(v) for k, v in rec.items()} for rec in records],
+        "summary": [{k: _clean(v) for k, v in row.items()} for row in summary],
+    }
+    tmp = json_path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(payload, indent=1, default=_json_default, allow_nan=False))
+    tmp.replace(json_path)
+    return [csv_path, json_path]
+
+
+def run_pipeline(module, config):
+    """Run a pipeline module end to end and write its results; returns a :class:`PipelineResult`."""
+    start = time.perf_counter()
+    tasks = module.make_tasks(config)
+    for index, task in enumerate(tasks):
+        task.setdefault("seed_index", index)
+        task.setdefault("seed", config.seed)
+    results = execute(module.run_task, tasks, config)
+    records = [rec for task_records in results for rec in task_records]
+    summary = summarize(records)
+    outdir = Path(config.out) / module.NAME
+    files = write_tables(module.NAME, config, records, summary, outdir)
+    result = PipelineResult(
+        name=module.NAME,
+        config=config,
+        records=records,
+        summary=summary,
+        outdir=outdir,
+        seconds=time.perf_counter() - start,
+        files=files,
+    )
+    result.files += list(module.write_report(result, outdir) or [])
+    return result
+
+
+def main_for(module, argv=None):
+    """Command-line entry point of a pipeline module; returns an exit code."""
+    parser = build_parser(module.NAME, module.DESCRIPTION)
+    args = parser.parse_args(argv)
+    try:
+        config = config_from_args(args)
+        result = run_pipeline(module, config)
+    except (ValueError, OSError) as exc:
+        print(f"dkernel run {module.NAME}: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{module.NAME}: {len(result.records)} records in {result.seconds:.1f} s")
+    print(f"report: {result.outdir / 'report.md'}")
+    return 0
