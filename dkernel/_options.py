@@ -1,0 +1,105 @@
+"""Execution options of a Gram computation, kept together in one object.
+
+Options tune how a Gram matrix is computed and stored (block size, dtype,
+codec, progress display); they never change which matrix is computed, except
+for the dtype, which is recorded in the store.
+"""
+
+import dataclasses
+import math
+
+import numpy as np
+
+__all__ = ["GramOptions", "default_chunk"]
+
+#: Target size of one block (one zarr chunk, one Dask task): large enough that a
+#: BLAS product dominates the per-task overhead, small enough that a few blocks
+#: per worker thread fit in memory.
+TARGET_BLOCK_BYTES = 128 * 2**20
+
+_CODECS = ("none", "lz4", "zstd")
+_DTYPES = ("float32", "float64")
+
+
+def default_chunk(dtype, target_bytes=TARGET_BLOCK_BYTES):
+    """Side of a square block of ``dtype`` holding about ``target_bytes`` (a multiple of 256).
+
+    4096 for float64 (128 MiB), 5632 for float32 (121 MiB).
+    """
+    itemsize = np.dtype(dtype).itemsize
+    side = int(math.sqrt(target_bytes / itemsize))
+    return max(256, side - side % 256)
+
+
+@dataclasses.dataclass(frozen=True)
+class GramOptions:
+    """How a Gram matrix is computed and stored.
+
+    Parameters
+    ----------
+    chunk : int or None, default=None
+        Side of the square blocks: one block is one Dask task and one zarr
+        chunk. ``None`` picks :func:`default_chunk` for the dtype (4096 for
+        float64). Chunks that do not divide ``n`` are fine: the last block is
+        smaller.
+    dtype : {"float32", "float64"} or None, default=None
+        dtype of the Gram matrix. ``None``: float32 when the data (both X and
+        Z) are float32, float64 otherwise. The data are cast to this dtype
+        before the kernel is evaluated.
+    codec : {"none", "lz4", "zstd"}, default="none"
+        Compression of the zarr chunks. Kernel values compress poorly, and
+        ``"none"`` keeps writes and random row reads fastest (see
+        ``benchmarks/bench_gram.py``).
+    progress : bool, default=True
+        Show a progress bar while blocks are computed.
+    to_numpy_max_bytes : int, default=2 GiB
+        Size above which :meth:`GramMatrix.to_numpy` refuses unless forced.
+    """
+
+    chunk: int | None = None
+    dtype: str | None = None
+    codec: str = "none"
+    progress: bool = True
+    to_numpy_max_bytes: int = 2 * 2**30
+
+    def __post_init__(self):
+        if self.chunk is not None and (
+            isinstance(self.chunk, bool) or not isinstance(self.chunk, (int, np.integer)) or self.chunk < 1
+        ):
+            raise ValueError(f"chunk must be a positive integer or None; got {self.chunk!r}.")
+        if self.dtype is not None:
+            name = np.dtype(self.dtype).name if _is_dtype_like(self.dtype) else self.dtype
+            if name not in _DTYPES:
+                raise ValueError(f"dtype must be one of {list(_DTYPES)} or None; got {self.dtype!r}.")
+            object.__setattr__(self, "dtype", name)
+        if self.codec not in _CODECS:
+            raise ValueError(f"codec must be one of {list(_CODECS)}; got {self.codec!r}.")
+
+    def replace(self, **overrides):
+        """A copy with the fields given a value other than ``None`` replaced.
+
+        Fields left at ``None`` keep this object's value, so a call can
+        override only what its caller set.
+        """
+        changes = {k: v for k, v in overrides.items() if v is not None}
+        return dataclasses.replace(self, **changes) if changes else self
+
+    def resolve_chunk(self, dtype):
+        return int(self.chunk) if self.chunk is not None else default_chunk(dtype)
+
+    def zarr_compressors(self):
+        if self.codec == "none":
+            return None
+        from zarr.codecs import BloscCodec
+
+        if self.codec == "lz4":
+            return BloscCodec(cname="lz4", clevel=1, shuffle="shuffle")
+        return BloscCodec(cname="zstd", clevel=3, shuffle="shuffle")
+
+
+def _is_dtype_like(value):
+    try:
+        np.dtype(value)
+    except TypeError:
+        return False
+    return True

@@ -1,0 +1,734 @@
+"""Lazy views over a Gram matrix: centered (Meilă), shifted (Meilă §6), normalized (Graf & Borer).
+
+A view has the reading interface of :class:`dkernel.gram.GramMatrix` —
+``n``, ``shape``, ``dtype``, ``chunks``, ``rows(idx)``, ``block(i, j)``,
+``diag()``, ``.dask``, ``to_numpy()`` — and computes its entries from the
+underlying Gram when they are read ("out-of-core row updates"): no corrected
+copy of the matrix is ever made unless :meth:`to_zarr` is asked for. The SVM
+solver, which only calls ``rows(idx)``, ``diag()`` and ``n``, takes a view
+unchanged, and views compose (``CenteredGram(ShiftedGram(K, 1e4), ...)``
+recenters shifted data, as in Meilă's experiments).
+
+Test points go through ``cross(X_new)``: the view's kernel between new points
+and the training points, built from the base kernel exactly as the view is
+built from the base Gram.
+
+=================== ===================================================== ==========================
+view                entries                                               paper
+=================== ===================================================== ==========================
+``CenteredGram``    ``K_ij - h_i - h_j + h0``, ``h = Kγ``, ``h0 = γᵀKγ``   Meilă eq. (14)
+``ShiftedGram``     the same with ``a = |a| u``, ``u`` a random direction  Meilă §6
+``NormalizedGram``  ``K_ij / sqrt(K_ii K_jj)``                             Graf & Borer eq. (2)
+=================== ===================================================== ==========================
+
+:class:`KernelGram` evaluates a kernel on the fly from ``X`` (nothing
+stored), :class:`DenseGram` wraps a small in-memory matrix; both have the same
+interface, so every view works on a stored Gram, on a kernel with data, or on
+an ndarray.
+
+References
+----------
+.. [1] M. Meilă, "Data centering in feature space", AISTATS 2003.
+.. [2] A. B. A. Graf and S. Borer, "Normalization in support vector machines",
+   DAGM 2001.
+"""
+
+import math
+import os
+import warnings
+
+import dask
+import dask.array as da
+import numpy as np
+import zarr
+
+from ._validation import check_data, check_same_features
+from .centering import (
+    Centering,
+    InvalidWeightsError,
+    _principal_submatrix,
+    _random_state,
+    _source_columns,
+    origin_products,
+)
+from .exceptions import DKernelError, StoreMismatchError
+from .kernels import get_kernel
+
+__all__ = [
+    "CenteredGram",
+    "DenseGram",
+    "GrafThresholdError",
+    "KernelGram",
+    "NormalizedGram",
+    "ShiftedGram",
+    "as_gram",
+    "graf_intercept",
+    "graf_threshold",
+    "weight_norm",
+]
+
+_DEFAULT_CHUNK = 2048
+
+
+class GrafThresholdError(DKernelError, ValueError):
+    """Graf & Borer's threshold b' is undefined: a margin lies outside the unit sphere."""
+
+
+# --------------------------------------------------------------------------- #
+# Base Grams: in memory, or a kernel evaluated on the fly
+# --------------------------------------------------------------------------- #
+
+
+def _row_chunks(n, c):
+    return tuple(min(c, n - s) for s in range(0, n, c))
+
+
+class DenseGram:
+    """A small square Gram matrix held in memory, with the Gram reading interface.
+
+    Parameters
+    ----------
+    K : array-like of shape (n, n)
+    chunk : int, default=2048
+        Block side of ``block(i, j)`` and ``.dask``.
+    kernel : Kernel, optional
+        The kernel that produced ``K``, if known.
+    """
+
+    def __init__(self, K, *, chunk=_DEFAULT_CHUNK, kernel=None):
+        K = np.asarray(K)
+        if K.ndim != 2 or K.shape[0] != K.shape[1]:
+            raise ValueError(f"a Gram matrix must be square; got shape {K.shape}.")
+        if K.dtype not in (np.float32, np.float64):
+            K = K.astype(np.float64)
+        self.K = K
+        self.kernel = kernel
+        c = min(int(chunk), K.shape[0])
+        self.chunks = (c, c)
+
+    n = property(lambda self: self.K.shape[0])
+    shape = property(lambda self: self.K.shape)
+    dtype = property(lambda self: self.K.dtype)
+
+    def rows(self, idx):
+        return self.K[np.asarray(idx, dtype=np.intp)]
+
+    def block(self, i, j):
+        c = self.chunks[0]
+        return self.K[i * c : (i + 1) * c, j * c : (j + 1) * c]
+
+    def diag(self):
+        return np.diagonal(self.K).copy()
+
+    @property
+    def dask(self):
+        return da.from_array(self.K, chunks=self.chunks)
+
+    def principal_submatrix(self, indices):
+        return self.K[np.ix_(indices, indices)]
+
+    def to_numpy(self, force=False):
+        return self.K
+
+    def __repr__(self):
+        return f"DenseGram(n={self.n}, dtype={self.dtype.name})"
+
+
+def _kernel_block(X, Z, kernel):
+    return kernel.block(X, Z)
+
+
+class KernelGram:
+    """The Gram matrix ``K(X, X)`` of a kernel, evaluated on the fly (nothing stored).
+
+    Rows, blocks and columns are kernel evaluations; ``.dask`` is a lazy
+    blockwise evaluation in which ``X`` is one key of the graph. Sampled
+    centerings need only ``columns(S) = K(X, X_S)``, ``O(n n' d)`` work.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+        Training data (dense).
+    kernel : str, dict or Kernel, default="rbf"
+        See :func:`dkernel.kernels.get_kernel`; ``gamma=None`` is resolved
+        to ``1/d`` here.
+    chunk : int, default=2048
+        Rows per block of ``.dask`` and ``columns``.
+    **kernel_params
+        Parameters of a kernel given by name.
+    """
+
+    def __init__(self, X, kernel="rbf", *, chunk=_DEFAULT_CHUNK, **kernel_params):
+        self.X = check_data(X, name="X", allow_sparse=False)
+        self.kernel = get_kernel(kernel, **kernel_params).resolve(self.X.shape[1])
+        c = min(int(chunk), self.X.shape[0])
+        self.chunks = (c, c)
+        self._diag = None
+        self._Xd = None
+
+    n = property(lambda self: self.X.shape[0])
+    shape = property(lambda self: (self.X.shape[0], self.X.shape[0]))
+    dtype = property(lambda self: self.X.dtype)
+
+    def rows(self, idx):
+        return self.kernel.block(self.X[np.asarray(idx, dtype=np.intp)], self.X)
+
+    def submatrix(self, idx, start, stop):
+        return self.kernel.block(self.X[np.asarray(idx, dtype=np.intp)], self.X[start:stop])
+
+    def block(self, i, j):
+        c = self.chunks[0]
+        Xi, Xj = self.X[i * c : (i + 1) * c], self.X[j * c : (j + 1) * c]
+        return self.kernel.block(Xi, Xj, symmetric=(i == j))
+
+    def diag(self):
+        if self._diag is None:
+            self._diag = self.kernel.diag(self.X)
+        return self._diag
+
+    def _X_dask(self):
+        if self._Xd is None:
+            # from_array puts X into the graph once; every block task slices that key.
+            self._Xd = da.from_array(self.X, chunks=(self.chunks[0], self.X.shape[1]))
+        return self._Xd
+
+    @property
+    def dask(self):
+        Xd = self._X_dask()
+        return da.blockwise(
+            _kernel_block, "ij", Xd, "ik", Xd, "jk", kernel=self.kernel, dtype=self.dtype, concatenate=True
+        )
+
+    def columns(self, indices):
+        """Lazy ``K(X, X[indices])`` in row blocks of ``chunk`` rows."""
+        XS = da.from_array(self.X[np.asarray(indices, dtype=np.intp)], chunks=-1)
+        return da.blockwise(
+            _kernel_block, "ij", self._X_dask(), "ik", XS, "jk", kernel=self.kernel, dtype=self.dtype,
+            concatenate=True,
+        )
+
+    def principal_submatrix(self, indices):
+        XS = self.X[np.asarray(indices, dtype=np.intp)]
+        return self.kernel.block(XS, XS, symmetric=True)
+
+    def cross(self, X_new, X_train=None, columns=None):
+        """``K(X_new, X[columns])`` (all training points by default)."""
+        X_new = _check_new(X_new, self.X)
+        Z = self.X if columns is None else self.X[np.asarray(columns, dtype=np.intp)]
+        return self.kernel.block(X_new.astype(Z.dtype, copy=False), Z)
+
+    def cross_diag(self, X_new, X_train=None):
+        """``K(x, x)`` for each new point."""
+        return self.kernel.diag(_check_new(X_new, self.X))
+
+    def to_numpy(self, force=False):
+        return self.kernel.block(self.X, self.X, symmetric=True)
+
+    def describe(self):
+        return {"name": "kernel", "kernel": self.kernel.to_dict(), "n": self.n}
+
+    def __repr__(self):
+        return f"KernelGram({self.kernel!r}, n={self.n})"
+
+
+def _check_new(X_new, X_train):
+    X_new = check_data(X_new, name="X_new", what="evaluating the kernel on new points", allow_sparse=False)
+    check_same_features(X_new, X_train, "X_new", "X_train")
+    return X_new
+
+
+def as_gram(source):
+    """A Gram-protocol object for ``source`` (an ndarray becomes a :class:`DenseGram`)."""
+    if isinstance(source, np.ndarray):
+        return DenseGram(source)
+    for attr in ("n", "rows", "diag", "dask"):
+        if not hasattr(source, attr):
+            raise TypeError(
+                f"{type(source).__name__} is not a Gram matrix: it has no '{attr}'. Pass a GramMatrix, a "
+                f"lazy view, a KernelGram(X, kernel) or a square ndarray."
+            )
+    return source
+
+
+def _base_cross(base, X_new, X_train, columns=None):
+    if hasattr(base, "cross"):
+        return base.cross(X_new, X_train, columns=columns)
+    kernel = getattr(base, "kernel", None)
+    if kernel is None or X_train is None:
+        raise ValueError(
+            "kernel values for new points need the training data: pass X_train (the data the Gram was "
+            "computed from), or build the view on KernelGram(X, kernel)."
+        )
+    X_train = check_data(X_train, name="X_train", allow_sparse=False)
+    if X_train.shape[0] != base.n:
+        raise ValueError(f"X_train has {X_train.shape[0]} rows but the Gram matrix has {base.n}.")
+    X_new = _check_new(X_new, X_train)
+    Z = X_train if columns is None else X_train[np.asarray(columns, dtype=np.intp)]
+    return kernel.block(X_new.astype(Z.dtype, copy=False), Z)
+
+
+def _base_cross_diag(base, X_new, X_train):
+    if hasattr(base, "cross_diag"):
+        return base.cross_diag(X_new, X_train)
+    kernel = getattr(base, "kernel", None)
+    if kernel is None:
+        raise ValueError("kernel values for new points need the kernel; build the view on KernelGram(X, kernel).")
+    return kernel.diag(X_new)
+
+
+def _base_describe(base):
+    if hasattr(base, "describe"):
+        return base.describe()
+    desc = {"name": type(base).__name__, "n": int(base.n)}
+    if getattr(base, "path", None):
+        desc["path"] = base.path
+    if getattr(base, "kernel", None) is not None:
+        desc["kernel"] = base.kernel.to_dict()
+    return desc
+
+
+# --------------------------------------------------------------------------- #
+# Views
+# --------------------------------------------------------------------------- #
+
+
+class _GramView:
+    """A view whose entries are ``f(K_ij, v_i, v_j)`` for one per-point vector ``v``.
+
+    Subclasses set ``self.base`` and ``self._vector`` and implement the static
+    ``_apply(K, v_rows, v_cols, **self._params())``.
+    """
+
+    base = None
+    _vector = None
+
+    def _params(self):
+        return {}
+
+    def _correct(self, K, rows, cols):
+        v = self._vector
+        return self._apply(np.asarray(K, dtype=np.float64), v[rows], v[cols], **self._params())
+
+    n = property(lambda self: self.base.n)
+    shape = property(lambda self: (self.base.n, self.base.n))
+    chunks = property(lambda self: tuple(self.base.chunks))
+    dtype = property(lambda self: np.dtype(np.float64))
+
+    @property
+    def kernel(self):
+        return getattr(self.base, "kernel", None)
+
+    def rows(self, idx):
+        """Rows ``[idx, :]`` of the view (``len(idx) × n`` float64)."""
+        idx = np.asarray(idx, dtype=np.intp)
+        return self._correct(self.base.rows(idx), idx, slice(None))
+
+    def submatrix(self, idx, start, stop):
+        """``[idx, start:stop]`` of the view."""
+        idx = np.asarray(idx, dtype=np.intp)
+        if hasattr(self.base, "submatrix"):
+            K = self.base.submatrix(idx, start, stop)
+        else:
+            K = self.base.rows(idx)[:, start:stop]
+        return self._correct(K, idx, slice(start, stop))
+
+    def block(self, i, j):
+        """Block ``(i, j)`` of the grid of ``chunks``."""
+        rc, cc = self.chunks
+        rows = slice(i * rc, min((i + 1) * rc, self.n))
+        cols = slice(j * cc, min((j + 1) * cc, self.n))
+        return self._correct(self.base.block(i, j), rows, cols)
+
+    def principal_submatrix(self, indices):
+        indices = np.asarray(indices, dtype=np.intp)
+        return self._correct(_principal_submatrix(self.base, indices), indices, indices)
+
+    def _blockwise(self, K, v_rows, v_cols):
+        return da.blockwise(
+            self._apply, "ij", K, "ij", v_rows, "i", v_cols, "j", dtype=np.float64, **self._params()
+        )
+
+    @property
+    def dask(self):
+        """Lazy Dask array of the view: one task per block of the base's ``.dask``."""
+        K = self.base.dask
+        v = self._vector
+        return self._blockwise(K, da.from_array(v, chunks=(K.chunks[0],)), da.from_array(v, chunks=(K.chunks[1],)))
+
+    def columns(self, indices):
+        """Lazy ``[:, indices]`` of the view in row blocks (no ``n × n`` array)."""
+        indices = np.asarray(indices, dtype=np.intp)
+        K = _source_columns(self.base, indices)
+        v = self._vector
+        return self._blockwise(
+            K, da.from_array(v, chunks=(K.chunks[0],)), da.from_array(v[indices], chunks=(K.chunks[1],))
+        )
+
+    def to_numpy(self, force=False):
+        """The whole view as one ndarray (small matrices only)."""
+        nbytes = self.n * self.n * 8
+        if nbytes > 2 * 2**30 and not force:
+            raise MemoryError(
+                f"the view is {self.n}×{self.n} float64 ({nbytes / 1e9:.1f} GB); read rows(idx), use .dask "
+                f"or to_zarr(path), or pass force=True."
+            )
+        return np.asarray(self.dask.compute())
+
+    def to_zarr(self, path, *, dtype=None, overwrite=False):
+        """Materialize the view blockwise into a new Gram store and open it.
+
+        The store has the layout of :class:`dkernel.gram.GramMatrix` (so
+        ``GramMatrix.open(path)`` reads it) with the chunks of the base; its
+        ``kernel`` attribute is the kernel of the underlying Gram and its
+        ``operator`` attribute describes the view (:meth:`describe`).
+
+        Parameters
+        ----------
+        path : str or path-like
+        dtype : {"float32", "float64"}, default=None
+            The base's dtype by default.
+        overwrite : bool, default=False
+            Replace an existing folder at ``path``.
+
+        Returns
+        -------
+        GramMatrix
+        """
+        from .gram import STORE_FORMAT, STORE_VERSION, GramMatrix, data_fingerprint
+
+        kernel = self.kernel
+        if kernel is None:
+            raise ValueError(
+                "to_zarr writes a Gram store, which records its kernel; this view is built on a matrix without "
+                "one. Build it on a GramMatrix or a KernelGram(X, kernel)."
+            )
+        path = os.path.abspath(os.fspath(path))
+        if os.path.exists(path) and os.listdir(path) and not overwrite:
+            raise StoreMismatchError(f"{path} exists; pass overwrite=True to replace it, or choose another path.")
+        dtype = np.dtype(dtype or getattr(_root_base(self), "dtype", np.float64))
+        rc, cc = self.chunks
+        n = self.n
+        nb = -(-n // rc), -(-n // cc)
+        root_base = _root_base(self)
+        fingerprint = getattr(root_base, "fingerprint", None)
+        if fingerprint is None and hasattr(root_base, "X"):
+            fingerprint = {"X": data_fingerprint(root_base.X), "Z": None}
+        root = zarr.open_group(path, mode="w")
+        K = root.create_array("K", shape=(n, n), chunks=(rc, cc), dtype=dtype, fill_value=np.nan, compressors=None)
+        done = root.create_array("done", shape=nb, chunks=(1, 1), dtype="uint8", fill_value=0, compressors=None)
+        diag = root.create_array("diag", shape=(n,), chunks=(rc,), dtype=dtype, fill_value=np.nan, compressors=None)
+        # Dask chunks equal the zarr chunks, so every task writes whole chunks: no lock needed.
+        values = self.dask.rechunk((rc, cc)).astype(dtype)
+        dask.compute(da.store(values, K, lock=False, compute=False))
+        diag[:] = self.diag().astype(dtype)
+        done[:] = np.ones(nb, dtype="uint8")
+        root.attrs.update({
+            "format": STORE_FORMAT,
+            "format_version": STORE_VERSION,
+            "kernel": kernel.to_dict(),
+            "shape": [n, n],
+            "dtype": dtype.name,
+            "chunks": [rc, cc],
+            "symmetric": True,
+            "fingerprint": fingerprint,
+            "n_blocks": list(nb),
+            "blocks_done": int(nb[0] * nb[1]),
+            "operator": self.describe(),
+        })
+        return GramMatrix.open(path)
+
+    def __repr__(self):
+        return f"{type(self).__name__}(n={self.n}, base={self.base!r})"
+
+
+def _root_base(view):
+    while isinstance(view, _GramView):
+        view = view.base
+    return view
+
+
+def _center_block(K, h_rows, h_cols, h0):
+    # Meilă eq. (14), entrywise: K_a(i, j) = K_ij - h_i - h_j + h0.
+    out = np.asarray(K, dtype=np.float64) - h_rows[:, None]
+    out -= h_cols[None, :]
+    out += h0
+    return out
+
+
+class CenteredGram(_GramView):
+    """The Gram matrix of the data translated so that ``a`` is the origin (Meilă eq. 14).
+
+    .. math::
+
+        K_a = K - 1 h^T - h 1^T + h_0, \\qquad h = K\\gamma,\\; h_0 = \\gamma^T K \\gamma
+
+    Entries are corrected when read; ``h`` is computed once at construction
+    (:func:`dkernel.centering.origin_products`: only ``K[:, S]`` for a
+    centering supported on a sample ``S``).
+
+    Parameters
+    ----------
+    base : Gram source
+        A :class:`~dkernel.gram.GramMatrix`, a :class:`KernelGram`, another
+        view, or a square ndarray.
+    centering : Centering
+        The origin ``a = Σ γ_i φ(x_i)``, in the feature space of ``base``.
+    h, h0 : optional
+        Precomputed ``h = Kγ`` and ``h0 = γᵀKγ`` (skips the pass over ``K``).
+
+    Attributes
+    ----------
+    h : ndarray of shape (n,)
+        ``⟨a, x_i⟩``; Δb of an SVM trained on the view is ``(αy)ᵀh``
+        (:func:`dkernel.centering.delta_b`).
+    h0 : float
+        ``⟨a, a⟩``.
+    """
+
+    def __init__(self, base, centering, *, h=None, h0=None):
+        self.base = as_gram(base)
+        if not isinstance(centering, Centering):
+            raise TypeError(f"centering must be a Centering; got {type(centering).__name__}.")
+        if centering.n != self.base.n:
+            raise InvalidWeightsError(
+                f"the centering is defined for n={centering.n} points but the Gram matrix has {self.base.n} "
+                f"rows; build it from this matrix's labels (one label per row)."
+            )
+        self.centering = centering
+        if h is None or h0 is None:
+            h, h0 = origin_products(self.base, centering)
+        self.h = np.asarray(h, dtype=np.float64)
+        self.h0 = float(h0)
+        self._vector = self.h
+
+    _apply = staticmethod(_center_block)
+
+    def _params(self):
+        return {"h0": self.h0}
+
+    def diag(self):
+        """``K_ii - 2h_i + h0``."""
+        return np.asarray(self.base.diag(), dtype=np.float64) - 2.0 * self.h + self.h0
+
+    def test_products(self, K_test_support):
+        """``⟨x, a⟩ = Σ_j γ_j K(x, x_j)`` from the kernel values of test points against the support of ``a``."""
+        return np.asarray(K_test_support, dtype=np.float64) @ self.centering.weights
+
+    def center_test(self, K_test, h_test=None):
+        """``K_a(x, x_i) = K(x, x_i) - ⟨x, a⟩ - h_i + h0`` from base-kernel rows ``K_test`` (m × n).
+
+        ``h_test`` (``⟨x, a⟩`` per test point) is computed from ``K_test`` when omitted.
+        """
+        K_test = np.asarray(K_test, dtype=np.float64)
+        if K_test.ndim != 2 or K_test.shape[1] != self.n:
+            raise ValueError(f"K_test must have shape (m, {self.n}); got {K_test.shape}.")
+        if h_test is None:
+            h_test = self.test_products(K_test[:, self.centering.support])
+        return _center_block(K_test, np.asarray(h_test, dtype=np.float64), self.h, self.h0)
+
+    def cross(self, X_new, X_train=None, columns=None):
+        """``K_a(x, x_i)`` for new points ``x`` against the training points (``columns`` of them).
+
+        ``X_train`` is needed only when the chain of views ends at a stored
+        Gram (which does not keep its data).
+        """
+        support = self.centering.support
+        h_test = self.test_products(_base_cross(self.base, X_new, X_train, columns=support))
+        K = _base_cross(self.base, X_new, X_train, columns=columns)
+        h = self.h if columns is None else self.h[np.asarray(columns, dtype=np.intp)]
+        return _center_block(K, h_test, h, self.h0)
+
+    def cross_diag(self, X_new, X_train=None):
+        """``K_a(x, x) = K(x, x) - 2⟨x, a⟩ + h0``."""
+        h_test = self.test_products(_base_cross(self.base, X_new, X_train, columns=self.centering.support))
+        return np.asarray(_base_cross_diag(self.base, X_new, X_train), dtype=np.float64) - 2 * h_test + self.h0
+
+    def describe(self):
+        return {
+            "name": "centered",
+            "centering": self.centering.to_dict(),
+            "h0": self.h0,
+            "base": _base_describe(self.base),
+        }
+
+
+class ShiftedGram(CenteredGram):
+    """Data translated by ``|a|`` along a random feature-space direction (Meilă §6).
+
+    The direction is ``u = Σ_i β_i φ(x_i) / sqrt(βᵀKβ)`` with ``β`` standard
+    normal on the training points (or on ``n_support`` of them), and the origin
+    moves to ``a = |a| u``: this is a :class:`CenteredGram` with
+    ``γ = |a| β / sqrt(βᵀKβ)``, so ``h0 = |a|²``. ``cross(X_new)`` gives the
+    consistent test kernel ``K_s(x, x_i)``.
+
+    Parameters
+    ----------
+    base : Gram source
+    length : float
+        The shift ``|a| >= 0``.
+    random_state : int, Generator or None
+    n_support : int, optional
+        Draw β on a random sample of this many points (only ``K[:, S]`` is read).
+    """
+
+    def __init__(self, base, length, *, random_state=None, n_support=None):
+        base = as_gram(base)
+        length = float(length)
+        if not (math.isfinite(length) and length >= 0):
+            raise ValueError(f"length must be a finite number >= 0; got {length!r}.")
+        rng = _random_state(random_state)
+        n = base.n
+        if n_support is None:
+            direction = Centering(n, rng.standard_normal(n), None, "shift")
+        else:
+            if not (1 <= int(n_support) <= n):
+                raise ValueError(f"n_support must lie in [1, n={n}]; got {n_support!r}.")
+            idx = np.sort(rng.choice(n, size=int(n_support), replace=False))
+            direction = Centering(n, rng.standard_normal(len(idx)), idx, "shift")
+        h_beta, norm_sq = origin_products(base, direction)
+        if not norm_sq > 0:
+            raise ValueError(
+                "the random direction has zero norm in feature space (βᵀKβ = 0); the kernel is degenerate on "
+                "these points."
+            )
+        scale = length / math.sqrt(norm_sq)
+        self.length = length
+        super().__init__(base, direction.scaled(scale, "shift"), h=h_beta * scale, h0=length**2)
+
+    def describe(self):
+        return {**super().describe(), "name": "shifted", "length": self.length}
+
+
+def _normalize_block(K, s_rows, s_cols):
+    # Graf & Borer eq. (2): K_ij / sqrt(K_ii K_jj), with s = 1/sqrt(diag).
+    out = np.asarray(K, dtype=np.float64) * s_rows[:, None]
+    out *= s_cols[None, :]
+    return out
+
+
+def _inv_sqrt(d):
+    d = np.asarray(d, dtype=np.float64)
+    s = np.zeros_like(d)
+    positive = d > 0
+    s[positive] = 1.0 / np.sqrt(d[positive])
+    return s
+
+
+class NormalizedGram(_GramView):
+    """Feature-space normalization of any Gram (Graf & Borer eq. 2).
+
+    .. math::
+
+        \\tilde K_{ij} = \\frac{K_{ij}}{\\sqrt{K_{ii} K_{jj}}}
+
+    Every point moves to the unit sphere in feature space. Points with
+    ``K_ii <= 0`` have no direction: their rows are 0, as in
+    :class:`dkernel.kernels.NormalizedKernel`. For test points,
+    ``cross(X_new)`` gives ``K(x, x_i) / sqrt(K(x, x) K(x_i, x_i))``.
+
+    Parameters
+    ----------
+    base : Gram source
+    """
+
+    def __init__(self, base):
+        self.base = as_gram(base)
+        self._base_diag = np.asarray(self.base.diag(), dtype=np.float64)
+        self._vector = _inv_sqrt(self._base_diag)
+
+    _apply = staticmethod(_normalize_block)
+
+    def diag(self):
+        return (self._base_diag > 0).astype(np.float64)
+
+    def cross(self, X_new, X_train=None, columns=None):
+        K = _base_cross(self.base, X_new, X_train, columns=columns)
+        s_test = _inv_sqrt(_base_cross_diag(self.base, X_new, X_train))
+        s = self._vector if columns is None else self._vector[np.asarray(columns, dtype=np.intp)]
+        return _normalize_block(K, s_test, s)
+
+    def cross_diag(self, X_new, X_train=None):
+        return (np.asarray(_base_cross_diag(self.base, X_new, X_train)) > 0).astype(np.float64)
+
+    def describe(self):
+        return {"name": "normalized", "base": _base_describe(self.base)}
+
+
+# --------------------------------------------------------------------------- #
+# Graf & Borer's threshold correction
+# --------------------------------------------------------------------------- #
+
+
+def weight_norm(dual_coef, K_sv):
+    """``‖w‖ = sqrt(cᵀ K c)`` with ``c = α y`` and ``K`` the Gram of the support vectors."""
+    c = np.asarray(dual_coef, dtype=np.float64).reshape(-1)
+    K_sv = np.asarray(K_sv, dtype=np.float64)
+    if K_sv.shape != (c.shape[0], c.shape[0]):
+        raise ValueError(f"K_sv must have shape ({c.shape[0]}, {c.shape[0]}); got {K_sv.shape}.")
+    return math.sqrt(max(float(c @ K_sv @ c), 0.0))
+
+
+def graf_threshold(b, w_norm, *, on_invalid="clip"):
+    """The corrected hyperplane position b' for a normalized kernel (Graf & Borer eq. 3).
+
+    On the unit sphere of a normalized feature space, the margins of the
+    hyperplane ``⟨ŵ, z⟩ = b`` (``ŵ = w/‖w‖``) lie at ``⟨ŵ, z⟩ = b ∓ 1/‖w‖``
+    and meet the sphere at the angles ``α₁ = arccos(b − 1/‖w‖)`` and
+    ``α₂ = arccos(b + 1/‖w‖)``. Graf & Borer move the hyperplane to the
+    bisector of the two arcs,
+
+    .. math::
+
+        b' = \\cos\\left(\\frac{\\arccos(b - 1/\\|w\\|) + \\arccos(b + 1/\\|w\\|)}{2}\\right)
+
+    leaving ``w`` unchanged. ``b`` here is the paper's position, the signed
+    distance of the hyperplane from the origin along ``ŵ``; for the intercept
+    of a trained SVM use :func:`graf_intercept`.
+
+    Parameters
+    ----------
+    b : float
+        Hyperplane position (``|b| <= 1`` on the unit sphere).
+    w_norm : float
+        ``‖w‖ > 0``, e.g. from :func:`weight_norm` (``‖w‖² = αᵀQα``).
+    on_invalid : {"clip", "raise"}, default="clip"
+        When a margin misses the sphere (``b ± 1/‖w‖`` outside ``[-1, 1]``,
+        common for small ``‖w‖``): ``"clip"`` clips it to ``[-1, 1]`` (the
+        margin is taken at the pole it passes) and issues a RuntimeWarning;
+        ``"raise"`` raises :class:`GrafThresholdError`.
+
+    Returns
+    -------
+    float
+    """
+    if on_invalid not in ("clip", "raise"):
+        raise ValueError(f"on_invalid must be 'clip' or 'raise'; got {on_invalid!r}.")
+    b, w_norm = float(b), float(w_norm)
+    if not (math.isfinite(b) and math.isfinite(w_norm) and w_norm > 0):
+        raise ValueError(f"b must be finite and w_norm finite and > 0; got b={b!r}, w_norm={w_norm!r}.")
+    delta = 1.0 / w_norm
+    lo, hi = b - delta, b + delta
+    if lo < -1.0 or hi > 1.0:
+        message = (
+            f"the margins b ± 1/‖w‖ = [{lo:.6g}, {hi:.6g}] leave [-1, 1], so at least one margin misses the "
+            f"unit sphere and Graf & Borer's b' is undefined"
+        )
+        if on_invalid == "raise":
+            raise GrafThresholdError(message + "; use on_invalid='clip' or keep the uncorrected b.")
+        warnings.warn(message + "; the margins were clipped to [-1, 1].", RuntimeWarning, stacklevel=2)
+        lo, hi = max(lo, -1.0), min(hi, 1.0)
+    return math.cos(0.5 * (math.acos(lo) + math.acos(hi)))
+
+
+def graf_intercept(intercept, w_norm, *, on_invalid="clip"):
+    """Graf & Borer's correction applied to an SVM intercept (decision ``Σ α_i y_i K̃(x, x_i) + c``).
+
+    The hyperplane ``⟨w, z⟩ + c = 0`` sits at position ``b = -c/‖w‖`` along
+    ``ŵ``; :func:`graf_threshold` moves it to ``b'`` and the corrected
+    intercept is ``c' = -b' ‖w‖``, which replaces ``c``.
+    """
+    w_norm = float(w_norm)
+    if not (math.isfinite(w_norm) and w_norm > 0):
+        raise ValueError(f"w_norm must be finite and > 0; got {w_norm!r}.")
+    b = -float(np.asarray(intercept).reshape(-1)[0]) / w_norm
+    return -graf_threshold(b, w_norm, on_invalid=on_invalid) * w_norm

@@ -1,0 +1,101 @@
+"""Intercept and equality multipliers from a (near) optimal dual point.
+
+Sign convention: with the Lagrangian
+``1/2 a^T Q a + p^T a + mu^T (E a - e) - ...`` the KKT conditions are
+
+* ``G_i + (E^T mu)_i = 0`` if ``0 < alpha_i < C_i``,
+* ``G_i + (E^T mu)_i >= 0`` if ``alpha_i = 0``,
+* ``G_i + (E^T mu)_i <= 0`` if ``alpha_i = C_i``,
+
+with ``G = Q alpha + p``. For the C-SVC (``E = y^T``, ``p = -1``) a free
+``i`` gives ``y_i f(x_i) = 1`` with ``f(x) = sum_j alpha_j y_j K(x, x_j) + b``
+exactly when ``mu = b``: the multiplier *is* the bias, libsvm's ``-rho``.
+For ``E[q, i] = y_i phi_q(x_i)`` (the generalized bias of Li, Leung & Lee,
+eq. 24) the same argument gives ``f(x) = sum_j alpha_j y_j K(x, x_j) +
+sum_q mu_q phi_q(x)``: ``mu`` are the coefficients of the predefined features.
+"""
+
+import numpy as np
+from scipy.optimize import linprog
+
+__all__ = ["svc_intercept", "minimax_multipliers", "equality_multipliers"]
+
+
+def svc_intercept(alpha, G, y, C):
+    """libsvm's bias ``b = -rho`` for the constraint ``y^T alpha = const``.
+
+    ``rho`` is the mean of ``y_i G_i`` over free variables, or the midpoint of
+    the interval allowed by the bounded ones when none is free.
+    """
+    yG = y * G
+    free = (alpha > 0) & (alpha < C)
+    if free.any():
+        return -float(yG[free].mean())
+    at_upper = alpha >= C
+    at_lower = alpha <= 0
+    # libsvm's calculate_rho: bounds on rho from variables stuck at 0 or C.
+    ub_mask = (at_upper & (y < 0)) | (at_lower & (y > 0))
+    lb_mask = (at_upper & (y > 0)) | (at_lower & (y < 0))
+    ub = yG[ub_mask].min() if ub_mask.any() else np.inf
+    lb = yG[lb_mask].max() if lb_mask.any() else -np.inf
+    if not np.isfinite(ub):
+        ub = lb
+    if not np.isfinite(lb):
+        lb = ub
+    return -float((ub + lb) / 2)
+
+
+def minimax_multipliers(alpha, G, C, E):
+    """Multipliers minimising the largest KKT violation, by linear programming.
+
+    Solves ``min_{mu, t} t`` subject to ``-(G_i + (E^T mu)_i) <= t`` for
+    ``alpha_i < C_i`` and ``G_i + (E^T mu)_i <= t`` for ``alpha_i > 0``. For
+    one row ``E = y^T`` the optimum is ``t = (m - M) / 2``, so ``2 t``
+    generalises libsvm's stopping gap to several rows.
+
+    Returns
+    -------
+    mu : ndarray of shape (l,)
+    gap : float
+        ``2 t``, at least ``0``.
+    support : ndarray of int
+        Variables whose constraints carry a positive dual weight: at most
+        ``l + 1`` of them and, when ``gap > 0``, a set on which a feasible
+        descent direction exists (the LP dual is the steepest feasible
+        direction of Zoutendijk), so it must be part of the working set.
+    """
+    n_eq, n = E.shape
+    can_increase = np.flatnonzero(alpha < C)
+    can_decrease = np.flatnonzero(alpha > 0)
+    A_ub = np.vstack(
+        [
+            np.column_stack([-E[:, can_increase].T, -np.ones(can_increase.size)]),
+            np.column_stack([E[:, can_decrease].T, -np.ones(can_decrease.size)]),
+        ]
+    )
+    b_ub = np.concatenate([G[can_increase], -G[can_decrease]])
+    cost = np.zeros(n_eq + 1)
+    cost[-1] = 1.0
+    bounds = [(None, None)] * n_eq + [(0, None)]
+    res = linprog(cost, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs")
+    if res.status != 0:
+        raise RuntimeError(f"The multiplier linear program failed: {res.message}")
+    weights = -res.ineqlin.marginals
+    rows = np.concatenate([can_increase, can_decrease])
+    support = np.unique(rows[weights > 1e-12 * max(weights.max(initial=0.0), 1e-300)])
+    return res.x[:n_eq], 2.0 * float(res.x[-1]), support
+
+
+def equality_multipliers(alpha, G, C, E, fallback):
+    """Multipliers of ``E alpha = e`` at the solution.
+
+    Least squares over the free variables (``G_F + E_F^T mu = 0``, the
+    analogue of libsvm's mean over free vectors) when they determine ``mu``;
+    otherwise ``fallback`` (the minimax multipliers, which satisfy every KKT
+    condition within the stopping tolerance).
+    """
+    free = (alpha > 0) & (alpha < C)
+    E_free = E[:, free]
+    if free.sum() >= E.shape[0] and np.linalg.matrix_rank(E_free) == E.shape[0]:
+        return np.linalg.lstsq(E_free.T, -G[free], rcond=None)[0]
+    return np.asarray(fallback, dtype=np.float64)

@@ -1,0 +1,313 @@
+"""dkernel.SVC against libsvm (scikit-learn's SVC), and its corrections against the explicit route."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_breast_cancer, load_digits, make_classification
+from sklearn.metrics.pairwise import pairwise_kernels
+from sklearn.model_selection import GridSearchCV, cross_val_score, train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC as LibSVC
+
+from dkernel import datasets
+from dkernel.centering import Centering
+from dkernel.exceptions import NonFiniteInputError
+from dkernel.operators import graf_intercept
+from dkernel.svm import SVC, load_model
+
+
+def libsvm_dual_objective(ref, K):
+    """½ cᵀKc − Σ|c| of a binary scikit-learn SVC (c = dual_coef_, K the training Gram)."""
+    c = ref.dual_coef_[0]
+    Ks = K[np.ix_(ref.support_, ref.support_)]
+    return 0.5 * c @ Ks @ c - np.abs(c).sum()
+
+
+def assert_same_optimum(ours, ref, X_test, K_train=None):
+    dec_ours = ours.decision_function(X_test)
+    dec_ref = ref.decision_function(X_test)
+    assert np.max(np.abs(dec_ours - dec_ref)) <= 1e-3
+    agree = np.mean(ours.predict(X_test) == ref.predict(X_test))
+    assert agree >= 0.999
+    if K_train is not None:
+        obj_ref = libsvm_dual_objective(ref, K_train)
+        obj = float(ours.objective_[0])
+        assert abs(obj - obj_ref) <= 1e-5 * abs(obj_ref)
+
+
+def _standardized_split(X, y, seed=0):
+    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, random_state=seed, stratify=y)
+    scaler = StandardScaler().fit(X_tr)
+    return scaler.transform(X_tr), scaler.transform(X_te), y_tr, y_te
+
+
+# --------------------------------------------------------------- libsvm parity
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(kernel="rbf", gamma=0.05, C=10.0),
+        dict(kernel="poly", degree=2, gamma=0.1, coef0=1.0, C=1.0),
+        dict(kernel="linear", C=0.5),
+        dict(kernel="sigmoid", gamma=0.01, coef0=0.0, C=1.0),
+    ],
+)
+def test_wdbc_same_optimum_as_libsvm(params):
+    X, y = load_breast_cancer(return_X_y=True)
+    X_tr, X_te, y_tr, _ = _standardized_split(X, y)
+    ours = SVC(tol=1e-6, **params).fit(X_tr, y_tr)
+    ref = LibSVC(tol=1e-6, **params).fit(X_tr, y_tr)
+    metric = params["kernel"]
+    kparams = {k: v for k, v in params.items() if k in ("gamma", "degree", "coef0")}
+    K = pairwise_kernels(X_tr, metric=metric, **kparams)
+    assert_same_optimum(ours, ref, X_te, K)
+
+
+def test_digits_pair_same_optimum_as_libsvm():
+    X, y = load_digits(return_X_y=True)
+    mask = np.isin(y, (3, 8))
+    X_tr, X_te, y_tr, _ = train_test_split(X[mask], y[mask], test_size=0.3, random_state=1)
+    ours = SVC(kernel="rbf", gamma=0.001, C=10, tol=1e-6).fit(X_tr, y_tr)
+    ref = LibSVC(kernel="rbf", gamma=0.001, C=10, tol=1e-6).fit(X_tr, y_tr)
+    assert_same_optimum(ours, ref, X_te, pairwise_kernels(X_tr, metric="rbf", gamma=0.001))
+
+
+@pytest.mark.parametrize("shape", ["ovo", "ovr"])
+def test_digits_ten_classes_same_as_libsvm(shape):
+    X, y = load_digits(return_X_y=True)
+    X_tr, X_te, y_tr, _ = train_test_split(X, y, test_size=0.3, random_state=2, stratify=y)
+    ours = SVC(kernel="rbf", gamma=0.001, C=10, tol=1e-6, decision_function_shape=shape).fit(X_tr, y_tr)
+    ref = LibSVC(kernel="rbf", gamma=0.001, C=10, tol=1e-6, decision_function_shape=shape).fit(X_tr, y_tr)
+    assert_same_optimum(ours, ref, X_te)
+    # libsvm's layout of the one-vs-one coefficients and intercepts.
+    np.testing.assert_array_equal(ours.support_, ref.support_)
+    np.testing.assert_allclose(ours.dual_coef_, ref.dual_coef_, atol=1e-4)
+    np.testing.assert_allclose(ours.intercept_, ref.intercept_, atol=1e-4)
+
+
+def test_glass_multiclass_same_as_libsvm(data_home):
+    data = datasets.load("glass", data_home=data_home)
+    X_tr, X_te, y_tr, _ = _standardized_split(data.X, data.y, seed=3)
+    ours = SVC(kernel="rbf", gamma=0.2, C=10, tol=1e-6).fit(X_tr, y_tr)
+    ref = LibSVC(kernel="rbf", gamma=0.2, C=10, tol=1e-6).fit(X_tr, y_tr)
+    assert_same_optimum(ours, ref, X_te)
+
+
+@pytest.mark.slow
+def test_synthetic_5000_same_optimum_as_libsvm():
+    X, y = make_classification(n_samples=6000, n_features=20, n_informative=8, flip_y=0.05,
+                               class_sep=0.8, random_state=0)
+    X_tr, X_te, y_tr = X[:5000], X[5000:], y[:5000]
+    ours = SVC(kernel="rbf", gamma=0.05, C=1.0, tol=1e-6).fit(X_tr, y_tr)
+    ref = LibSVC(kernel="rbf", gamma=0.05, C=1.0, tol=1e-6, cache_size=1000).fit(X_tr, y_tr)
+    assert_same_optimum(ours, ref, X_te, pairwise_kernels(X_tr, metric="rbf", gamma=0.05))
+
+
+def test_class_weight_and_sample_weight_match_libsvm():
+    X, y = load_breast_cancer(return_X_y=True)
+    X_tr, X_te, y_tr, _ = _standardized_split(X, y, seed=4)
+    cw = {0: 3.0, 1: 0.5}
+    ours = SVC(kernel="rbf", gamma=0.05, C=2.0, tol=1e-6, class_weight=cw).fit(X_tr, y_tr)
+    ref = LibSVC(kernel="rbf", gamma=0.05, C=2.0, tol=1e-6, class_weight=cw).fit(X_tr, y_tr)
+    assert_same_optimum(ours, ref, X_te)
+    sw = np.random.default_rng(0).uniform(0.5, 2.0, size=y_tr.shape[0])
+    ours = SVC(kernel="rbf", gamma=0.05, C=2.0, tol=1e-6).fit(X_tr, y_tr, sample_weight=sw)
+    ref = LibSVC(kernel="rbf", gamma=0.05, C=2.0, tol=1e-6).fit(X_tr, y_tr, sample_weight=sw)
+    assert_same_optimum(ours, ref, X_te)
+
+
+def test_precomputed_and_sparse_inputs_agree_with_dense():
+    X, y = load_breast_cancer(return_X_y=True)
+    X_tr, X_te, y_tr, _ = _standardized_split(X, y, seed=5)
+    dense = SVC(kernel="rbf", gamma=0.05, C=10, tol=1e-6).fit(X_tr, y_tr)
+    sparse = SVC(kernel="rbf", gamma=0.05, C=10, tol=1e-6).fit(sp.csr_matrix(X_tr), y_tr)
+    K_tr = pairwise_kernels(X_tr, metric="rbf", gamma=0.05)
+    K_te = pairwise_kernels(X_te, X_tr, metric="rbf", gamma=0.05)
+    pre = SVC(kernel="precomputed", C=10, tol=1e-6).fit(K_tr, y_tr)
+    d = dense.decision_function(X_te)
+    np.testing.assert_allclose(sparse.decision_function(sp.csr_matrix(X_te)), d, atol=1e-6)
+    np.testing.assert_allclose(pre.decision_function(K_te), d, atol=1e-6)
+
+
+def test_dask_input_stays_lazy_in_prediction():
+    da = pytest.importorskip("dask.array")
+    X, y = load_breast_cancer(return_X_y=True)
+    X_tr, X_te, y_tr, _ = _standardized_split(X, y, seed=6)
+    clf = SVC(kernel="rbf", gamma=0.05, C=10).fit(da.from_array(X_tr, chunks=(100, -1)), y_tr)
+    lazy = da.from_array(X_te, chunks=(50, 10))
+    dec = clf.decision_function(lazy)
+    pred = clf.predict(lazy)
+    assert isinstance(dec, da.Array) and isinstance(pred, da.Array)
+    np.testing.assert_allclose(dec.compute(), clf.decision_function(X_te))
+    np.testing.assert_array_equal(pred.compute(), clf.predict(X_te))
+
+
+def test_one_vs_rest_winner_take_all():
+    X, y = load_digits(return_X_y=True)
+    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, random_state=7, stratify=y)
+    clf = SVC(kernel="rbf", gamma=0.001, C=10, multiclass="ovr").fit(X_tr, y_tr)
+    dec = clf.decision_function(X_te)
+    assert dec.shape == (X_te.shape[0], 10)
+    np.testing.assert_array_equal(clf.predict(X_te), clf.classes_[dec.argmax(axis=1)])
+    # Each column is the binary SVM of that class against the rest.
+    ref = LibSVC(kernel="rbf", gamma=0.001, C=10, tol=1e-3).fit(X_tr, (y_tr == 4).astype(int))
+    assert np.max(np.abs(dec[:, 4] - ref.decision_function(X_te))) < 1e-2
+    assert clf.score(X_te, y_te) > 0.95
+
+
+# ------------------------------------------- corrections against the explicit route
+def _centered(K, gamma):
+    h = K @ gamma
+    return K - h[:, None] - h[None, :] + gamma @ h, h
+
+
+@pytest.mark.parametrize("scheme", ["class-balanced", "standard"])
+def test_centering_predicts_through_original_kernel(scheme):
+    X, y = load_breast_cancer(return_X_y=True)
+    X_tr, X_te, y_tr, _ = _standardized_split(X, y, seed=8)
+    params = dict(kernel="poly", degree=2, gamma=1.0, coef0=1.0)
+    clf = SVC(C=1.0, tol=1e-8, centering=scheme, **params).fit(X_tr, y_tr)
+    # Explicit route: centre the Gram, solve with libsvm, then correct b by Δb (Meilă eq. 19).
+    y_pm = np.where(y_tr == 1, 1.0, -1.0)
+    centering = Centering.class_balanced(y_pm) if scheme == "class-balanced" else Centering.standard(len(y_pm))
+    K = pairwise_kernels(X_tr, metric="poly", degree=2, gamma=1.0, coef0=1.0)
+    K_a, h = _centered(K, centering.dense())
+    ref = LibSVC(kernel="precomputed", C=1.0, tol=1e-8).fit(K_a, y_tr)
+    c = ref.dual_coef_[0]
+    b = ref.intercept_[0] - c @ h[ref.support_]
+    K_te = pairwise_kernels(X_te, X_tr[ref.support_], metric="poly", degree=2, gamma=1.0, coef0=1.0)
+    dec_ref = K_te @ c + b
+    dec = clf.decision_function(X_te)
+    assert np.max(np.abs(dec - dec_ref)) <= 1e-3 * max(1.0, np.abs(dec_ref).max())
+    # Centering leaves the classifier unchanged (translation invariance).
+    plain = SVC(C=1.0, tol=1e-8, **params).fit(X_tr, y_tr)
+    assert np.mean(plain.predict(X_te) == clf.predict(X_te)) >= 0.99
+    assert clf.delta_b_[0] != 0.0
+
+
+def test_sampled_centering_is_reproducible_and_equivalent():
+    X, y = load_breast_cancer(return_X_y=True)
+    X_tr, X_te, y_tr, _ = _standardized_split(X, y, seed=9)
+    a = SVC(kernel="rbf", gamma=0.05, C=10, tol=1e-8, centering="class-balanced", centering_sample=40,
+            random_state=0).fit(X_tr, y_tr)
+    b = SVC(kernel="rbf", gamma=0.05, C=10, tol=1e-8, centering="class-balanced", centering_sample=40,
+            random_state=0).fit(X_tr, y_tr)
+    plain = SVC(kernel="rbf", gamma=0.05, C=10, tol=1e-8).fit(X_tr, y_tr)
+    np.testing.assert_array_equal(a.decision_function(X_te), b.decision_function(X_te))
+    np.testing.assert_allclose(a.decision_function(X_te), plain.decision_function(X_te), atol=1e-3)
+
+
+def test_normalization_matches_explicit_route_with_graf_correction():
+    X, y = load_breast_cancer(return_X_y=True)
+    X_tr, X_te, y_tr, _ = _standardized_split(X, y, seed=10)
+    params = dict(kernel="poly", degree=3, gamma=0.5, coef0=1.0)
+    clf = SVC(C=5.0, tol=1e-8, normalize=True, normalize_bias_correction=True, **params).fit(X_tr, y_tr)
+    K = pairwise_kernels(X_tr, metric="poly", degree=3, gamma=0.5, coef0=1.0)
+    d = np.sqrt(np.diag(K))
+    ref = LibSVC(kernel="precomputed", C=5.0, tol=1e-8).fit(K / np.outer(d, d), y_tr)
+    c = ref.dual_coef_[0]
+    Kn_sv = (K / np.outer(d, d))[np.ix_(ref.support_, ref.support_)]
+    w_norm = np.sqrt(c @ Kn_sv @ c)
+    b_prime = graf_intercept(ref.intercept_[0], w_norm)
+    K_te = pairwise_kernels(X_te, X_tr[ref.support_], metric="poly", degree=3, gamma=0.5, coef0=1.0)
+    d_te = np.sqrt(pairwise_kernels(X_te, metric="poly", degree=3, gamma=0.5, coef0=1.0).diagonal())
+    dec_ref = (K_te / np.outer(d_te, d[ref.support_])) @ c + b_prime
+    np.testing.assert_allclose(clf.decision_function(X_te), dec_ref, atol=1e-3)
+    assert clf.intercept_[0] != clf.uncorrected_intercept_[0]
+
+
+# ---------------------------------------------------------- scikit-learn tools
+def test_pipeline_grid_search_and_cross_validation():
+    X, y = load_breast_cancer(return_X_y=True)
+    pipe = make_pipeline(StandardScaler(), SVC(kernel="rbf"))
+    scores = cross_val_score(pipe, X, y, cv=3)
+    assert scores.mean() > 0.9
+    grid = GridSearchCV(pipe, {"svc__C": [0.1, 10.0], "svc__centering": [None, "class-balanced"]}, cv=3)
+    grid.fit(X, y)
+    assert grid.best_score_ > 0.9
+
+
+def test_precomputed_cross_validation_slices_the_gram():
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    K = pairwise_kernels(X, metric="rbf", gamma=0.05)
+    ours = cross_val_score(SVC(kernel="precomputed", C=10), K, y, cv=3)
+    ref = cross_val_score(LibSVC(kernel="precomputed", C=10), K, y, cv=3)
+    np.testing.assert_allclose(ours, ref, atol=0.01)
+
+
+def test_check_estimator_passes():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    from dkernel.svm import EXPECTED_FAILED_CHECKS
+
+    check_estimator(SVC(), expected_failed_checks=EXPECTED_FAILED_CHECKS)
+
+
+# ------------------------------------------------------------ persistence
+def test_save_load_round_trip(tmp_path):
+    X, y = load_digits(return_X_y=True)
+    X_tr, X_te, y_tr, _ = train_test_split(X, y, test_size=0.3, random_state=11)
+    clf = SVC(kernel="rbf", gamma=0.001, C=10, centering="class-balanced").fit(X_tr, y_tr)
+    path = clf.save(tmp_path / "model.zarr")
+    again = load_model(path)
+    np.testing.assert_array_equal(again.predict(X_te), clf.predict(X_te))
+    np.testing.assert_allclose(again.decision_function(X_te), clf.decision_function(X_te))
+    assert not any(p.suffix == ".pkl" for p in (tmp_path / "model.zarr").rglob("*"))
+    with pytest.raises(FileExistsError):
+        clf.save(path)
+
+
+def test_interrupted_save_leaves_no_model(tmp_path, monkeypatch):
+    X, y = load_breast_cancer(return_X_y=True)
+    clf = SVC(kernel="linear", C=0.01).fit(X[:100], y[:100])
+    import zarr
+
+    original = zarr.Group.create_array
+    calls = {"n": 0}
+
+    def interrupted(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(zarr.Group, "create_array", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        clf.save(tmp_path / "model.zarr")
+    assert not (tmp_path / "model.zarr").exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------- bad input
+def test_bad_input_errors():
+    X, y = load_breast_cancer(return_X_y=True)
+    with pytest.raises(ValueError, match="single class"):
+        SVC().fit(X[:20], np.zeros(20))
+    y_nan = y.astype(float)
+    y_nan[3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        SVC().fit(X, y_nan)
+    with pytest.raises(ValueError, match="C"):
+        SVC(C=0).fit(X, y)
+    with pytest.raises(ValueError, match="square"):
+        SVC(kernel="precomputed").fit(np.ones((10, 9)), np.arange(10) % 2)
+    K = np.random.default_rng(0).normal(size=(10, 10))
+    with pytest.raises(ValueError, match="not symmetric"):
+        SVC(kernel="precomputed").fit(K, np.arange(10) % 2)
+    K = np.eye(10)
+    K[2, 2] = np.inf
+    with pytest.raises(NonFiniteInputError):
+        SVC(kernel="precomputed").fit(K, np.arange(10) % 2)
+    X_bad = X.copy()
+    X_bad[5, 2] = np.nan
+    with pytest.raises(NonFiniteInputError, match="row 5"):
+        SVC().fit(X_bad, y)
+    with pytest.raises(ValueError, match="normalize"):
+        SVC(normalize_bias_correction=True).fit(X, y)
