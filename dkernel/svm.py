@@ -386,11 +386,11 @@ class SVC(ClassifierMixin, BaseEstimator):
         budget = DEFAULT_GRAM_MEMORY if self.cache_size is None else self.cache_size * 2**20
         if self.store is not None:
             return GramMatrix.compute(X, kernel=kernel, store=self.store, client=client, progress=bool(self.verbose))
-        if n * n * itemsize <= budget:
-            gram = GramMatrix.compute(
-                X, kernel=kernel, dtype="float64", client=client, progress=bool(self.verbose)
-            )
-            return gram.to_numpy() if client is None else gram
+        if client is None and n * n * itemsize <= budget:
+            gram = GramMatrix.compute(X, kernel=kernel, dtype="float64", progress=bool(self.verbose))
+            return gram.to_numpy()
+        # On a cluster without a store, each worker computes the kernel columns of its own
+        # row range from X (shipped once), so no Gram matrix travels over the network.
         return KernelGram(X, kernel)
 
     # -------------------------------------------------------------- fitting

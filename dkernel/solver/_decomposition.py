@@ -106,9 +106,15 @@ def _warn_not_converged(max_iter, gap, tol):
     )
 
 
-def _report(verbose, it, gap, n_sub):
+def _report(verbose, it, gap, n_sub, alpha, C):
+    """One progress line per outer iteration: KKT gap, support vectors (free ones), inner SMO steps."""
     if verbose:
-        print(f"[dkernel.solver] iter {it:5d}  gap {gap:.4e}  inner {n_sub}", file=sys.stderr)
+        n_sv = int(np.count_nonzero(alpha))
+        n_free = int(np.count_nonzero((alpha > 0) & (alpha < C)))
+        print(
+            f"[dkernel.solver] iter {it:5d}  gap {gap:.4e}  SV {n_sv:6d}  free SV {n_free:6d}  inner {n_sub}",
+            file=sys.stderr,
+        )
 
 
 class LocalGradients:
@@ -202,7 +208,8 @@ def label_constraint_loop(gradients, prob, *, tol, q, max_iter, shrinking, callb
             Q_BB, y_B, alpha_B, C[B], G_B, 0.1 * tol, INNER_RELATIVE_TOL, INNER_ITER_PER_VARIABLE * B.size
         )
         gradients.update(B, slots, y_B * (alpha_B - old_alpha_B), alpha_B)
-        _report(verbose, it, gap, n_sub)
+        if verbose:
+            _report(verbose, it, gap, n_sub, gradients.state()[0], C)
         kept = B[B.size - min(q // 2, B.size) :] if q >= 4 else np.empty(0, dtype=np.intp)
     else:
         it = max_iter
@@ -238,7 +245,7 @@ def _solve_general(rows, prob, *, tol, q, max_iter, callback, verbose):
         G += y * (K_B.T @ (y_B * delta))
         if not np.isfinite(G).all():
             _raise_nonfinite_rows(B, K_B)
-        _report(verbose, it, gap, n_sub)
+        _report(verbose, it, gap, n_sub, alpha, C)
         new_mu, new_gap, support = minimax_multipliers(alpha, G, C, E)
         if not np.any(delta) and new_gap >= gap:
             stop_reason, mu, gap = "stalled", new_mu, new_gap
