@@ -1,10 +1,17 @@
 """dkernel: kernel methods at scale on Dask.
 
-Kernels evaluated blockwise by Dask and stored in zarr, feature-space
-centering (Meilă 2002), normalization (Graf & Borer 2001), kernel-target
-alignment (Kandola et al. 2002) and a block-coordinate SVM solver.
+Kernels evaluated blockwise by Dask and stored in zarr (:class:`GramMatrix`),
+feature-space centering (Meilă 2002: :class:`Centering`, :class:`CenteredGram`,
+:func:`delta_b`), normalization (Graf & Borer 2001: :class:`NormalizedGram`,
+:func:`graf_threshold`), kernel-target alignment (Kandola et al. 2002:
+:func:`target_alignment`) and a block-coordinate SVM solver behind a
+scikit-learn estimator (:class:`SVC`).
+
+Importing dkernel runs no computation and starts no cluster.
 """
 
+from .alignment import AlignmentEstimate, alignment, sampled_target_alignment, target_alignment
+from .centering import Centering, decision_function_original_kernel, delta_b, general_centering
 from .exceptions import (
     DKernelError,
     EmptyInputError,
@@ -15,6 +22,7 @@ from .exceptions import (
     NonFiniteInputError,
     StoreMismatchError,
 )
+from .gram import GramMatrix
 from .kernels import (
     Kernel,
     LinearKernel,
@@ -22,27 +30,50 @@ from .kernels import (
     PolynomialKernel,
     RBFKernel,
     SigmoidKernel,
+    gamma_from_sigma2,
     get_kernel,
     kernel_from_dict,
+    register_kernel,
 )
+from .operators import CenteredGram, KernelGram, NormalizedGram, ShiftedGram, graf_intercept, graf_threshold
+from .svm import SVC, load_model
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AlignmentEstimate",
+    "CenteredGram",
+    "Centering",
     "DKernelError",
     "EmptyInputError",
     "FeatureMismatchError",
+    "GramMatrix",
     "IncompleteStoreError",
     "InputFileError",
     "InvalidKernelParameterError",
-    "NonFiniteInputError",
-    "StoreMismatchError",
     "Kernel",
+    "KernelGram",
     "LinearKernel",
+    "NonFiniteInputError",
+    "NormalizedGram",
     "NormalizedKernel",
     "PolynomialKernel",
     "RBFKernel",
+    "SVC",
+    "ShiftedGram",
     "SigmoidKernel",
+    "StoreMismatchError",
+    "alignment",
+    "decision_function_original_kernel",
+    "delta_b",
+    "gamma_from_sigma2",
+    "general_centering",
     "get_kernel",
+    "graf_intercept",
+    "graf_threshold",
     "kernel_from_dict",
+    "load_model",
+    "register_kernel",
+    "sampled_target_alignment",
+    "target_alignment",
 ]

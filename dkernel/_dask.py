@@ -40,10 +40,12 @@ def put_data(array, client, name):
     """Put ``array`` into the graph once: scattered to the cluster, or one Delayed key.
 
     Every block task then refers to this one key, so the data are sent to each
-    worker at most once instead of being embedded in every task.
+    worker at most once instead of being embedded in every task. On a cluster
+    every worker holds a replica, so that losing a worker (killed, out of
+    memory) does not lose the data that the remaining tasks need.
     """
     if client is not None:
-        return client.scatter(array, broadcast=False, hash=False)
+        return client.scatter(array, broadcast=True, hash=False)
     return dask.delayed(array, name=name, pure=True)
 
 
@@ -65,15 +67,37 @@ def compute_with_progress(tasks, client, progress):
             bar = ProgressBar()
         with bar:
             return list(dask.compute(*tasks))
+    from distributed import wait
+
     futures = client.compute(tasks)
     try:
         if progress:
             from distributed import progress as distributed_progress
 
             distributed_progress(futures, notebook=False)
+        try:
+            wait(futures)
+        except Exception:  # noqa: BLE001
+            # A lost worker can surface here as a cancellation of some other task;
+            # the first failed task's own error (KilledWorker, ...) is raised below.
+            pass
+        _raise_first_task_error(futures)
         return client.gather(futures)
     finally:
         client.cancel([f for f in futures if not f.done()])
+
+
+def _raise_first_task_error(futures):
+    """Raise the error of the first failed task (e.g. KilledWorker), not a later cancellation."""
+    for future in futures:
+        if future.status == "error":
+            future.result()
+    cancelled = [f for f in futures if f.status == "cancelled"]
+    if cancelled:
+        raise RuntimeError(
+            f"{len(cancelled)} of {len(futures)} tasks were cancelled before they finished (a worker died or the "
+            f"client disconnected); run the same computation again to resume from the blocks already written."
+        )
 
 
 def start_local_cluster(n_workers=None, threads_per_worker=None):

@@ -32,7 +32,6 @@ plus ``block(i, j)``, a lazy ``.dask`` array aligned with the zarr chunks and
 import hashlib
 import os
 import time
-from pathlib import Path
 
 import dask
 import dask.array as da
@@ -177,7 +176,9 @@ def _write_block(X, Z, kernel, grid, i, j, dtype, path):
     store = zarr.open_array(store=path, path="K", mode="r+", config=_ARRAY_CONFIG)
     store[rows, cols] = K
     if grid.symmetric and i != j:
-        store[cols, rows] = K.T
+        # zarr copies a transposed (Fortran-ordered) view element by element; one
+        # contiguous copy first is several times faster.
+        store[cols, rows] = np.ascontiguousarray(K.T)
     if grid.symmetric and i == j:
         zarr.open_array(store=path, path="diag", mode="r+", config=_ARRAY_CONFIG)[rows] = np.diagonal(K)
     # The flags come last: only chunks whose writes returned are marked complete.
@@ -569,6 +570,24 @@ class GramMatrix:
             )
         self._check_blocks(np.arange(self._grid.n_row_blocks))
         return self._blocks.to_numpy(self._grid)
+
+    def in_memory(self):
+        """A copy of this Gram held in this process's memory, for fast repeated ``rows(idx)``.
+
+        For ``K(X, X)`` only the blocks on and above the diagonal are read and
+        kept; the others are transposed views of them, so the copy takes about
+        half of ``n² × itemsize`` bytes.
+        """
+        grid = self._grid
+        self._check_blocks(np.arange(grid.n_row_blocks))
+        blocks = {}
+        for i, j in grid.evaluated_blocks():
+            blocks[i, j] = np.asarray(self._blocks.block(grid, i, j))
+            if grid.symmetric and i != j:
+                blocks[j, i] = blocks[i, j].T
+        return type(self)(kernel=self.kernel, shape=self.shape, dtype=self.dtype, chunks=self.chunks,
+                          symmetric=self.symmetric, fingerprint=self.fingerprint, blocks=_MemoryBlocks(blocks),
+                          options=self.options)
 
     def info(self):
         """A dict describing the Gram: kernel, shape, dtype, chunks, completeness, size on disk."""

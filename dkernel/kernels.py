@@ -479,6 +479,12 @@ def get_kernel(kernel, **params):
             f"unknown kernel {kernel!r}; known kernels are {sorted(KERNELS)}."
         ) from None
     params = {k: v for k, v in params.items() if k in cls._param_names or v is not None}
+    unknown = sorted(set(params) - set(cls._param_names))
+    if unknown:
+        raise InvalidKernelParameterError(
+            f"{cls.__name__} got unknown parameter(s) {unknown}; "
+            f"valid parameters are {list(cls._param_names)}."
+        )
     return cls(**params)
 
 

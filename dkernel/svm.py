@@ -141,7 +141,11 @@ class SVC(ClassifierMixin, BaseEstimator):
     class_weight : dict or "balanced", default=None
         Multiplies ``C`` per class.
     max_iter : int, default=-1
-        Outer iterations of the solver per binary problem; -1 for no limit.
+        Outer iterations of the solver per binary problem; -1 for libsvm's
+        limit of ``max(10⁷, 100 n)`` two-variable steps, that is about
+        ``max(10⁷, 100 n) / working_set_size`` outer iterations. A
+        :class:`~sklearn.exceptions.ConvergenceWarning` is issued when it is
+        reached.
     decision_function_shape : {"ovo", "ovr"}, default="ovr"
         Shape of :meth:`decision_function` for one-vs-one training, as in
         scikit-learn.
@@ -512,7 +516,7 @@ class SVC(ClassifierMixin, BaseEstimator):
             gram = CenteredGram(gram, centering)
             h = gram.h
         rows = self._row_provider(gram)
-        max_iter = 10**7 if self.max_iter == -1 else self.max_iter
+        max_iter = self._outer_iteration_cap(rows.n) if self.max_iter == -1 else self.max_iter
         kwargs = dict(tol=self.tol, working_set_size=self.working_set_size, max_iter=max_iter,
                       verbose=bool(self.verbose))
         if client is not None and centering is None and not self.normalize and hasattr(rows, "rows"):
@@ -536,6 +540,11 @@ class SVC(ClassifierMixin, BaseEstimator):
             "n_iter": result.n_iter,
             "converged": result.converged,
         }
+
+    def _outer_iteration_cap(self, n):
+        """libsvm's cap of max(10⁷, 100 n) two-variable steps, in outer iterations of q variables."""
+        q = self.working_set_size or min(n, 512)
+        return max(1000, max(10**7, 100 * n) // max(q, 2))
 
     def _row_provider(self, gram):
         if isinstance(gram, np.ndarray):

@@ -1,8 +1,20 @@
-"""Small helpers to write report.md tables and paper-style figures."""
+"""Markdown tables, checks and paper-style figures for the pipelines' report.md."""
 
 import math
 
-__all__ = ["markdown_table", "fmt_mean_se", "save_figure"]
+__all__ = [
+    "STYLES",
+    "cell",
+    "fmt_mean_se",
+    "markdown_table",
+    "one",
+    "paired_difference",
+    "save_figure",
+    "select",
+    "subplots",
+    "symlog_shift_axis",
+    "yes_no",
+]
 
 
 def fmt_mean_se(mean, se, digits=3):
@@ -14,6 +26,11 @@ def fmt_mean_se(mean, se, digits=3):
     return f"{mean:.{digits}f} ± {se:.{digits}f}"
 
 
+def _escape(text):
+    # A bare "|" (as in the shift length |a|) would split a markdown table cell.
+    return text.replace("\\|", "|").replace("|", "\\|")
+
+
 def markdown_table(rows, columns):
     """A GitHub-flavoured markdown table.
 
@@ -23,7 +40,7 @@ def markdown_table(rows, columns):
     columns : list of (header, key or callable)
         A callable receives the row and returns the cell text.
     """
-    header = "| " + " | ".join(h for h, _ in columns) + " |"
+    header = "| " + " | ".join(_escape(h) for h, _ in columns) + " |"
     rule = "| " + " | ".join("---" for _ in columns) + " |"
     lines = [header, rule]
     for row in rows:
@@ -32,7 +49,7 @@ def markdown_table(rows, columns):
             value = key(row) if callable(key) else row.get(key, "")
             if isinstance(value, float):
                 value = f"{value:.4g}"
-            cells.append(str(value))
+            cells.append(_escape(str(value)))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -44,3 +61,91 @@ def save_figure(fig, path):
 
     plt.close(fig)
     return path
+
+
+def select(rows, **match):
+    """The rows whose items equal every ``key=value`` in ``match``."""
+    return [row for row in rows if all(row.get(k) == v for k, v in match.items())]
+
+
+def one(rows, **match):
+    """The single row matching ``match`` (None when there is none)."""
+    found = select(rows, **match)
+    if len(found) > 1:
+        raise ValueError(f"{len(found)} rows match {match}; add keys to tell them apart.")
+    return found[0] if found else None
+
+
+def cell(row, key, digits=3):
+    """``mean ± se`` of measure ``key`` in a summary row ('–' when the row or the value is missing)."""
+    if row is None or f"{key}_mean" not in row:
+        return "–"
+    return fmt_mean_se(row[f"{key}_mean"], row.get(f"{key}_se"), digits)
+
+
+def paired_difference(records, key, match_a, match_b, pair_on=("repeat",)):
+    """Mean and standard error of ``a[key] - b[key]`` over records paired by ``pair_on``.
+
+    Parameters
+    ----------
+    records : list of dict
+    key : str
+        The measured value (e.g. ``"test_error"``).
+    match_a, match_b : dict
+        Select the two sets of records (e.g. two variants of one setting).
+    pair_on : tuple of str
+        Keys that pair a record of ``a`` with one of ``b`` (the repeat).
+
+    Returns
+    -------
+    (mean, se, count) ; mean and se are NaN without pairs.
+    """
+    import numpy as np
+
+    b_index = {tuple(r.get(k) for k in pair_on): r for r in select(records, **match_b)}
+    diffs = []
+    for rec in select(records, **match_a):
+        other = b_index.get(tuple(rec.get(k) for k in pair_on))
+        if other is not None and rec.get(key) is not None and other.get(key) is not None:
+            diffs.append(float(rec[key]) - float(other[key]))
+    if not diffs:
+        return float("nan"), float("nan"), 0
+    d = np.asarray(diffs)
+    se = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else 0.0
+    return float(d.mean()), se, int(d.size)
+
+
+def yes_no(flag):
+    """'yes' / 'no' for a boolean check in a report table."""
+    return "yes" if flag else "**no**"
+
+
+def symlog_shift_axis(ax, shifts):
+    """An x axis for shift lengths |a| = 0, 1, 10, ...: linear around 0, logarithmic above 1."""
+    ax.set_xscale("symlog", linthresh=1.0)
+    ax.set_xticks(list(shifts))
+    ax.set_xticklabels(["0" if s == 0 else f"$10^{{{int(round(math.log10(s)))}}}$" for s in shifts])
+    ax.set_xlabel("shift length |a|")
+
+
+def subplots(nrows, ncols, **kwargs):
+    """``plt.subplots`` on the non-interactive Agg backend (no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(nrows, ncols, **kwargs)
+
+
+#: Line styles of the paper's figures: original dotted, shifted full, recentered dashed.
+STYLES = {
+    "original": {"linestyle": ":", "marker": "o", "color": "tab:blue"},
+    "shifted": {"linestyle": "-", "marker": "^", "color": "tab:red"},
+    "recentered": {"linestyle": "--", "marker": "s", "color": "tab:green"},
+    "recentered-standard": {"linestyle": "-.", "marker": "d", "color": "tab:purple"},
+    "recentered-class-balanced": {"linestyle": "--", "marker": "s", "color": "tab:green"},
+    "centered": {"linestyle": "--", "marker": "s", "color": "tab:green"},
+    "shifted/dkernel": {"linestyle": "-", "marker": "v", "color": "tab:orange"},
+    "shifted/dkernel-float32": {"linestyle": (0, (1, 1)), "marker": "x", "color": "tab:gray"},
+}

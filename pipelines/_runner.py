@@ -19,6 +19,7 @@ gives the same results wherever the tasks run.
 
 import argparse
 import csv
+import functools
 import json
 import math
 import os
@@ -43,8 +44,14 @@ __all__ = [
 #: not a measured value groups the summary.
 REPEAT_KEYS = ("repeat", "seed_index")
 
-#: Measured values averaged in the summary.
-MEASURES = ("test_error", "alignment", "n_sv", "train_error", "objective", "fit_seconds")
+#: Measured values averaged in the summary (also every key starting with one
+#: of :data:`MEASURE_PREFIXES`). Booleans average to a fraction (e.g. of
+#: converged fits).
+MEASURES = (
+    "test_error", "alignment", "n_sv", "train_error", "objective", "fit_seconds", "n_iter", "converged",
+    "delta_b", "decision_gap", "kernel_max_abs", "float32_error",
+)  # fmt: skip
+MEASURE_PREFIXES = ("test_error", "alignment", "n_sv")
 
 
 @dataclass(frozen=True)
@@ -142,11 +149,24 @@ def config_from_args(args):
 
 
 # ------------------------------------------------------------------ execution
+def _run_unit(run_task, task):
+    """Run one task with Dask's synchronous scheduler for any computation inside it.
+
+    Library calls inside a task (``origin_products``, a view's ``to_numpy``)
+    compute small dask graphs; on a worker they would otherwise be sent back
+    to the cluster's scheduler from inside a running task.
+    """
+    import dask
+
+    with dask.config.set(scheduler="synchronous"):
+        return run_task(task)
+
+
 def _run_threads(run_task, tasks, progress):
     import dask
     from dask.diagnostics import ProgressBar
 
-    delayed = [dask.delayed(run_task, pure=False)(task) for task in tasks]
+    delayed = [dask.delayed(_run_unit, pure=False)(run_task, task) for task in tasks]
     if progress:
         with ProgressBar():
             return list(dask.compute(*delayed, scheduler="threads"))
@@ -156,7 +176,9 @@ def _run_threads(run_task, tasks, progress):
 def _run_distributed(client, run_task, tasks, progress):
     from distributed import progress as distributed_progress
 
-    futures = client.map(run_task, tasks, pure=False, key=[f"task-{i}" for i in range(len(tasks))])
+    futures = client.map(
+        functools.partial(_run_unit, run_task), tasks, pure=False, key=[f"task-{i}" for i in range(len(tasks))]
+    )
     if progress:
         distributed_progress(futures, notebook=False)
         print(file=sys.stderr)
@@ -185,7 +207,7 @@ def execute(run_task, tasks, config):
 
 # -------------------------------------------------------------------- summary
 def _is_measure(key):
-    return key in MEASURES or key.startswith(("test_error", "alignment", "n_sv"))
+    return key in MEASURES or key.startswith(MEASURE_PREFIXES)
 
 
 def summarize(records):
@@ -207,7 +229,9 @@ def summarize(records):
         row["count"] = len(recs)
         measures = sorted({k for rec in recs for k in rec if _is_measure(k)})
         for key in measures:
-            values = np.array([rec[key] for rec in recs if _is_number(rec.get(key))], dtype=float)
+            values = np.array(
+                [float(rec[key]) for rec in recs if _is_number(rec.get(key)) or isinstance(rec.get(key), bool)]
+            )
             if values.size == 0:
                 continue
             row[f"{key}_mean"] = float(values.mean())

@@ -1,0 +1,592 @@
+"""Command line interface: ``dkernel <command> ...``.
+
+Argument parsing only; every command calls the library. Each subcommand is a
+pair ``_add_<name>_parser(subparsers)`` / ``_run_<name>(args)`` registered in
+:func:`build_parser`.
+"""
+
+import argparse
+import json
+import sys
+
+from .exceptions import DKernelError
+
+__all__ = ["build_parser", "main"]
+
+DEMO_SHAPE = (4000, 16)
+
+
+# --------------------------------------------------------------------------- #
+# gram
+# --------------------------------------------------------------------------- #
+
+_GRAM_EPILOG = """\
+examples:
+  # first run on a fresh machine: a 4000x16 two-class demo data set,
+  # computed by a local cluster of worker processes
+  dkernel gram --demo --scheduler local --out /tmp/K.zarr
+
+  # an RBF Gram of your data, exp(-0.5 |x - z|^2), in float32
+  dkernel gram --input X.npy --kernel rbf --gamma 0.5 --dtype float32 --out K.zarr
+
+  # a normalized polynomial kernel of an svmlight file, on a running scheduler
+  dkernel gram --input train.svmlight --kernel poly --degree 2 --coef0 1 \\
+      --normalize --scheduler tcp://127.0.0.1:8786 --out K.zarr
+
+An interrupted run (Ctrl-C, a killed worker) is resumed by running the same
+command again: only the missing blocks are computed. A store built from other
+data or another kernel is refused unless --overwrite is given.
+
+With --scheduler ADDRESS every worker must reach the --out path (one machine,
+or a shared filesystem).
+"""
+
+
+def _add_gram_parser(subparsers):
+    p = subparsers.add_parser(
+        "gram",
+        help="compute a kernel Gram matrix K(X, X) into a zarr store",
+        description="Compute the Gram matrix K(X, X) of a data file blockwise with Dask and write it "
+        "to a zarr store (only the blocks on and above the diagonal are evaluated).",
+        epilog=_GRAM_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--input", metavar="FILE",
+                        help="data matrix, one sample per row: .npy, .npz (array 'X'), .svmlight/.libsvm, .csv")
+    source.add_argument("--demo", action="store_true",
+                        help=f"use a generated {DEMO_SHAPE[0]}x{DEMO_SHAPE[1]} two-class blob data set")
+    p.add_argument("--out", required=True, metavar="PATH", help="folder of the zarr store to write (e.g. K.zarr)")
+    k = p.add_argument_group("kernel")
+    k.add_argument("--kernel", default="rbf", choices=["linear", "poly", "rbf", "sigmoid"],
+                   help="kernel function (default: rbf)")
+    k.add_argument("--gamma", type=float, default=None,
+                   help="gamma of rbf/poly/sigmoid (default: 1/n_features); rbf is exp(-gamma |x - z|^2)")
+    k.add_argument("--degree", type=int, default=None, help="degree of poly (default: 3)")
+    k.add_argument("--coef0", type=float, default=None, help="coef0 of poly/sigmoid (default: 1)")
+    k.add_argument("--normalize", action="store_true",
+                   help="normalize in feature space: K(x,z) / sqrt(K(x,x) K(z,z)) (Graf & Borer 2001)")
+    e = p.add_argument_group("execution")
+    e.add_argument("--chunk", type=int, default=None, metavar="N",
+                   help="block side in rows (default: ~128 MB per block, 4096 for float64)")
+    e.add_argument("--dtype", choices=["float32", "float64"], default=None,
+                   help="dtype of the Gram (default: float32 for float32 data, else float64)")
+    e.add_argument("--codec", choices=["none", "lz4", "zstd"], default="none",
+                   help="compression of the stored chunks (default: none, fastest)")
+    e.add_argument("--scheduler", default=None, metavar="ADDR|local",
+                   help="'local' starts a cluster of worker processes on 127.0.0.1; an address such as "
+                   "tcp://127.0.0.1:8786 uses a running scheduler; default: threads in this process")
+    e.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="number of worker processes with --scheduler local (default: one per core)")
+    e.add_argument("--overwrite", action="store_true", help="replace a store built from other data or kernel")
+    e.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
+    p.set_defaults(run=_run_gram)
+
+
+def _demo_data():
+    from sklearn.datasets import make_blobs
+
+    X, _ = make_blobs(n_samples=DEMO_SHAPE[0], n_features=DEMO_SHAPE[1], centers=2, cluster_std=2.0,
+                      random_state=0)
+    return X
+
+
+def _kernel_from_args(args):
+    from .kernels import NormalizedKernel, get_kernel
+
+    params = {k: getattr(args, k) for k in ("gamma", "degree", "coef0") if getattr(args, k) is not None}
+    kernel = get_kernel(args.kernel, **params)
+    return NormalizedKernel(kernel) if args.normalize else kernel
+
+
+def _run_gram(args):
+    from ._dask import start_local_cluster
+    from ._options import GramOptions
+    from .gram import GramMatrix
+
+    kernel = _kernel_from_args(args)
+    if args.demo:
+        X, source = _demo_data(), f"demo blobs {DEMO_SHAPE[0]}x{DEMO_SHAPE[1]}"
+    else:
+        from ._io import load_input
+
+        X, _ = load_input(args.input)
+        source = args.input
+    chunk = args.chunk
+    if chunk is None and args.demo:
+        chunk = DEMO_SHAPE[0] // 4  # 4 x 4 blocks, so that the demo shows the blockwise computation
+    options = GramOptions(chunk=chunk, dtype=args.dtype, codec=args.codec, progress=not args.no_progress)
+    cluster = client = None
+    if args.scheduler == "local":
+        cluster, client = start_local_cluster(n_workers=args.workers)
+        print(f"dkernel: started a local cluster at {cluster.scheduler_address}", file=sys.stderr)
+    elif args.scheduler:
+        client = args.scheduler
+    try:
+        gram = GramMatrix.compute(X, kernel=kernel, store=args.out, overwrite=args.overwrite, client=client,
+                                  options=options)
+    finally:
+        if cluster is not None:
+            client.close()
+            cluster.close()
+    info = gram.info()
+    print(
+        f"dkernel: wrote the {info['shape'][0]}x{info['shape'][1]} {info['dtype']} Gram of {source} "
+        f"({_describe_kernel(info['kernel'])}) to {info['path']}: {info['blocks_done']}/{info['blocks_total']} "
+        f"blocks complete, {gram.n_blocks_computed} computed in this run, {_format_size(info['bytes_on_disk'])} "
+        f"on disk"
+    )
+    return 0
+
+
+# --------------------------------------------------------------------------- #
+# info
+# --------------------------------------------------------------------------- #
+
+_INFO_EPILOG = """\
+example:
+  dkernel info /tmp/K.zarr
+  dkernel info /tmp/K.zarr --json
+"""
+
+
+def _add_info_parser(subparsers):
+    p = subparsers.add_parser(
+        "info",
+        help="describe a Gram store: kernel, shape, dtype, chunks, completeness, size",
+        description="Describe a Gram store written by 'dkernel gram'.",
+        epilog=_INFO_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("store", metavar="PATH", help="folder of the zarr store (e.g. K.zarr)")
+    p.add_argument("--json", action="store_true", help="print the description as JSON")
+    p.set_defaults(run=_run_info)
+
+
+def _run_info(args):
+    from .gram import GramMatrix
+
+    info = GramMatrix.open(args.store).info()
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    n, m = info["shape"]
+    rc, cc = info["chunks"]
+    form = "K(X, X), symmetric" if info["symmetric"] else "K(X, Z)"
+    state = "complete" if info["blocks_done"] == info["blocks_total"] else "INCOMPLETE: re-run 'dkernel gram' to finish"
+    rows = [
+        ("store", info["path"]),
+        ("kernel", _describe_kernel(info["kernel"])),
+        ("shape", f"{n} x {m} ({form})"),
+        ("dtype", info["dtype"]),
+        ("chunks", f"{rc} x {cc} ({-(-n // rc)} x {-(-m // cc)} blocks)"),
+        ("blocks", f"{info['blocks_done']}/{info['blocks_total']} ({state})"),
+        ("on disk", _format_size(info["bytes_on_disk"])),
+        ("data X", info["fingerprint"]["X"]),
+    ]
+    if info["fingerprint"].get("Z"):
+        rows.append(("data Z", info["fingerprint"]["Z"]))
+    for key, value in rows:
+        print(f"{key + ':':<9} {value}")
+    return 0
+
+
+# --------------------------------------------------------------------------- #
+# center
+# --------------------------------------------------------------------------- #
+
+_CENTER_EPILOG = """\
+examples:
+  # Meila's class-balanced centering of a stored Gram, materialized in a new store
+  dkernel center K.zarr --labels y.npy --scheme class-balanced --out Ka.zarr
+
+  # the origin represented by 2000 sampled points (1000 per class); print h0 and h
+  dkernel center K.zarr --labels y.npy --sample 2000 --seed 0
+
+The centered store records the origin (scheme, weights, h0) in its 'operator'
+attribute. An SVM trained on it is evaluated with the original kernel after
+subtracting delta_b = sum_i alpha_i y_i h_i from its intercept (Meila eq. 19).
+"""
+
+
+def _add_center_parser(subparsers):
+    p = subparsers.add_parser(
+        "center",
+        help="center a Gram store in feature space (Meila 2002)",
+        description="Translate the data in feature space to an origin a = sum_i gamma_i phi(x_i) and "
+                    "write (or summarize) the centered Gram K_a = K - 1h' - h1' + h0.",
+        epilog=_CENTER_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("store", metavar="PATH", help="folder of the Gram store (e.g. K.zarr)")
+    p.add_argument("--labels", metavar="FILE", help="labels, one per row of the Gram (.npy, .txt or .csv); "
+                   "required by the class schemes")
+    p.add_argument("--scheme", choices=("class-balanced", "standard", "multiclass"), default="class-balanced",
+                   help="origin: halfway between the class centres (two classes), the centre of gravity, or the "
+                        "mean of the class centres (default: %(default)s)")
+    p.add_argument("--sample", type=int, metavar="N", help="represent the origin by N sampled points "
+                   "(N/c per class for the class schemes)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the sample (default: %(default)s)")
+    p.add_argument("--out", metavar="PATH", help="write the centered Gram to this store; without it, print h0 "
+                   "and a summary of h")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out folder")
+    p.set_defaults(run=_run_center)
+
+
+def _load_labels(path):
+    import numpy as np
+
+    from .exceptions import InputFileError
+
+    path = str(path)
+    try:
+        if path.endswith(".npy"):
+            y = np.load(path, allow_pickle=False)
+        else:
+            y = np.loadtxt(path, delimiter="," if path.endswith(".csv") else None)
+    except (OSError, ValueError) as exc:
+        raise InputFileError(f"cannot read labels from {path} (.npy, or text with one label per line): {exc}") from exc
+    return y.ravel()
+
+
+def _run_center(args):
+    import numpy as np
+
+    from .centering import Centering
+    from .gram import GramMatrix
+    from .operators import CenteredGram
+
+    gram = GramMatrix.open(args.store)
+    y = _load_labels(args.labels) if args.labels else None
+    if y is None and args.scheme != "standard":
+        raise ValueError(f"the {args.scheme} scheme needs labels; pass --labels FILE or use --scheme standard.")
+    if args.sample is not None:
+        centering = Centering.sampled(gram.n if y is None or args.scheme == "standard" else y, args.sample,
+                                      args.scheme, random_state=args.seed)
+    elif args.scheme == "standard":
+        centering = Centering.standard(gram.n)
+    else:
+        centering = getattr(Centering, args.scheme.replace("-", "_"))(y)
+    view = CenteredGram(gram, centering)
+    h = view.h
+    print(f"dkernel: origin {centering.scheme} on {centering.n_support} of {centering.n} points: "
+          f"h0 = <a, a> = {view.h0:.10g}; h = <a, x_i>: min {h.min():.6g}, mean {np.mean(h):.6g}, "
+          f"max {h.max():.6g}")
+    if args.out:
+        out = view.to_zarr(args.out, overwrite=args.overwrite)
+        print(f"dkernel: wrote the centered {out.shape[0]}x{out.shape[1]} {out.dtype.name} Gram to {out.path}")
+    return 0
+
+
+# --------------------------------------------------------------------------- #
+# align
+# --------------------------------------------------------------------------- #
+
+_ALIGN_EPILOG = """\
+examples:
+  # exact kernel-target alignment, one streaming pass over the store
+  dkernel align K.zarr --labels y.npy
+
+  # estimated from 10 random 1000 x 1000 submatrices, with a standard error
+  dkernel align K.zarr --labels y.npy --sample 1000 --repeats 10
+
+  # uneven classes (Kandola eq. 9) or real outputs (eq. 7)
+  dkernel align K.zarr --labels y.npy --target uneven
+"""
+
+
+def _add_align_parser(subparsers):
+    p = subparsers.add_parser(
+        "align",
+        help="kernel-target alignment of a Gram store (Kandola et al.)",
+        description="Alignment A(K, tt') = t'Kt / (|t|^2 |K|_F) of a Gram store with its labels.",
+        epilog=_ALIGN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("store", metavar="PATH", help="folder of the Gram store (e.g. K.zarr)")
+    p.add_argument("--labels", metavar="FILE", required=True, help="labels or outputs, one per row (.npy, .txt, .csv)")
+    p.add_argument("--target", choices=("classification", "uneven", "regression"), default="classification",
+                   help="target t: +-1 labels, 1/n+ and -1/n-, or y - mean(y) (default: %(default)s)")
+    p.add_argument("--sample", type=int, metavar="N", help="estimate from random N x N submatrices")
+    p.add_argument("--repeats", type=int, default=10, metavar="R", help="submatrices with --sample "
+                   "(default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the samples (default: %(default)s)")
+    p.set_defaults(run=_run_align)
+
+
+def _run_align(args):
+    from .alignment import sampled_target_alignment, target_alignment
+    from .gram import GramMatrix
+
+    gram = GramMatrix.open(args.store)
+    y = _load_labels(args.labels)
+    if args.sample is None:
+        value = target_alignment(gram, y, args.target)
+        print(f"alignment ({args.target}): {value:.10g}")
+    else:
+        est = sampled_target_alignment(gram, y, args.sample, n_repeats=args.repeats, target=args.target,
+                                       random_state=args.seed)
+        print(f"alignment ({args.target}, sampled): {est.value:.10g} +- {est.stderr:.3g} "
+              f"(n'={est.n_sample}, {est.n_repeats} samples)")
+    return 0
+
+
+# --------------------------------------------------------------------------- #
+# shared
+# --------------------------------------------------------------------------- #
+
+
+# --------------------------------------------------------------------------- #
+# fit / predict
+# --------------------------------------------------------------------------- #
+
+_FIT_EPILOG = """\
+examples:
+  # an RBF SVM with Meila's class-balanced centering; the Gram is kept in K.zarr
+  dkernel fit --data X.npy --labels y.npy --kernel rbf --gamma 0.01 --C 10 \\
+      --centering class-balanced --store K.zarr --model model.zarr
+
+  # an svmlight file carries its labels
+  dkernel fit --data train.svmlight --kernel poly --degree 2 --coef0 1 --model model.zarr
+
+  # on a running scheduler (the store path must be reachable by every worker)
+  dkernel fit --data X.npy --labels y.npy --store K.zarr --model model.zarr --scheduler tcp://127.0.0.1:8786
+
+The model is a zarr store with JSON attributes (no pickle). Fitting again with
+the same --store reuses the Gram blocks already computed.
+"""
+
+
+def _add_fit_parser(subparsers):
+    p = subparsers.add_parser(
+        "fit",
+        help="train an SVM and save it as a model store",
+        description="Train dkernel.SVC on a data file and save the model (zarr + JSON attributes).",
+        epilog=_FIT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--data", required=True, metavar="FILE",
+                   help="training data: .npy, .npz (array 'X', labels 'y'), .svmlight/.libsvm, .csv")
+    p.add_argument("--labels", metavar="FILE", help="labels (.npy or text, one per line); optional for svmlight")
+    p.add_argument("--model", required=True, metavar="PATH", help="folder of the model store to write")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing model store")
+    k = p.add_argument_group("kernel and SVM")
+    k.add_argument("--kernel", default="rbf", choices=["linear", "poly", "rbf", "sigmoid"], help="default: rbf")
+    k.add_argument("--gamma", default="scale", help="float > 0, 'scale' (default) or 'auto'")
+    k.add_argument("--degree", type=int, default=3, help="polynomial degree (default 3)")
+    k.add_argument("--coef0", type=float, default=0.0, help="poly/sigmoid offset (default 0)")
+    k.add_argument("--C", type=float, default=1.0, help="regularization, > 0 (default 1)")
+    k.add_argument("--tol", type=float, default=1e-3, help="stopping tolerance on the KKT gap (default 1e-3)")
+    k.add_argument("--centering", choices=["standard", "class-balanced"], help="feature-space centering (Meila)")
+    k.add_argument("--centering-sample", type=int, metavar="N", help="represent the origin by N sampled points")
+    k.add_argument("--normalize", action="store_true", help="feature-space normalization (Graf & Borer)")
+    k.add_argument("--graf-correction", action="store_true", help="Graf & Borer's corrected threshold b'")
+    k.add_argument("--multiclass", choices=["ovo", "ovr"], default="ovo", help="one-vs-one (default) or one-vs-rest")
+    k.add_argument("--working-set-size", type=int, metavar="Q", help="variables per solver sub-problem")
+    x = p.add_argument_group("execution")
+    x.add_argument("--store", metavar="PATH", help="zarr store for the training Gram (reused when it exists)")
+    x.add_argument("--scheduler", metavar="ADDR",
+                   help="'local' (a LocalCluster of worker processes on 127.0.0.1) or a scheduler address")
+    x.add_argument("--seed", type=int, default=0, help="random seed for sampled centering")
+    x.add_argument("--quiet", action="store_true", help="no progress display")
+    p.set_defaults(run=_run_fit)
+
+
+def _gamma_arg(value):
+    if value in ("scale", "auto"):
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"--gamma must be a number > 0, 'scale' or 'auto'; got {value!r}.") from None
+
+
+def _read_training_data(args):
+    from ._io import load_input
+
+    X, y = load_input(args.data)
+    if args.labels is not None:
+        y = _load_labels(args.labels)
+    if y is None:
+        raise ValueError(f"{args.data} has no labels; pass --labels FILE.")
+    if len(y) != X.shape[0]:
+        raise ValueError(f"--labels has {len(y)} labels but {args.data} has {X.shape[0]} rows.")
+    return X, y
+
+
+def _connect(scheduler):
+    """(cluster, client) for --scheduler: a new LocalCluster for 'local', a client for an address."""
+    if scheduler is None:
+        return None, None
+    if scheduler == "local":
+        from ._dask import start_local_cluster
+
+        cluster, client = start_local_cluster()
+        print(f"dkernel: started a local cluster at {cluster.scheduler_address}", file=sys.stderr)
+        return cluster, client
+    from distributed import Client
+
+    return None, Client(scheduler)
+
+
+def _run_fit(args):
+    from .svm import SVC
+
+    X, y = _read_training_data(args)
+    clf = SVC(C=args.C, kernel=args.kernel, gamma=_gamma_arg(args.gamma), degree=args.degree, coef0=args.coef0,
+              tol=args.tol, centering=args.centering, centering_sample=args.centering_sample,
+              normalize=args.normalize, normalize_bias_correction=args.graf_correction, multiclass=args.multiclass,
+              working_set_size=args.working_set_size, store=args.store, random_state=args.seed,
+              verbose=not args.quiet)
+    cluster, client = _connect(args.scheduler)
+    try:
+        clf.set_params(client=client)
+        clf.fit(X, y)
+        clf.set_params(client=None)
+        path = clf.save(args.model, overwrite=args.overwrite)
+    finally:
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+    print(
+        f"dkernel: trained on {X.shape[0]} samples x {X.shape[1]} features, {len(clf.classes_)} classes, "
+        f"{clf.support_.shape[0]} support vectors, training accuracy {clf.score(X, y):.4f}; model saved to {path}"
+    )
+    return 0
+
+
+def _add_predict_parser(subparsers):
+    p = subparsers.add_parser(
+        "predict",
+        help="predict labels with a saved model",
+        description="Predict labels of a data file with a model written by 'dkernel fit'.",
+        epilog="example:\n  dkernel predict --model model.zarr --data X_test.npy --labels y_test.npy --out pred.npy",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--model", required=True, metavar="PATH", help="model store written by 'dkernel fit'")
+    p.add_argument("--data", required=True, metavar="FILE", help="data to classify (same formats as fit)")
+    p.add_argument("--labels", metavar="FILE", help="true labels: report the accuracy")
+    p.add_argument("--out", metavar="FILE", help="write the predicted labels (.npy)")
+    p.add_argument("--decision", metavar="FILE", help="write the decision values (.npy)")
+    p.set_defaults(run=_run_predict)
+
+
+def _run_predict(args):
+    import numpy as np
+
+    from ._io import load_input
+    from .svm import load_model
+
+    model = load_model(args.model)
+    X, y = load_input(args.data)
+    if args.labels is not None:
+        y = _load_labels(args.labels)
+    pred = model.predict(X)
+    if args.out:
+        np.save(args.out, pred, allow_pickle=False)
+    if args.decision:
+        np.save(args.decision, model.decision_function(X), allow_pickle=False)
+    message = f"dkernel: predicted {pred.shape[0]} samples"
+    if y is not None:
+        message += f", accuracy {np.mean(pred == np.asarray(y, dtype=pred.dtype)):.4f}"
+    if args.out:
+        message += f"; labels written to {args.out}"
+    print(message)
+    return 0
+
+
+# --------------------------------------------------------------------------- #
+# run
+# --------------------------------------------------------------------------- #
+
+_RUN_EPILOG = """\
+examples:
+  dkernel run --list                                # the reproduction pipelines
+  dkernel run meila_centering_real --quick          # reduced run on a local cluster, about a minute
+  dkernel run meila_shift_synthetic --repeats 10    # the full experiment, into results/
+  dkernel run meila_shift_uci --scheduler tcp://127.0.0.1:8786 --out /tmp/results
+  dkernel run meila_imbalanced --help               # the options of one pipeline
+
+Each pipeline writes results/NAME/: results.csv, results.json, report.md and figures.
+"""
+
+
+def _add_run_parser(subparsers):
+    p = subparsers.add_parser(
+        "run",
+        help="run a reproduction pipeline (an experiment of the papers) and write its report",
+        description="Run a reproduction pipeline: its tasks go to Dask (a local cluster by default) and its "
+        "results, report and figures to results/NAME/. Options after NAME belong to the pipeline: "
+        "[--quick] [--scheduler ADDR|local|threads] [--out DIR] [--repeats R] [--seed S].",
+        epilog=_RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--list", action="store_true", help="list the pipelines and exit")
+    p.add_argument("name", nargs="?", metavar="NAME", help="pipeline to run (see --list)")
+    p.add_argument("options", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    p.set_defaults(run=_run_run)
+
+
+def _run_run(args):
+    from pipelines import PIPELINES, get_pipeline
+    from pipelines._runner import main_for
+
+    if args.list or args.name is None:
+        for name in PIPELINES:
+            print(f"{name:<24} {get_pipeline(name).DESCRIPTION}")
+        return 0 if args.list else 2
+    return main_for(get_pipeline(args.name), args.options)
+
+
+def _describe_kernel(spec):
+    params = spec.get("params", {})
+    if spec.get("name") == "normalized":
+        return f"normalized({_describe_kernel(params['kernel'])})"
+    return f"{spec.get('name')}(" + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                                            for k, v in params.items()) + ")"
+
+
+def _format_size(nbytes):
+    for unit in ("B", "KB", "MB", "GB"):
+        if nbytes < 1000 or unit == "GB":
+            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
+        nbytes /= 1000
+    return f"{nbytes:.1f} TB"
+
+
+def build_parser():
+    """The ``dkernel`` argument parser with one subparser per command."""
+    parser = argparse.ArgumentParser(
+        prog="dkernel",
+        description="Kernel methods at scale on Dask: Gram matrices in zarr stores.",
+        epilog="Run 'dkernel <command> --help' for a command's options and examples.",
+    )
+    subparsers = parser.add_subparsers(title="commands", dest="command", metavar="<command>")
+    subparsers.required = True
+    _add_gram_parser(subparsers)
+    _add_info_parser(subparsers)
+    _add_center_parser(subparsers)
+    _add_align_parser(subparsers)
+    _add_fit_parser(subparsers)
+    _add_predict_parser(subparsers)
+    _add_run_parser(subparsers)
+    return parser
+
+
+def main(argv=None):
+    """Run ``dkernel`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except (DKernelError, ValueError, OSError) as exc:
+        message = " ".join(str(exc).split())
+        print(f"dkernel: error: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("dkernel: interrupted; run the same command again to resume.", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,414 @@
+"""The experimental pieces shared by the Meilă (2002) pipelines.
+
+Kernels of the paper, the data sets of its Table 1 with their random
+train/test splits, and SVM fits on a precomputed Gram matrix by the paper's
+solver (libsvm, through :class:`sklearn.svm.SVC`) or by dkernel's own
+(:func:`dkernel.solver.solve_qp`). The algebra of shifting, centering and Δb
+lives in :mod:`dkernel.operators` and :mod:`dkernel.centering`; nothing here
+re-derives it.
+
+References
+----------
+.. [1] M. Meilă, "Data centering in feature space", Technical Report 421,
+   University of Washington, 2002 (AISTATS 2003), section 6 and Table 1.
+"""
+
+import math
+import os
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    "LIBSVM_MAX_ITER",
+    "DKERNEL_MAX_ITER",
+    "TABLE1",
+    "SVMFit",
+    "alignment",
+    "alignment_limit",
+    "data_home",
+    "dataset_source",
+    "error_rate",
+    "fit_svm",
+    "kernel_params",
+    "load_split",
+    "make_kernel",
+    "seed_from",
+]
+
+#: libsvm's iteration cap. libsvm has none by default; on badly shifted Gram
+#: matrices its SMO can cycle for a very long time, so the cap is recorded and
+#: every fit reports whether it converged. 10⁶ SMO steps take about half a
+#: second at n ≈ 300.
+LIBSVM_MAX_ITER = 1_000_000
+
+#: Outer (working-set) iterations of dkernel's solver; at n ≤ 400 the working
+#: set holds every variable, so a few iterations normally suffice.
+DKERNEL_MAX_ITER = 2_000
+
+#: Stopping tolerance of both solvers (libsvm's default ``-e 0.001``, on the
+#: maximal violating pair gap).
+TOL = 1e-3
+
+#: Meilă (2002), Table 1: inputs, train/test sizes, kernels and SVM parameters.
+#: ``positive`` is the class labelled +1 (the rest are -1); ``pair`` the two
+#: digits of a "digiab" task.
+TABLE1 = {
+    "cmc": {"inputs": 9, "n_train": 400, "n_test": 523, "positive": 1, "sigma2": 100.0,
+            "kernels": ("rbf",), "C": 1000.0},
+    "glass": {"inputs": 9, "n_train": 130, "n_test": 84, "positive": 2, "sigma2": 2.0,
+              "kernels": ("poly2", "rbf"), "C": 1000.0},
+    "wdbc": {"inputs": 30, "n_train": 312, "n_test": 257, "positive": 1, "sigma2": 1000.0,
+             "kernels": ("poly2", "rbf"), "C": 1000.0},
+    "digits": {"inputs": 64, "n_train": 200, "n_test": 400, "sigma2": 1000.0,
+               "kernels": ("rbf",), "C": 1000.0},
+}  # fmt: skip
+
+#: The six "digiab" tasks, a vs b with a, b in {0, 1, 2, 6}.
+DIGIT_PAIRS = ((0, 1), (0, 2), (0, 6), (1, 2), (1, 6), (2, 6))
+
+
+# --------------------------------------------------------------------------- #
+# Kernels
+# --------------------------------------------------------------------------- #
+
+
+def kernel_params(name, sigma2=None):
+    """Parameters of a kernel of the paper, by its short name.
+
+    ``linear`` is ``xᵀz``; ``polyD`` is ``(1 + xᵀz)^D`` (Meilă's "poly2" for
+    D = 2); ``rbf`` is ``exp(-|x - z|²/σ²)``, i.e. ``gamma = 1/σ²``.
+
+    Returns
+    -------
+    dict
+        ``kernel`` (the short name), ``gamma``, ``degree``, ``coef0`` and
+        ``sigma2`` (None where they do not apply), ready to go into a record.
+    """
+    if name == "linear":
+        return {"kernel": name, "gamma": None, "degree": None, "coef0": None, "sigma2": None}
+    if name.startswith("poly"):
+        return {"kernel": name, "gamma": 1.0, "degree": int(name[4:]), "coef0": 1.0, "sigma2": None}
+    if name == "rbf":
+        if sigma2 is None:
+            raise ValueError("the rbf kernel needs sigma2 (Meilă's width, exp(-|x - z|²/σ²)).")
+        from dkernel.kernels import gamma_from_sigma2
+
+        return {"kernel": name, "gamma": gamma_from_sigma2(float(sigma2)), "degree": None, "coef0": None,
+                "sigma2": float(sigma2)}  # fmt: skip
+    raise ValueError(f"unknown kernel {name!r}; use 'linear', 'poly2', 'poly3' or 'rbf'.")
+
+
+def make_kernel(params):
+    """The :class:`dkernel.kernels.Kernel` of :func:`kernel_params` output."""
+    from dkernel.kernels import get_kernel
+
+    name = params["kernel"]
+    if name == "linear":
+        return get_kernel("linear")
+    if name.startswith("poly"):
+        return get_kernel("poly", gamma=params["gamma"], coef0=params["coef0"], degree=params["degree"])
+    return get_kernel("rbf", gamma=params["gamma"])
+
+
+# --------------------------------------------------------------------------- #
+# Data
+# --------------------------------------------------------------------------- #
+
+
+def data_home():
+    """The data folder: ``$DKERNEL_DATA``, else ``../shared/data`` beside the repository, else None.
+
+    None leaves the look-up to :func:`dkernel.datasets.load` (its cache folder,
+    then a download).
+    """
+    env = os.environ.get("DKERNEL_DATA")
+    if env:
+        return Path(env)
+    beside = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    return beside if beside.is_dir() else None
+
+
+def dataset_source(name):
+    """Where ``name`` will be read from: ``"file"``, ``"sklearn"`` or None when it is unavailable.
+
+    digits is bundled with scikit-learn. wdbc falls back to scikit-learn's
+    ``load_breast_cancer``, the same 569 × 30 values and labels as the UCI
+    file. cmc and glass need the UCI files (data folder, cache or download).
+    """
+    from dkernel.datasets import DatasetNotFoundError, load
+
+    if name == "digits":
+        return "sklearn"
+    try:
+        load(name, data_home=data_home())
+    except (DatasetNotFoundError, OSError):
+        return "sklearn" if name == "wdbc" else None
+    return "file"
+
+
+def _load_xy(name, source):
+    from dkernel.datasets import binary_task, load
+
+    if name == "wdbc" and source == "sklearn":
+        from sklearn.datasets import load_breast_cancer
+
+        bunch = load_breast_cancer()
+        # scikit-learn codes malignant as 0; the UCI file (and Table 1's task) has malignant as the positive class.
+        return bunch.data.astype(np.float64), np.where(bunch.target == 0, 1, -1).astype(np.int64)
+    data = load(name, data_home=data_home())
+    return data.X, binary_task(data.y, TABLE1[name]["positive"])
+
+
+def load_split(name, rng, *, source="file", pair=None, n_train=None, n_test=None):
+    """A random train/test split of a Table 1 task, with labels ±1.
+
+    Parameters
+    ----------
+    name : {"cmc", "glass", "wdbc", "digits"}
+    rng : numpy.random.Generator
+        Draws the permutation.
+    source : {"file", "sklearn"}
+        See :func:`dataset_source`.
+    pair : (int, int), optional
+        The digits ``(a, b)`` of a digits task (a is +1).
+    n_train, n_test : int, optional
+        Default: Table 1's sizes. The test set is capped at the points left
+        after the training set (the 8 × 8 digits have about 180 images per
+        class, so a pair leaves about 160 test points, not 400).
+
+    Returns
+    -------
+    X_train, y_train, X_test, y_test : ndarrays (raw features, not standardized)
+    """
+    from dkernel.datasets import pair_task
+
+    spec = TABLE1[name]
+    if name == "digits":
+        from dkernel.datasets import load
+
+        data = load("digits")
+        X, y = pair_task(data.X, data.y, *pair)
+    else:
+        X, y = _load_xy(name, source)
+    n_train = spec["n_train"] if n_train is None else n_train
+    n_test = spec["n_test"] if n_test is None else n_test
+    order = rng.permutation(X.shape[0])
+    train = order[:n_train]
+    test = order[n_train : n_train + n_test]
+    return X[train], y[train], X[test], y[test]
+
+
+def seed_from(rng):
+    """An integer seed drawn from ``rng``, for functions that take a legacy ``random_state``."""
+    return int(rng.integers(2**31 - 1))
+
+
+# --------------------------------------------------------------------------- #
+# SVM fits on a precomputed Gram matrix
+# --------------------------------------------------------------------------- #
+
+
+@dataclass
+class SVMFit:
+    """A C-SVM trained on a Gram matrix: ``f(x) = Σ_i dual_coef_i K(x, x_i) + intercept``.
+
+    Attributes
+    ----------
+    solver : str
+        ``"libsvm"`` (scikit-learn's SVC), ``"dkernel"`` (:func:`solve_qp` on
+        the float64 Gram) or ``"dkernel-float32"`` (the same on the Gram
+        rounded to float32, the precision of libsvm's kernel cache).
+    dual_coef : ndarray of shape (n,)
+        ``α_i y_i`` for every training point (0 off the support).
+    intercept : float
+    n_sv : int
+    n_iter : int
+        SMO steps (libsvm) or working-set iterations (dkernel).
+    converged : bool
+        Whether the stopping tolerance was met before the iteration cap.
+    seconds : float
+    """
+
+    solver: str
+    dual_coef: np.ndarray
+    intercept: float
+    n_sv: int
+    n_iter: int
+    converged: bool
+    seconds: float
+
+    def decision(self, K_test):
+        """Decision values from the kernel rows ``K_test`` (m × n) of the Gram it was trained on."""
+        return np.asarray(K_test) @ self.dual_coef + self.intercept
+
+
+def fit_svm(K, y, C, solver="libsvm"):
+    """Train a C-SVM on the Gram matrix ``K`` with labels ±1.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+    y : ndarray of shape (n,), values ±1
+    C : float
+    solver : {"libsvm", "dkernel", "dkernel-float32"}
+
+    Returns
+    -------
+    SVMFit
+    """
+    from sklearn.exceptions import ConvergenceWarning
+
+    y = np.asarray(y)
+    K = np.asarray(K, dtype=np.float64)
+    start = time.perf_counter()
+    if solver == "libsvm":
+        from sklearn.svm import SVC
+
+        model = SVC(kernel="precomputed", C=C, tol=TOL, max_iter=LIBSVM_MAX_ITER)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            model.fit(K, y)
+        coef = np.zeros(K.shape[0])
+        # classes_ is [-1, 1]: dual_coef_ holds α_i y_i and a positive decision means +1.
+        coef[model.support_] = model.dual_coef_[0]
+        converged = model.fit_status_ == 0 and not any(issubclass(w.category, ConvergenceWarning) for w in caught)
+        return SVMFit(solver, coef, float(model.intercept_[0]), int(model.n_support_.sum()),
+                      int(model.n_iter_[0]), bool(converged), time.perf_counter() - start)  # fmt: skip
+    if solver in ("dkernel", "dkernel-float32"):
+        from dkernel.solver import DenseRows, solve_qp
+
+        rows = DenseRows(K.astype(np.float32) if solver == "dkernel-float32" else K)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            result = solve_qp(rows, y, float(C), tol=TOL, max_iter=DKERNEL_MAX_ITER)
+        alpha = np.asarray(result.alpha, dtype=np.float64)
+        return SVMFit(solver, alpha * y, float(result.intercept), int(np.count_nonzero(alpha > 0)),
+                      int(result.n_iter), bool(result.converged), time.perf_counter() - start)  # fmt: skip
+    raise ValueError(f"unknown solver {solver!r}; use 'libsvm', 'dkernel' or 'dkernel-float32'.")
+
+
+def error_rate(decision, y):
+    """Fraction of points whose sign of ``decision`` (0 counts as -1, as in libsvm) differs from ``y``."""
+    return float(np.mean(np.where(np.asarray(decision) > 0, 1, -1) != np.asarray(y)))
+
+
+def alignment_limit(y):
+    """``(n⁺ - n⁻)² / n²``: the alignment of a Gram shifted infinitely far from the data (Meilă eq. 34)."""
+    y = np.asarray(y)
+    return float(np.sum(y > 0) - np.sum(y < 0)) ** 2 / float(y.size) ** 2
+
+
+def alignment(K, y):
+    """Kernel-target alignment ``A(K, yyᵀ) = yᵀKy / (n ‖K‖_F)`` (Meilă eq. 21)."""
+    from dkernel.alignment import target_alignment
+
+    value = target_alignment(np.asarray(K, dtype=np.float64), y)
+    return float(value) if math.isfinite(value) else float("nan")
+
+
+# --------------------------------------------------------------------------- #
+# One sample of the shift experiments (Meilă §6.1, Figs. 3–5)
+# --------------------------------------------------------------------------- #
+
+
+def _centering(scheme, y):
+    from dkernel.centering import Centering
+
+    if scheme == "class-balanced":
+        return Centering.class_balanced(y)
+    if scheme == "standard":
+        return Centering.standard(len(y))
+    raise ValueError(f"unknown centering {scheme!r}; use 'class-balanced' or 'standard'.")
+
+
+def _measures(fit, K_train, y, decision, y_test):
+    K_train = np.asarray(K_train)
+    return {
+        "test_error": error_rate(decision, y_test),
+        "train_error": error_rate(K_train @ fit.dual_coef + fit.intercept, y),
+        "alignment": alignment(K_train, y),
+        "n_sv": fit.n_sv,
+        "n_iter": fit.n_iter,
+        "converged": fit.converged,
+        "kernel_max_abs": float(np.abs(K_train).max()),
+        "float32_error": float(np.abs(K_train.astype(np.float32).astype(np.float64) - K_train).max()),
+        "fit_seconds": fit.seconds,
+    }
+
+
+def shift_experiment(X, y, X_test, y_test, params, C, shifts, direction_seed, *,
+                     recenterings=(("recentered", "class-balanced"),),
+                     shifted_solvers=("libsvm", "dkernel", "dkernel-float32")):  # fmt: skip
+    """Original, shifted and recentered SVMs of one sample, for each shift length.
+
+    The data are moved by ``|a|`` along one random feature-space direction
+    (:class:`dkernel.operators.ShiftedGram`; the same direction for every
+    length, drawn from ``direction_seed``), and the shifted Gram is recentered
+    by :class:`dkernel.operators.CenteredGram`. Test points go through the
+    same translation (``ShiftedGram.cross``). A recentered SVM classifies
+    with the shifted kernel and ``b - Δb`` (Meilă §4, eqs. 16–19); its
+    decision values through the recentered test rows ``K_c(x, x_i)`` are
+    computed too, and ``decision_gap`` is the largest difference between the
+    two.
+
+    Parameters
+    ----------
+    X, y, X_test, y_test : ndarrays (labels ±1)
+    params : dict
+        :func:`kernel_params` output.
+    C : float
+    shifts : sequence of float
+        Shift lengths ``|a|``.
+    direction_seed : int
+    recenterings : sequence of (variant name, centering scheme)
+        ``"class-balanced"`` (eq. 13) or ``"standard"`` (γ = 1/n).
+    shifted_solvers : sequence of str
+        Solvers run on the shifted Gram; the original and recentered Grams
+        are solved by libsvm, the paper's solver.
+
+    Returns
+    -------
+    list of dict
+        One record per shift × variant × solver with ``shift``, ``variant``,
+        ``solver`` and the measured values; the caller adds the setting.
+    """
+    from dkernel.centering import delta_b
+    from dkernel.operators import CenteredGram, KernelGram, ShiftedGram
+
+    base = KernelGram(X, make_kernel(params))
+    K = base.to_numpy()
+    K_test = base.cross(X_test)
+    original = fit_svm(K, y, C, "libsvm")
+    original_measures = _measures(original, K, y, original.decision(K_test), y_test)
+    original_measures["alignment_limit"] = alignment_limit(y)
+    records = []
+    for shift in shifts:
+        records.append({"shift": float(shift), "variant": "original", "solver": "libsvm", **original_measures})
+        shifted = ShiftedGram(base, shift, random_state=direction_seed)
+        K_s = shifted.to_numpy()
+        K_s_test = shifted.cross(X_test)
+        for solver in shifted_solvers:
+            fit = fit_svm(K_s, y, C, solver)
+            records.append({"shift": float(shift), "variant": "shifted", "solver": solver,
+                            **_measures(fit, K_s, y, fit.decision(K_s_test), y_test),
+                            "alignment_limit": alignment_limit(y)})  # fmt: skip
+        for variant, scheme in recenterings:
+            recentered = CenteredGram(shifted, _centering(scheme, y))
+            K_c = recentered.to_numpy()
+            fit = fit_svm(K_c, y, C, "libsvm")
+            db = delta_b(fit.dual_coef, recentered.h)
+            # Meilă §4: classify with the kernel the data came in (here the shifted one) and b - Δb.
+            decision = K_s_test @ fit.dual_coef + (fit.intercept - db)
+            decision_kc = fit.decision(recentered.cross(X_test))
+            rec = {"shift": float(shift), "variant": variant, "solver": "libsvm",
+                   **_measures(fit, K_c, y, decision, y_test)}  # fmt: skip
+            rec["alignment_limit"] = alignment_limit(y)
+            rec["test_error_kc"] = error_rate(decision_kc, y_test)
+            rec["decision_gap"] = float(np.abs(decision - decision_kc).max())
+            rec["delta_b"] = db
+            records.append(rec)
+    return records

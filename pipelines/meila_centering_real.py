@@ -1,0 +1,281 @@
+"""Meilă (2002), Fig. 6: centering real data in feature space.
+
+The experiments of Table 1 — cmc with RBF, glass with poly2 and RBF, wdbc
+with poly2 and RBF, and the six digits pairs with RBF, each with Table 1's
+σ², C = 1000 and training/test sizes — are run on 10 random train/test
+splits. For each, an SVM (libsvm, ``sklearn.svm.SVC`` on the precomputed
+Gram, the paper's solver) is trained on the original Gram matrix K and on the
+Gram centered at the class-balanced origin of §3 (eq. 14,
+:class:`dkernel.operators.CenteredGram`); the centered SVM's bias is
+corrected by Δb (eq. 19) and it classifies test points through the original
+kernel (eq. 16). Test error and alignment are compared before and after
+centering.
+
+Features are used raw: the paper's σ² values are for unscaled data, and
+wdbc's raw features (up to several thousands) make its poly2 Gram entries as
+large as 10¹⁴ — the ill-conditioned case where centering is meant to help.
+
+Run ``dkernel run meila_centering_real`` (``--quick``: wdbc and one digits
+pair from scikit-learn's bundled copies, no data folder needed) or
+``python -m pipelines.meila_centering_real``.
+"""
+
+import sys
+
+import numpy as np
+
+from . import _meila
+from ._report import cell, markdown_table, one, paired_difference, save_figure, subplots
+from ._runner import main_for, task_rng
+
+NAME = "meila_centering_real"
+DESCRIPTION = (
+    "Meilă (2002), Fig. 6: test error and alignment of SVMs on the Table 1 data sets before and after "
+    "class-balanced centering in feature space (with the Δb correction)."
+)
+
+REPEATS, QUICK_REPEATS = 10, 2
+VARIANTS = ("original", "centered")
+
+
+def experiments(quick=False):
+    """(label, data set, kernel, digit pair) of every experiment of Fig. 6."""
+    if quick:
+        return [("wdbc/poly2", "wdbc", "poly2", None), ("wdbc/rbf", "wdbc", "rbf", None),
+                ("digi01/rbf", "digits", "rbf", (0, 1))]  # fmt: skip
+    plan = [(f"{name}/{kernel}", name, kernel, None)
+            for name in ("cmc", "glass", "wdbc") for kernel in _meila.TABLE1[name]["kernels"]]  # fmt: skip
+    plan += [(f"digi{a}{b}/rbf", "digits", "rbf", (a, b)) for a, b in _meila.DIGIT_PAIRS]
+    return plan
+
+
+def make_tasks(config):
+    """One task per experiment × split; data sets whose files cannot be found are skipped with a note."""
+    repeats = config.repeats or (QUICK_REPEATS if config.quick else REPEATS)
+    sources, tasks = {}, []
+    for k, (label, name, kernel, pair) in enumerate(experiments(config.quick)):
+        if name not in sources:
+            sources[name] = _meila.dataset_source(name)
+            if sources[name] is None:
+                print(f"{NAME}: skipping {name}: its data file was not found (set DKERNEL_DATA to the folder "
+                      "holding uci/).", file=sys.stderr)  # fmt: skip
+        if sources[name] is None:
+            continue
+        for r in range(repeats):
+            # The split depends on the data set and the repeat only: both kernels of a data set share splits.
+            tasks.append({"label": label, "dataset": name, "kernel": kernel, "pair": list(pair) if pair else None,
+                          "source": sources[name], "repeat": r, "split_key": f"{name}{pair or ''}"})  # fmt: skip
+    keys = sorted({t["split_key"] for t in tasks})
+    for t in tasks:
+        t["seed_index"] = keys.index(t["split_key"]) * repeats + t["repeat"]
+    return tasks
+
+
+def run_task(task):
+    """Train the original and the centered SVM on one split; return their two records."""
+    from dkernel.centering import Centering, decision_function_original_kernel, delta_b
+    from dkernel.operators import CenteredGram, KernelGram
+
+    rng = task_rng(task["seed"], task["seed_index"])
+    name = task["dataset"]
+    spec = _meila.TABLE1[name]
+    X, y, X_test, y_test = _meila.load_split(
+        name, rng, source=task["source"], pair=tuple(task["pair"]) if task["pair"] else None
+    )
+    params = _meila.kernel_params(task["kernel"], sigma2=spec["sigma2"] if task["kernel"] == "rbf" else None)
+    setting = {"experiment": task["label"], "dataset": task["label"].split("/")[0], **params, "C": spec["C"],
+               "n_train": len(y), "n_test": len(y_test), "source": task["source"]}  # fmt: skip
+    base = KernelGram(X, _meila.make_kernel(params))
+    K = base.to_numpy()
+    K_test = base.cross(X_test)
+    records = []
+    fit = _meila.fit_svm(K, y, spec["C"], "libsvm")
+    records.append({**setting, "variant": "original", "solver": "libsvm",
+                    **_measures(fit, K, y, fit.decision(K_test), y_test)})  # fmt: skip
+    centered = CenteredGram(base, Centering.class_balanced(y))
+    K_c = centered.to_numpy()
+    fit = _meila.fit_svm(K_c, y, spec["C"], "libsvm")
+    db = delta_b(fit.dual_coef, centered.h)
+    # Meilă §4: b ← b − Δb, then classify with the original kernel.
+    decision = decision_function_original_kernel(K_test, fit.dual_coef, fit.intercept, db)
+    records.append({**setting, "variant": "centered", "solver": "libsvm",
+                    **_measures(fit, K_c, y, decision, y_test), "delta_b": db})  # fmt: skip
+    return [{**rec, "repeat": task["repeat"]} for rec in records]
+
+
+def _measures(fit, K_train, y, decision, y_test):
+    return {
+        "test_error": _meila.error_rate(decision, y_test),
+        "alignment": _meila.alignment(K_train, y),
+        "n_sv": fit.n_sv,
+        "n_iter": fit.n_iter,
+        "converged": fit.converged,
+        "kernel_max_abs": float(np.abs(K_train).max()),
+        "fit_seconds": fit.seconds,
+    }
+
+
+# --------------------------------------------------------------------------- #
+# Report
+# --------------------------------------------------------------------------- #
+
+
+def _labels(summary):
+    order = [e[0] for e in experiments(False)] + [e[0] for e in experiments(True)]
+    present = {row["experiment"] for row in summary}
+    return [label for label in dict.fromkeys(order) if label in present]
+
+
+def _comparison(result):
+    """Per experiment: summary rows and the paired difference centered − original."""
+    out = []
+    for label in _labels(result.summary):
+        o = one(result.summary, experiment=label, variant="original")
+        c = one(result.summary, experiment=label, variant="centered")
+        d_err = paired_difference(result.records, "test_error", {"experiment": label, "variant": "centered"},
+                                  {"experiment": label, "variant": "original"})  # fmt: skip
+        d_al = paired_difference(result.records, "alignment", {"experiment": label, "variant": "centered"},
+                                 {"experiment": label, "variant": "original"})  # fmt: skip
+        out.append({"label": label, "original": o, "centered": c, "d_err": d_err, "d_align": d_al})
+    return out
+
+
+def _verdict(mean, se):
+    if mean > 2 * se and mean > 0:
+        return "hurts"
+    if mean < -2 * se and mean < 0:
+        return "helps"
+    return "no significant change"
+
+
+def _figure(comparison, outdir):
+    fig, axes = subplots(1, 2, figsize=(11, 5))
+    for ax, key, title in ((axes[0], "test_error", "(a) test error"), (axes[1], "alignment", "(b) alignment")):
+        xs = [c["original"][f"{key}_mean"] for c in comparison]
+        ys = [c["centered"][f"{key}_mean"] for c in comparison]
+        ax.errorbar(xs, ys, xerr=[c["original"][f"{key}_se"] for c in comparison],
+                    yerr=[c["centered"][f"{key}_se"] for c in comparison], linestyle="none", marker="o",
+                    capsize=2)  # fmt: skip
+        for c, x, y in zip(comparison, xs, ys):
+            ax.annotate(c["label"], (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        lo, hi = min(xs + ys + [0.0]), max(xs + ys) * 1.05 + 1e-3
+        ax.plot([lo, hi], [lo, hi], color="black", linewidth=0.8, alpha=0.5)
+        ax.set_xlabel("original")
+        ax.set_ylabel("centered (class-balanced, with Δb)")
+        ax.set_title(title, loc="left")
+    fig.suptitle("Original versus centered data (Meilă 2002, Fig. 6)")
+    return save_figure(fig, outdir / "fig6_centering_real.png")
+
+
+def write_report(result, outdir):
+    """Write ``report.md`` and ``fig6_centering_real.png``."""
+    comparison = _comparison(result)
+    fig = _figure(comparison, outdir)
+    planned = [e[0] for e in experiments(result.config.quick)]
+    missing = [label for label in planned if label not in _labels(result.summary)]
+    repeats = len({r["repeat"] for r in result.records})
+    rows = []
+    for c in comparison:
+        o, ce = c["original"], c["centered"]
+        rows.append({
+            "experiment": c["label"],
+            "kernel": o["kernel"] + (f", σ² = {o['sigma2']:g}" if o["sigma2"] else ""),
+            "train/test": f"{o['n_train']}/{o['n_test']}",
+            "err original": cell(o, "test_error"),
+            "err centered": cell(ce, "test_error"),
+            "Δerr (paired)": f"{c['d_err'][0]:+.4f} ± {c['d_err'][1]:.4f}",
+            "centering": _verdict(*c["d_err"][:2]),
+            "A original": cell(o, "alignment"),
+            "A centered": cell(ce, "alignment"),
+            "#SV orig / centered": f"{o['n_sv_mean']:.0f} / {ce['n_sv_mean']:.0f}",
+            "libsvm converged orig / centered": f"{o['converged_mean']:.1f} / {ce['converged_mean']:.1f}",
+            "max |K| / max |K_c|": f"{o['kernel_max_abs_mean']:.2g} / {ce['kernel_max_abs_mean']:.2g}",
+        })  # fmt: skip
+    n = len(comparison)
+    verdicts = [_verdict(*c["d_err"][:2]) for c in comparison]
+    helps = [c["label"] for c, v in zip(comparison, verdicts) if v == "helps"]
+    hurts = [c["label"] for c, v in zip(comparison, verdicts) if v == "hurts"]
+    same = [c for c, v in zip(comparison, verdicts) if v == "no significant change"]
+    a_up = [c["label"] for c in comparison if c["d_align"][0] > 0]
+    a_down = [c["label"] for c in comparison if c["d_align"][0] < 0]
+    a_big = [c["label"] for c in comparison if c["centered"]["alignment_mean"] > 1.5 * c["original"]["alignment_mean"]]
+    findings = [
+        {"paper (Meilă 2002, §6.2, Fig. 6)": "In none of the experiments did data centering hurt performance",
+         "dkernel measured": f"centering significantly worse (paired difference > 2 SE) in {len(hurts)}/{n}"
+         + (f": {', '.join(hurts)}" if hurts else ""),
+         "agrees": "yes" if not hurts else "**no**"},
+        {"paper (Meilă 2002, §6.2, Fig. 6)": "Centering has no effect in most cases but improves performance "
+         "occasionally (e.g. wdbc with the polynomial kernel)",
+         "dkernel measured": f"significantly better in {len(helps)}/{n}" + (f": {', '.join(helps)}" if helps else "")
+         + f"; no significant change in {len(same)}/{n}",
+         "agrees": "yes" if "wdbc/poly2" in helps else ("**no**" if "wdbc/poly2" in _labels(result.summary)
+                                                          else "–")},
+        {"paper (Meilă 2002, §6.2, Fig. 6)": "Alignment slightly reduced in 2 of 12 experiments and dramatically "
+         "increased in 8 others",
+         "dkernel measured": f"reduced in {len(a_down)}/{n}" + (f" ({', '.join(a_down)})" if a_down else "")
+         + f"; increased in {len(a_up)}/{n}, by more than 50 % in {len(a_big)}",
+         "agrees": "see table"},
+        {"paper (Meilă 2002, §6.2, Fig. 6)": "Improving the alignment does not necessarily improve classification",
+         "dkernel measured": f"alignment increased by > 50 % in {len(a_big)} experiments, of which the test error "
+         f"improved significantly in {len([lb for lb in a_big if lb in helps])}",
+         "agrees": "yes" if len([lb for lb in a_big if lb not in helps]) > 0 else "–"},
+    ]  # fmt: skip
+    parts = [
+        f"# {NAME}: centering real data (Meilă 2002, Fig. 6)",
+        "",
+        f"The experiments of Table 1 with its kernels, σ² (RBF `exp(-|x - z|²/σ²)`), C = 1000 and train/test "
+        f"sizes; {repeats} random train/test splits each (mean ± standard error; the two kernels of a data set "
+        "share their splits). Raw features, no standardization (the paper's σ² are for unscaled data). Each "
+        "experiment trains libsvm (`sklearn.svm.SVC`, precomputed kernel, tol 1e-3, at most "
+        f"{_meila.LIBSVM_MAX_ITER:,} SMO steps) on the original Gram K and on K centered at the class-balanced "
+        "origin of §3 (eq. 14); the centered SVM's bias is corrected by Δb (eq. 19) and it classifies through "
+        "the original kernel (eq. 16). *Δerr* is the mean paired difference centered − original over the splits "
+        "with its standard error; a change counts as significant beyond 2 standard errors.",
+        "",
+        f"We ran {n} experiments on {len({c['original']['dataset'] for c in comparison})} data sets (cmc; glass and "
+        "wdbc with two kernels each; six digits pairs). The paper reports 12 experiments with 10 data sets; "
+        "Table 1 lists only the 11 experiments run here (the twelfth and the tenth data set are not described). "
+        "The digits pairs use the 8 × 8 digits bundled with scikit-learn, whose pairs have about 360 points: "
+        "200 train and the ~160 others as test set, instead of Table 1's 400.",
+        "",
+    ]
+    if missing:
+        parts += [f"Not run (data files not found): {', '.join(missing)}.", ""]
+    parts += [
+        f"Run: `dkernel run {NAME}` (seed {result.config.seed}; {result.seconds:.0f} s).",
+        "",
+        "![Fig. 6](fig6_centering_real.png)",
+        "",
+        "## Findings: the paper's statements and dkernel's measurements",
+        "",
+        markdown_table(findings, [(k, k) for k in findings[0]]),
+        "",
+        "## Per experiment",
+        "",
+        markdown_table(rows, [(k, k) for k in rows[0]]) if rows else "",
+        "",
+        "Where centering changes the result it is through numerics, not the model: in exact arithmetic the "
+        "centered SVM with b − Δb is the original SVM (the maximum-margin hyperplane is translation invariant). "
+        "The column max |K| / max |K_c| shows the scale libsvm works at. With raw features the poly2 Grams "
+        "reach ~10⁷ (glass) and ~10¹⁴ (wdbc), dominated by the diagonal (1 + |x|²)² of the points with large "
+        "features, which centering hardly reduces. libsvm's single-precision kernel cache keeps about 7 "
+        "significant digits of such a matrix and, on both poly2 experiments, it stops at the iteration cap "
+        f"({_meila.LIBSVM_MAX_ITER:,} SMO steps) on most splits with and without centering (the *libsvm "
+        "converged* column: the fraction of splits that met the tolerance). Their test errors are those of "
+        "unconverged solutions and vary widely between splits; whether centering then helps (wdbc, as in the "
+        "paper, though here within about 2 standard errors) or hurts (glass) reflects where each run of the "
+        "solver stopped, not the centered model, which in exact arithmetic is the original one. With the RBF "
+        "kernels (entries in [0, 1]) libsvm converges and the centered and original SVMs coincide.",
+        "",
+        "Files: `results.csv`, `results.json` (records and summary), `fig6_centering_real.png`.",
+        "",
+    ]
+    path = outdir / "report.md"
+    path.write_text("\n".join(parts))
+    return [path, fig]
+
+
+if __name__ == "__main__":
+    from pipelines import get_pipeline
+
+    sys.exit(main_for(get_pipeline(NAME)))

@@ -1,0 +1,249 @@
+"""Meilă (2002), Fig. 5: alignment of shifted and recentered Gram matrices with unbalanced classes.
+
+Concentric circles with ``n⁺ = 20 n⁻`` (300 training points: 286 inner, 14
+outer; 200 test points from the same distribution), shifted by ``|a|`` along
+a random feature-space direction and recentered in two ways: at the centre of
+weight of the data (the "standard" origin, γ_i = 1/n) and halfway between the
+class centres (the class-balanced origin of §3, eq. 13). For four kernels the
+pipeline records the alignment of each Gram matrix (eq. 21) and the test error
+of its SVM (libsvm, C = 1000), and compares the alignment of the shifted Gram
+with its limit ``(n⁺ - n⁻)²/n²`` (eq. 34).
+
+The paper does not name its four kernels; we use linear ``xᵀz``, poly2
+``(1 + xᵀz)²``, poly3 ``(1 + xᵀz)³`` and RBF ``exp(-|x - z|²/σ²)`` with
+σ² = 1, and C = 1000 as in Fig. 3.
+
+Run ``dkernel run meila_imbalanced`` (``--quick`` for a reduced run) or
+``python -m pipelines.meila_imbalanced``.
+"""
+
+import sys
+
+from . import _meila
+from ._report import STYLES, cell, markdown_table, one, save_figure, subplots, symlog_shift_axis, yes_no
+from ._runner import main_for, task_rng
+
+NAME = "meila_imbalanced"
+DESCRIPTION = (
+    "Meilă (2002), Fig. 5: alignment of the original, shifted and recentered (centre of weight, "
+    "class-balanced) Gram matrices with n+ = 20 n- (four kernels)."
+)
+
+N_TRAIN, N_TEST, RATIO = 300, 200, 20
+C = 1000.0
+SIGMA2 = 1.0
+KERNELS = ("linear", "poly2", "poly3", "rbf")
+QUICK_KERNELS = ("poly2", "rbf")
+SHIFTS = (0.0, 1.0, 10.0, 1e2, 1e3, 1e4, 1e5, 1e6)
+QUICK_SHIFTS = (0.0, 1e2, 1e4)
+REPEATS, QUICK_REPEATS = 10, 2
+RECENTERINGS = (("recentered-standard", "standard"), ("recentered-class-balanced", "class-balanced"))
+VARIANTS = ("original", "shifted") + tuple(v for v, _ in RECENTERINGS)
+
+
+def make_tasks(config):
+    """One task per kernel × repeat; a task runs every shift length on its sample."""
+    repeats = config.repeats or (QUICK_REPEATS if config.quick else REPEATS)
+    kernels = QUICK_KERNELS if config.quick else KERNELS
+    shifts = QUICK_SHIFTS if config.quick else SHIFTS
+    return [{"kernel": kernel, "repeat": r, "shifts": list(shifts)} for kernel in kernels for r in range(repeats)]
+
+
+def run_task(task):
+    """Draw one unbalanced sample and a direction; return the records of every shift and variant."""
+    from dkernel.datasets import make_imbalanced
+
+    # The stream depends on the repeat only, so that all kernels see the same samples and directions.
+    rng = task_rng(task["seed"], task["repeat"])
+    X, y = make_imbalanced(N_TRAIN, RATIO, random_state=_meila.seed_from(rng))
+    X_test, y_test = make_imbalanced(N_TEST, RATIO, random_state=_meila.seed_from(rng))
+    direction_seed = _meila.seed_from(rng)
+    params = _meila.kernel_params(task["kernel"], sigma2=SIGMA2 if task["kernel"] == "rbf" else None)
+    setting = {"dataset": "circles-unbalanced", **params, "C": C, "n_train": N_TRAIN, "n_test": N_TEST,
+               "n_positive": int((y > 0).sum()), "n_negative": int((y < 0).sum())}  # fmt: skip
+    records = _meila.shift_experiment(
+        X, y, X_test, y_test, params, C, task["shifts"], direction_seed,
+        recenterings=RECENTERINGS, shifted_solvers=("libsvm",),
+    )  # fmt: skip
+    return [{**setting, **rec, "repeat": task["repeat"]} for rec in records]
+
+
+# --------------------------------------------------------------------------- #
+# Report
+# --------------------------------------------------------------------------- #
+
+_LABELS = {
+    "original": "original",
+    "shifted": "shifted",
+    "recentered-standard": "recentered, centre of weight (γ = 1/n)",
+    "recentered-class-balanced": "recentered, class-balanced (eq. 13)",
+}
+
+
+def _kernels(summary):
+    return [k for k in KERNELS if any(r["kernel"] == k for r in summary)]
+
+
+def _shifts(summary, kernel):
+    return sorted({row["shift"] for row in summary if row["kernel"] == kernel})
+
+
+def _get(summary, kernel, shift, variant):
+    return one(summary, kernel=kernel, shift=shift, variant=variant, solver="libsvm")
+
+
+def _title(kernel):
+    return {"linear": "linear $x^Tz$", "poly2": "poly2 $(1+x^Tz)^2$", "poly3": "poly3 $(1+x^Tz)^3$",
+            "rbf": f"RBF, $\\sigma^2$ = {SIGMA2:g}"}[kernel]  # fmt: skip
+
+
+def _figure(summary, outdir, key, ylabel, filename, title):
+    kernels = _kernels(summary)
+    fig, axes = subplots(1, len(kernels), figsize=(4.3 * len(kernels), 3.8), squeeze=False)
+    for ax, kernel in zip(axes[0], kernels):
+        shifts = _shifts(summary, kernel)
+        for variant in VARIANTS:
+            rows = [_get(summary, kernel, s, variant) for s in shifts]
+            ax.errorbar(shifts, [r[f"{key}_mean"] for r in rows], yerr=[r[f"{key}_se"] for r in rows],
+                        label=_LABELS[variant], capsize=2, **STYLES[variant])  # fmt: skip
+        if key == "alignment":
+            limit = _get(summary, kernel, shifts[-1], "shifted")["alignment_limit_mean"]
+            ax.axhline(limit, color="black", linewidth=0.8, alpha=0.5)
+            ax.text(shifts[1], limit, f" (n⁺−n⁻)²/n² = {limit:.3f}", va="bottom", fontsize=8)
+        symlog_shift_axis(ax, shifts)
+        ax.set_title(_title(kernel))
+        ax.set_ylabel(ylabel)
+    axes[0, 0].legend(fontsize=7)
+    fig.suptitle(title)
+    return save_figure(fig, outdir / filename)
+
+
+def _table(summary, kernel):
+    rows = []
+    for s in _shifts(summary, kernel):
+        g = {v: _get(summary, kernel, s, v) for v in VARIANTS}
+        rows.append({
+            "|a|": f"{s:g}",
+            "A orig": cell(g["original"], "alignment"),
+            "A shifted": cell(g["shifted"], "alignment"),
+            "A rec. standard": cell(g["recentered-standard"], "alignment"),
+            "A rec. class-balanced": cell(g["recentered-class-balanced"], "alignment"),
+            "err orig": cell(g["original"], "test_error"),
+            "err shifted": cell(g["shifted"], "test_error"),
+            "err rec. standard": cell(g["recentered-standard"], "test_error"),
+            "err rec. class-balanced": cell(g["recentered-class-balanced"], "test_error"),
+            "#SV orig / shifted": f"{g['original']['n_sv_mean']:.0f} / {g['shifted']['n_sv_mean']:.0f}",
+        })  # fmt: skip
+    return markdown_table(rows, [(k, k) for k in rows[0]]) if rows else ""
+
+
+def _agree(a, b, key="test_error"):
+    return abs(a[f"{key}_mean"] - b[f"{key}_mean"]) <= max(a[f"{key}_se"], b[f"{key}_se"]) + 1e-12
+
+
+def _findings(summary):
+    rows = []
+    for kernel in _kernels(summary):
+        shifts = _shifts(summary, kernel)
+        top = shifts[-1]
+        sh = _get(summary, kernel, top, "shifted")
+        limit = sh["alignment_limit_mean"]
+
+        def add(paper, measured, agrees):
+            rows.append({"paper (Meilă 2002, §6.1, Fig. 5)": paper, "kernel": kernel, "dkernel measured": measured,
+                         "agrees": agrees})  # fmt: skip
+
+        add("For a large shift the alignment tends to (n⁺ − n⁻)²/n² (eq. 34) = 0.82 for n⁺ = 20 n⁻",
+            f"A(K_s) at |a| = {top:g}: {cell(sh, 'alignment', 4)}; (n⁺ − n⁻)²/n² of these samples = {limit:.4f}",
+            f"{yes_no(abs(sh['alignment_mean'] - limit) <= 0.02 and abs(sh['alignment_mean'] - 0.82) <= 0.02)} "
+            f"(|A − 0.82| = {abs(sh['alignment_mean'] - 0.82):.4f})")  # fmt: skip
+        o = _get(summary, kernel, top, "original")
+        cb = _get(summary, kernel, top, "recentered-class-balanced")
+        st = _get(summary, kernel, top, "recentered-standard")
+        add("The alignment is highest for the shifted data, while centering drastically reduces it",
+            f"at |a| = {top:g}: shifted {sh['alignment_mean']:.3f}, original {o['alignment_mean']:.3f}, "
+            f"centre of weight {st['alignment_mean']:.3f}, class-balanced {cb['alignment_mean']:.3f}",
+            yes_no(sh["alignment_mean"] > max(o["alignment_mean"], st["alignment_mean"], cb["alignment_mean"])))
+        ok = {v: all(_agree(_get(summary, kernel, s, v), _get(summary, kernel, s, "original")) for s in shifts)
+              for v, _ in RECENTERINGS}  # fmt: skip
+        worst = max(abs(_get(summary, kernel, s, v)["test_error_mean"] - _get(summary, kernel, s, "original")
+                        ["test_error_mean"]) for s in shifts for v, _ in RECENTERINGS)  # fmt: skip
+        add("For both centering methods the recentered and the original classifier are essentially the same for "
+            "the whole range of shifts",
+            f"largest |mean difference| of test error, over shifts and both methods: {worst:.4f}; at |a| = "
+            f"{top:g} the two prediction routes (K_s with b − Δb, and the K_c test rows) differ by up to "
+            f"{max(st['decision_gap_mean'], cb['decision_gap_mean']):.2g} in decision value, test error via K_c rows "
+            f"{st['test_error_kc_mean']:.3f} (centre of weight) / {cb['test_error_kc_mean']:.3f} (class-balanced)",
+            f"{yes_no(all(ok.values()))} (within 1 SE at every shift: centre of weight "
+            f"{yes_no(ok['recentered-standard'])}, class-balanced {yes_no(ok['recentered-class-balanced'])})")
+        rise = [s for s in shifts if _get(summary, kernel, s, "shifted")["test_error_mean"]
+                > _get(summary, kernel, s, "original")["test_error_mean"]
+                + 2 * max(_get(summary, kernel, s, "shifted")["test_error_se"], 0.005)]  # fmt: skip
+        add("(the shifted SVM itself)",
+            f"libsvm on K_s at |a| = {top:g}: {cell(sh, 'test_error')} vs original {cell(o, 'test_error')}; first "
+            f"shift with a rise of more than 2 SE: {f'{rise[0]:g}' if rise else 'none'}",
+            "–")  # fmt: skip
+    return markdown_table(rows, [(k, k) for k in rows[0]]) if rows else ""
+
+
+def write_report(result, outdir):
+    """Write ``report.md``, ``fig5_alignment.png`` and ``fig5_test_error.png``."""
+    summary = result.summary
+    fig_a = _figure(summary, outdir, "alignment", "alignment A(K, yyᵀ)", "fig5_alignment.png",
+                    "Alignment vs shift, n⁺ = 20 n⁻ (Meilă 2002, Fig. 5)")  # fmt: skip
+    fig_e = _figure(summary, outdir, "test_error", "test error", "fig5_test_error.png",
+                    "Test error vs shift, n⁺ = 20 n⁻")  # fmt: skip
+    repeats = len({r["repeat"] for r in result.records})
+    npos = {r["n_positive"] for r in result.records}
+    nneg = {r["n_negative"] for r in result.records}
+    parts = [
+        f"# {NAME}: alignment with unbalanced classes (Meilă 2002, Fig. 5)",
+        "",
+        f"Concentric circles with n⁺ = {RATIO} n⁻ ({N_TRAIN} training points: n⁺ = {'/'.join(map(str, npos))}, "
+        f"n⁻ = {'/'.join(map(str, nneg))}; {N_TEST} test points from the same distribution), a new sample and "
+        f"direction per repeat ({repeats} repeats; mean ± standard error). Kernels (the paper does not name its "
+        f"four): linear, poly2 `(1 + xᵀz)²`, poly3 `(1 + xᵀz)³`, RBF `exp(-|x - z|²/σ²)` with σ² = {SIGMA2:g}; "
+        f"C = {C:g}; solver libsvm (`sklearn.svm.SVC`, precomputed kernel). The shifted Gram is recentered at "
+        "the centre of weight (γ_i = 1/n) or at the class-balanced origin (γ_i = 1/(2n^±), eq. 13); each "
+        "recentered SVM classifies with the shifted kernel and b − Δb.",
+        "",
+        f"Run: `dkernel run {NAME}` (seed {result.config.seed}; {result.seconds:.0f} s).",
+        "",
+        "![Fig. 5, alignment](fig5_alignment.png)",
+        "",
+        "![test error](fig5_test_error.png)",
+        "",
+        "## Findings: the paper's statements and dkernel's measurements",
+        "",
+        _findings(summary),
+        "",
+        "Why eq. (34): for |a| → ∞, K_s ≈ |a|² 11ᵀ, so A(K_s) = yᵀK_s y / (n‖K_s‖_F) → (1ᵀy)² / n² = "
+        "(n⁺ − n⁻)²/n², whatever the kernel. With n⁺ = 20 n⁻ exactly this is (19/21)² = 0.8186; the paper's "
+        "0.82 is the same number rounded. The alignment therefore rewards moving the origin away from "
+        "unbalanced data, which is why optimizing it can harm: the recentered Gram matrices, whose SVMs equal "
+        "the original one, have a much lower alignment.",
+        "",
+        "At the largest shifts (|a| ≥ 10⁵) float64 itself starts to show: K_s has entries of |a|² = 10¹⁰–10¹², "
+        "so its rounding (~|a|² · 10⁻¹⁶ = 10⁻⁶–10⁻⁴) is carried into the recentered Gram, and the prediction "
+        "through the shifted kernel with b − Δb cancels terms of size |a|² weighted by Σ|α_i y_i| (large when "
+        "many α_i sit at C = 1000, as for the linear kernel, which cannot separate the circles). The linear "
+        "kernel's Gram has rank 2, so libsvm is sensitive to such perturbations: its #SV and convergence change "
+        "there, and the two prediction routes can differ on a few test points (the *decision gap* of the "
+        "records). Up to |a| = 10⁴ every route agrees.",
+        "",
+    ]
+    for kernel in _kernels(summary):
+        parts += [f"## {kernel}", "", _table(summary, kernel), ""]
+    parts += [
+        "Files: `results.csv`, `results.json` (records and summary), `fig5_alignment.png`, `fig5_test_error.png`.",
+        "",
+    ]
+    path = outdir / "report.md"
+    path.write_text("\n".join(parts))
+    return [path, fig_a, fig_e]
+
+
+if __name__ == "__main__":
+    from pipelines import get_pipeline
+
+    sys.exit(main_for(get_pipeline(NAME)))

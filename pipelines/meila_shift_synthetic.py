@@ -1,0 +1,326 @@
+"""Meilă (2002), Fig. 3: shifting and recentering concentric circles in feature space.
+
+Two classes around concentric circles (radii 1 and 2, noise 0.25; 300
+training and 200 test points per repeat) are moved by ``|a|`` along a random
+direction in feature space, and the shifted Gram matrix is recentered by the
+simple (class-balanced) method of §3. For each shift length, SVMs trained on
+the original, shifted and recentered Gram matrices are compared by test error,
+kernel-target alignment (eq. 21) and number of support vectors.
+
+The paper does not give σ² or C for this experiment. We use C = 1000, the
+value of every experiment of its Table 1, and σ² = 1 for the RBF kernel
+``exp(-|x - z|²/σ²)``: the squared distance between the two rings, so that
+the kernel resolves the ring structure without being flat across it. These
+were fixed before any shifted run and not tuned.
+
+Besides libsvm (the paper's solver, here ``sklearn.svm.SVC`` with a
+precomputed kernel), the shifted Gram is also solved by dkernel's solver, in
+float64 and on the Gram rounded to float32: libsvm caches kernel rows in
+single precision, and the float32 run tests whether that explains the
+degradation of the shifted SVM.
+
+Run ``dkernel run meila_shift_synthetic`` (``--quick`` for a reduced run) or
+``python -m pipelines.meila_shift_synthetic``.
+"""
+
+import sys
+
+import numpy as np
+
+from . import _meila
+from ._report import (
+    STYLES,
+    cell,
+    markdown_table,
+    one,
+    save_figure,
+    subplots,
+    symlog_shift_axis,
+    yes_no,
+)
+from ._runner import main_for, task_rng
+
+NAME = "meila_shift_synthetic"
+DESCRIPTION = (
+    "Meilă (2002), Fig. 3: SVMs on concentric circles shifted by |a| in feature space and recentered "
+    "(test error, alignment, number of support vectors)."
+)
+
+N_TRAIN, N_TEST = 300, 200
+C = 1000.0
+SIGMA2 = 1.0
+KERNELS = ("poly2", "rbf")
+SHIFTS = (0.0, 1.0, 10.0, 1e2, 1e3, 1e4, 1e5, 1e6)
+QUICK_SHIFTS = (0.0, 1e2, 1e4)
+SHIFTED_SOLVERS = ("libsvm", "dkernel", "dkernel-float32")
+REPEATS, QUICK_REPEATS = 10, 2
+
+
+def make_tasks(config):
+    """One task per kernel × repeat; a task runs every shift length on its sample."""
+    repeats = config.repeats or (QUICK_REPEATS if config.quick else REPEATS)
+    shifts = QUICK_SHIFTS if config.quick else SHIFTS
+    return [{"kernel": kernel, "repeat": r, "shifts": list(shifts)} for kernel in KERNELS for r in range(repeats)]
+
+
+def run_task(task):
+    """Draw one training and test sample and a shift direction; return the records of every shift."""
+    # The stream depends on the repeat only, so that both kernels see the same samples and directions.
+    rng = task_rng(task["seed"], task["repeat"])
+    from dkernel.datasets import make_concentric_circles
+
+    X, y = make_concentric_circles(N_TRAIN, random_state=_meila.seed_from(rng))
+    X_test, y_test = make_concentric_circles(N_TEST, random_state=_meila.seed_from(rng))
+    direction_seed = _meila.seed_from(rng)
+    params = _meila.kernel_params(task["kernel"], sigma2=SIGMA2)
+    setting = {"dataset": "circles", **params, "C": C, "n_train": N_TRAIN, "n_test": N_TEST}
+    records = _meila.shift_experiment(
+        X, y, X_test, y_test, params, C, task["shifts"], direction_seed, shifted_solvers=SHIFTED_SOLVERS
+    )
+    return [{**setting, **rec, "repeat": task["repeat"]} for rec in records]
+
+
+# --------------------------------------------------------------------------- #
+# Report
+# --------------------------------------------------------------------------- #
+
+_CURVES = (
+    ("original", "libsvm", "original"),
+    ("shifted", "libsvm", "shifted"),
+    ("recentered", "libsvm", "recentered"),
+    ("shifted", "dkernel", "shifted/dkernel"),
+    ("shifted", "dkernel-float32", "shifted/dkernel-float32"),
+)
+_LABELS = {
+    "original": "original (libsvm)",
+    "shifted": "shifted (libsvm)",
+    "recentered": "recentered (libsvm)",
+    "shifted/dkernel": "shifted (dkernel solver)",
+    "shifted/dkernel-float32": "shifted (dkernel, float32 Gram)",
+}
+
+
+def _shifts(summary, kernel):
+    return sorted({row["shift"] for row in summary if row["kernel"] == kernel})
+
+
+def _figure(summary, outdir):
+    kernels = [k for k in KERNELS if any(r["kernel"] == k for r in summary)]
+    fig, axes = subplots(3, len(kernels), figsize=(5.2 * len(kernels), 10), squeeze=False)
+    for col, kernel in enumerate(kernels):
+        shifts = _shifts(summary, kernel)
+        for row_i, (key, label) in enumerate(
+            (("test_error", "test error"), ("alignment", "alignment"), ("n_sv", "# support vectors"))
+        ):
+            ax = axes[row_i, col]
+            for variant, solver, style in _CURVES:
+                if key == "alignment" and solver != "libsvm":
+                    continue  # the alignment is a property of the Gram, the same for every solver
+                rows = [one(summary, kernel=kernel, shift=s, variant=variant, solver=solver) for s in shifts]
+                if any(r is None for r in rows):
+                    continue
+                ax.errorbar(shifts, [r[f"{key}_mean"] for r in rows], yerr=[r[f"{key}_se"] for r in rows],
+                            label=_LABELS[style], capsize=2, **STYLES[style])  # fmt: skip
+            symlog_shift_axis(ax, shifts)
+            ax.set_ylabel(label)
+            if row_i == 0:
+                title = "poly2 $(1+x^Tz)^2$" if kernel == "poly2" else f"RBF, $\\sigma^2$ = {SIGMA2:g}"
+                ax.set_title(title)
+            if key == "test_error":
+                ax.set_ylim(bottom=0)
+    axes[0, 0].legend(fontsize=8)
+    fig.suptitle("Concentric circles shifted by |a| in feature space (Meilă 2002, Fig. 3)")
+    return save_figure(fig, outdir / "fig3_shift_synthetic.png")
+
+
+def _kernel_table(summary, kernel):
+    shifts = _shifts(summary, kernel)
+
+    def get(shift, variant, solver="libsvm"):
+        return one(summary, kernel=kernel, shift=shift, variant=variant, solver=solver)
+
+    rows = []
+    for s in shifts:
+        rows.append({
+            "|a|": f"{s:g}",
+            "err orig": cell(get(s, "original"), "test_error"),
+            "err shifted": cell(get(s, "shifted"), "test_error"),
+            "err recentered": cell(get(s, "recentered"), "test_error"),
+            "err shifted, dkernel": cell(get(s, "shifted", "dkernel"), "test_error"),
+            "err shifted, dkernel f32": cell(get(s, "shifted", "dkernel-float32"), "test_error"),
+            "A orig": cell(get(s, "original"), "alignment"),
+            "A shifted": cell(get(s, "shifted"), "alignment"),
+            "A recentered": cell(get(s, "recentered"), "alignment"),
+            "#SV orig": cell(get(s, "original"), "n_sv", 1),
+            "#SV shifted": cell(get(s, "shifted"), "n_sv", 1),
+            "#SV recentered": cell(get(s, "recentered"), "n_sv", 1),
+            "#SV dkernel": cell(get(s, "shifted", "dkernel"), "n_sv", 1),
+            "libsvm conv. (shifted)": cell(get(s, "shifted"), "converged", 2),
+        })  # fmt: skip
+    columns = [(k, k) for k in rows[0]] if rows else []
+    return markdown_table(rows, columns)
+
+
+def _numerics_table(summary, kernel):
+    rows = []
+    for s in _shifts(summary, kernel):
+        sh = one(summary, kernel=kernel, shift=s, variant="shifted", solver="libsvm")
+        orig = one(summary, kernel=kernel, shift=s, variant="original", solver="libsvm")
+        rec = one(summary, kernel=kernel, shift=s, variant="recentered", solver="libsvm")
+        rows.append({
+            "|a|": f"{s:g}",
+            "max |K_s|": f"{sh['kernel_max_abs_mean']:.3g}",
+            "float32 rounding of K_s (max)": f"{sh['float32_error_mean']:.3g}",
+            "max |K| (original)": f"{orig['kernel_max_abs_mean']:.3g}",
+            "libsvm SMO steps (shifted)": f"{sh['n_iter_mean']:.0f}",
+            "recentered: max decision gap, K_s + Δb vs K_c rows": f"{rec['decision_gap_mean']:.2g}",
+            "recentered: test error via K_c rows": cell(rec, "test_error_kc"),
+        })  # fmt: skip
+    return markdown_table(rows, [(k, k) for k in rows[0]]) if rows else ""
+
+
+def _findings(summary):
+    rows = []
+    for kernel in [k for k in KERNELS if any(r["kernel"] == k for r in summary)]:
+        shifts = _shifts(summary, kernel)
+        top = shifts[-1]
+
+        def get(shift, variant, solver="libsvm"):
+            return one(summary, kernel=kernel, shift=shift, variant=variant, solver=solver)
+
+        def agree(a, b, key="test_error"):
+            return abs(a[f"{key}_mean"] - b[f"{key}_mean"]) <= max(a[f"{key}_se"], b[f"{key}_se"]) + 1e-12
+
+        def add(paper, measured, agrees):
+            rows.append({"paper (Meilă 2002, §6.1, Fig. 3)": paper, "kernel": kernel,
+                         "dkernel measured": measured, "agrees": agrees})  # fmt: skip
+
+        worst = max(abs(get(s, "recentered")["test_error_mean"] - get(s, "original")["test_error_mean"]) for s in shifts)
+        ok = all(agree(get(s, "recentered"), get(s, "original")) for s in shifts)
+        add("The original and centered SVMs are identical in all cases",
+            f"largest |mean difference| of test error over the {len(shifts)} shifts: {worst:.4f}",
+            f"{yes_no(ok)} (within 1 SE at every shift)")  # fmt: skip
+        o, sh = get(top, "original"), get(top, "shifted")
+        rise = [s for s in shifts if get(s, "shifted")["test_error_mean"]
+                > get(s, "original")["test_error_mean"] + 2 * max(get(s, "shifted")["test_error_se"], 0.005)]  # fmt: skip
+        add("A large shift is detrimental to classification performance",
+            f"libsvm on K_s at |a| = {top:g}: {cell(sh, 'test_error')} vs original {cell(o, 'test_error')}; "
+            f"first shift with a rise of more than 2 SE: {f'{rise[0]:g}' if rise else 'none'}",
+            yes_no(bool(rise)))  # fmt: skip
+        dk, f32 = get(top, "shifted", "dkernel"), get(top, "shifted", "dkernel-float32")
+        dk_ok = all(agree(get(s, "shifted", "dkernel"), get(s, "original")) for s in shifts)
+        add("(not in the paper) dkernel's solver on the same shifted Gram",
+            f"at |a| = {top:g}: {cell(dk, 'test_error')} with K_s in float64; {cell(f32, 'test_error')} with K_s "
+            f"rounded to float32 (libsvm's cache precision)",
+            f"float64: equal to the original within 1 SE at every shift: {yes_no(dk_ok)}")  # fmt: skip
+        add("The alignment of the shifted kernel is practically 0",
+            f"A(K_s) at |a| = {top:g}: {cell(sh, 'alignment', 4)} (original {cell(o, 'alignment')})",
+            yes_no(abs(sh["alignment_mean"]) < 0.01))  # fmt: skip
+        rec = get(top, "recentered")
+        add("Recentering brings alignment back to near or above the original values",
+            f"A(K_c) = {cell(rec, 'alignment')} vs A(K) = {cell(o, 'alignment')} at every shift",
+            yes_no(rec["alignment_mean"] >= 0.9 * o["alignment_mean"]))  # fmt: skip
+        nsv = [get(s, "shifted")["n_sv_mean"] for s in shifts]
+        peak = shifts[int(np.argmax(nsv))]
+        add("#SV grows with the shift for poly2, and for RBF at all but the largest shift; it drops elsewhere "
+            "(\"very likely an artifact of the SVM-SOLVER software\")",
+            f"libsvm on K_s, mean #SV over |a| = {', '.join(f'{s:g}' for s in shifts)}: "
+            f"{', '.join(f'{v:.0f}' for v in nsv)} (original {o['n_sv_mean']:.0f}); dkernel's solver "
+            f"{get(top, 'shifted', 'dkernel')['n_sv_mean']:.0f} at |a| = {top:g}",
+            f"grows up to |a| = {peak:g}" + (f", then drops to {nsv[-1]:.0f}" if nsv[-1] < 0.9 * max(nsv) else
+                                               " and stays there"))  # fmt: skip
+    if not rows:
+        return ""
+    return markdown_table(rows, [(k, k) for k in rows[0]])
+
+
+def _rounding_sentence(summary):
+    parts = []
+    for kernel in [k for k in KERNELS if any(r["kernel"] == k for r in summary)]:
+        bits = []
+        for s in _shifts(summary, kernel):
+            if s in (1e3, 1e4):
+                sh = one(summary, kernel=kernel, shift=s, variant="shifted", solver="libsvm")
+                bits.append(f"{sh['float32_error_mean']:.2g} at |a| = {s:g}")
+        if bits:
+            orig = one(summary, kernel=kernel, shift=0.0, variant="original", solver="libsvm")
+            parts.append(f"{kernel}: {' and '.join(bits)}, against entries of K up to {orig['kernel_max_abs_mean']:.3g}")
+    return "; ".join(parts)
+
+
+def write_report(result, outdir):
+    """Write ``report.md`` and ``fig3_shift_synthetic.png``."""
+    summary, records = result.summary, result.records
+    fig = _figure(summary, outdir)
+    parts = [
+        f"# {NAME}: shifting and recentering in feature space (Meilă 2002, Fig. 3)",
+        "",
+        f"Concentric circles (radii 1 and 2, noise 0.25), {N_TRAIN} training / {N_TEST} test points, a new sample "
+        f"and a new random feature-space direction per repeat ({_repeats(records)} repeats; mean ± standard "
+        f"error). Kernels: poly2 `(1 + xᵀz)²` and RBF `exp(-|x - z|²/σ²)` with σ² = {SIGMA2:g}; C = {C:g} "
+        "(the paper does not give σ² and C here: C is Table 1's value for every data set, σ² the squared gap "
+        "between the rings, fixed before any shifted run). Variants: the original Gram K, the shifted Gram "
+        "K_s (`ShiftedGram`, the data moved by |a| along a random direction in the span of the training "
+        "points), and K_s recentered by the class-balanced origin of §3 (eq. 13, `CenteredGram`), which "
+        "classifies with the shifted kernel and b − Δb (eq. 19). Solvers: libsvm (`sklearn.svm.SVC`, "
+        f"precomputed kernel, tol 1e-3, at most {_meila.LIBSVM_MAX_ITER:,} SMO steps) as in the paper; "
+        "dkernel's `solve_qp` (tol 1e-3) on K_s in float64 and on K_s rounded to float32.",
+        "",
+        f"Run: `dkernel run {NAME}` (seed {result.config.seed}; {result.seconds:.0f} s).",
+        "",
+        "![Fig. 3](fig3_shift_synthetic.png)",
+        "",
+        "## Findings: the paper's statements and dkernel's measurements",
+        "",
+        _findings(summary),
+        "",
+    ]
+    for kernel in [k for k in KERNELS if any(r["kernel"] == k for r in summary)]:
+        parts += [f"## {kernel}: test error, alignment A(K, yyᵀ) and support vectors", "",
+                  _kernel_table(summary, kernel), ""]  # fmt: skip
+    parts += [
+        "## Why the shifted SVM degrades under libsvm and not under dkernel's solver",
+        "",
+        "In exact arithmetic the shift changes nothing: with Σ α_i y_i = 0 the terms |a|² and −h_i − h_j of "
+        "K_s = K − h1ᵀ − 1hᵀ + |a|² cancel in the dual objective, they add a multiple of y_i to the gradient "
+        "(which the bias absorbs and which leaves the maximal-violating-pair gap, libsvm's stopping criterion, "
+        "unchanged), and the curvature K_ii + K_jj − 2K_ij of every SMO step is translation invariant. What "
+        "changes is the size of the numbers: the entries of K_s grow like |a|² while the informative part, "
+        "K itself, stays of order 1 (RBF) or 10 (poly2 on these data). libsvm keeps its kernel cache in single "
+        "precision (`typedef float Qfloat` in svm.cpp), so every entry it uses is rounded to 24 bits, an "
+        "absolute error of about |a|² · 2⁻²⁴ — the column *float32 rounding of K_s* below "
+        f"({_rounding_sentence(summary)}). Once this error is comparable with the spread of K, the solver "
+        "optimizes a different, noisy problem, which shows as a rise in #SV and test error. "
+        "dkernel's solver reads K_s in float64 (rounding |a|² · 2⁻⁵³, ~10⁻⁸ at |a| = 10⁴ and ~10⁻⁴ at 10⁶), so "
+        "it solves the shifted problem to the same solution as the original one over the whole range. "
+        "The float32 column is the check of this explanation: the same dkernel solver given K_s rounded to "
+        "float32 degrades like libsvm (its #SV jumps at the same shift). The stopping criterion is not the "
+        "cause: it is translation invariant, and both solvers stop at the same tolerance 1e-3.",
+        "",
+        "The recentered SVM is trained on K_c, computed from K_s by subtracting the class-balanced origin's "
+        "products; this subtraction is exact to float64 rounding of K_s (~|a|² · 10⁻¹⁶), so K_c equals the "
+        "centered original Gram and libsvm, fed a well-scaled matrix again, matches the original SVM. Its test "
+        "decisions through the shifted kernel with b − Δb and through the recentered test rows K_c(x, x_i) "
+        "agree to the *decision gap* column (they carry the same float64 cancellation of |a|²-sized terms).",
+        "",
+    ]
+    for kernel in [k for k in KERNELS if any(r["kernel"] == k for r in summary)]:
+        parts += [f"### {kernel}: size of the numbers", "", _numerics_table(summary, kernel), ""]
+    parts += [
+        "Files: `results.csv` (one row per kernel × shift × variant × solver × repeat), `results.json` (records "
+        "and the summary of means and standard errors), `fig3_shift_synthetic.png`.",
+        "",
+    ]
+    path = outdir / "report.md"
+    path.write_text("\n".join(parts))
+    return [path, fig]
+
+
+def _repeats(records):
+    return len({r["repeat"] for r in records})
+
+
+if __name__ == "__main__":
+    from pipelines import get_pipeline
+
+    sys.exit(main_for(get_pipeline(NAME)))

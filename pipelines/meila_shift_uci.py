@@ -1,0 +1,318 @@
+"""Meilă (2002), Fig. 4: shifting and recentering real data sets in feature space.
+
+The data sets of Table 1 — cmc (class 1 vs the others), glass (class 2 vs
+the others), wdbc (malignant vs benign) and six "digiab" tasks (digit a vs
+digit b, a, b in {0, 1, 2, 6}, on the 8 × 8 digits bundled with
+scikit-learn) — with Table 1's training and test sizes (a new random split per
+repeat) and RBF kernels ``exp(-|x - z|²/σ²)`` with Table 1's σ² and
+C = 1000. The data are moved by ``|a| = 1000`` along a random feature-space
+direction and recentered by the simple method of §3; SVMs on the original,
+shifted and recentered Gram matrices are compared by test error, alignment and
+number of support vectors. Features are used raw, as the paper's σ² values
+are for unscaled data.
+
+The shifted Gram is solved by libsvm (``sklearn.svm.SVC``, the paper's
+solver), by dkernel's solver in float64 and by dkernel's solver on the Gram
+rounded to float32 (libsvm's cache precision).
+
+Run ``dkernel run meila_shift_uci`` (``--quick``: wdbc and one digits pair,
+from scikit-learn's bundled copies) or ``python -m pipelines.meila_shift_uci``.
+"""
+
+import math
+import sys
+
+from . import _meila
+from ._report import STYLES, cell, markdown_table, one, save_figure, subplots, yes_no
+from ._runner import main_for, task_rng
+
+NAME = "meila_shift_uci"
+DESCRIPTION = (
+    "Meilă (2002), Fig. 4: SVMs on the Table 1 data sets shifted by |a| = 1000 in feature space and "
+    "recentered (RBF kernels, C = 1000)."
+)
+
+SHIFT = 1000.0
+#: A further shift, beyond the paper's, to show where libsvm starts to fail with these RBF kernels.
+LARGER_SHIFT = 1e4
+REPEATS, QUICK_REPEATS = 10, 2
+SHIFTED_SOLVERS = ("libsvm", "dkernel", "dkernel-float32")
+
+
+def experiments(quick=False):
+    """(label, data set, digit pair) of every task of Fig. 4, in the order of the figure."""
+    if quick:
+        return [("wdbc", "wdbc", None), ("digi01", "digits", (0, 1))]
+    plan = [("cmc", "cmc", None), ("glass", "glass", None), ("wdbc", "wdbc", None)]
+    plan += [(f"digi{a}{b}", "digits", (a, b)) for a, b in _meila.DIGIT_PAIRS]
+    return plan
+
+
+def make_tasks(config):
+    """One task per data set × repeat; data sets whose files cannot be found are skipped with a note."""
+    repeats = config.repeats or (QUICK_REPEATS if config.quick else REPEATS)
+    sources = {}
+    tasks = []
+    # seed_index counts over the whole plan, so that a skipped data set leaves the others' streams unchanged.
+    for k, (label, name, pair) in enumerate(experiments(config.quick)):
+        if name not in sources:
+            sources[name] = _meila.dataset_source(name)
+            if sources[name] is None:
+                print(f"{NAME}: skipping {name}: its data file was not found (set DKERNEL_DATA to the folder "
+                      "holding uci/).", file=sys.stderr)  # fmt: skip
+        if sources[name] is None:
+            continue
+        for r in range(repeats):
+            tasks.append({"label": label, "dataset": name, "pair": list(pair) if pair else None,
+                          "source": sources[name], "repeat": r, "seed_index": k * repeats + r})  # fmt: skip
+    return tasks
+
+
+def run_task(task):
+    """Split the data, draw a direction, and return the records of the three Gram matrices."""
+    rng = task_rng(task["seed"], task["seed_index"])
+    name = task["dataset"]
+    spec = _meila.TABLE1[name]
+    X, y, X_test, y_test = _meila.load_split(
+        name, rng, source=task["source"], pair=tuple(task["pair"]) if task["pair"] else None
+    )
+    params = _meila.kernel_params("rbf", sigma2=spec["sigma2"])
+    setting = {"dataset": task["label"], **params, "C": spec["C"], "n_train": len(y), "n_test": len(y_test),
+               "source": task["source"]}  # fmt: skip
+    records = _meila.shift_experiment(
+        X, y, X_test, y_test, params, spec["C"], [SHIFT, LARGER_SHIFT], _meila.seed_from(rng),
+        shifted_solvers=SHIFTED_SOLVERS,
+    )
+    return [{**setting, **rec, "repeat": task["repeat"]} for rec in records]
+
+
+# --------------------------------------------------------------------------- #
+# Report
+# --------------------------------------------------------------------------- #
+
+_POINTS = (
+    ("original", "libsvm", "original", "original (libsvm)"),
+    ("shifted", "libsvm", "shifted", "shifted (libsvm)"),
+    ("recentered", "libsvm", "recentered", "recentered (libsvm)"),
+    ("shifted", "dkernel", "shifted/dkernel", "shifted (dkernel solver)"),
+    ("shifted", "dkernel-float32", "shifted/dkernel-float32", "shifted (dkernel, float32 Gram)"),
+)
+
+
+def _labels(summary):
+    order = [label for label, _, _ in experiments(False)] + [label for label, _, _ in experiments(True)]
+    present = {row["dataset"] for row in summary}
+    return [label for label in dict.fromkeys(order) if label in present]
+
+
+def _figure(summary, outdir):
+    labels = _labels(summary)
+    fig, axes = subplots(3, 1, figsize=(max(6, 1.1 * len(labels) + 2), 10), squeeze=False)
+    x = range(len(labels))
+    for ax, (key, title) in zip(axes[:, 0], (("test_error", "(a) test error"), ("alignment", "(b) alignment"),
+                                             ("n_sv", "(c) # support vectors"))):  # fmt: skip
+        for k, (variant, solver, style, name) in enumerate(_POINTS):
+            if key == "alignment" and solver != "libsvm":
+                continue
+            rows = [one(summary, shift=SHIFT, dataset=label, variant=variant, solver=solver) for label in labels]
+            xs = [i + 0.08 * (k - 2) for i in x]
+            st = {k2: v for k2, v in STYLES[style].items() if k2 != "linestyle"}
+            ax.errorbar(xs, [r[f"{key}_mean"] for r in rows], yerr=[r[f"{key}_se"] for r in rows], linestyle="none",
+                        capsize=2, label=name, markerfacecolor="none", **st)  # fmt: skip
+        ax.set_xticks(list(x))
+        ax.set_xticklabels(labels)
+        ax.set_title(title, loc="left")
+    axes[0, 0].legend(fontsize=8)
+    fig.suptitle(f"Table 1 data sets shifted by |a| = {SHIFT:g} and recentered (Meilă 2002, Fig. 4)")
+    return save_figure(fig, outdir / "fig4_shift_uci.png")
+
+
+def _table(summary, shift=SHIFT):
+    rows = []
+    for label in _labels(summary):
+        def get(variant, solver="libsvm"):
+            return one(summary, shift=shift, dataset=label, variant=variant, solver=solver)
+
+        o = get("original")
+        rows.append({
+            "data set": label,
+            "σ²": f"{o['sigma2']:g}",
+            "train/test": f"{o['n_train']}/{o['n_test']}",
+            "err orig": cell(o, "test_error"),
+            "err shifted": cell(get("shifted"), "test_error"),
+            "err recentered": cell(get("recentered"), "test_error"),
+            "err shifted, dkernel": cell(get("shifted", "dkernel"), "test_error"),
+            "err shifted, dkernel f32": cell(get("shifted", "dkernel-float32"), "test_error"),
+            "A orig": cell(o, "alignment"),
+            "A shifted": cell(get("shifted"), "alignment", 4),
+            "(n⁺−n⁻)²/n²": cell(o, "alignment_limit", 4),
+            "A recentered": cell(get("recentered"), "alignment"),
+            "#SV orig": cell(o, "n_sv", 1),
+            "#SV shifted": cell(get("shifted"), "n_sv", 1),
+            "#SV recentered": cell(get("recentered"), "n_sv", 1),
+            "#SV dkernel": cell(get("shifted", "dkernel"), "n_sv", 1),
+        })  # fmt: skip
+    return markdown_table(rows, [(k, k) for k in rows[0]]) if rows else ""
+
+
+def _agree(a, b, key="test_error"):
+    return abs(a[f"{key}_mean"] - b[f"{key}_mean"]) <= max(a[f"{key}_se"], b[f"{key}_se"]) + 1e-12
+
+
+def _findings(summary):
+    labels = _labels(summary)
+
+    def get(label, variant, solver="libsvm"):
+        return one(summary, shift=SHIFT, dataset=label, variant=variant, solver=solver)
+
+    same = [lb for lb in labels if _agree(get(lb, "recentered"), get(lb, "original"))]
+    differ = [lb for lb in labels if lb not in same]
+    worse = [lb for lb in labels
+             if get(lb, "shifted")["test_error_mean"] > get(lb, "original")["test_error_mean"]
+             + 2 * max(get(lb, "shifted")["test_error_se"], 0.005)]  # fmt: skip
+    dk_same = [lb for lb in labels if _agree(get(lb, "shifted", "dkernel"), get(lb, "original"))]
+    f32_worse = [lb for lb in labels
+                 if get(lb, "shifted", "dkernel-float32")["test_error_mean"] > get(lb, "original")["test_error_mean"]
+                 + 2 * max(get(lb, "shifted", "dkernel-float32")["test_error_se"], 0.005)]  # fmt: skip
+    ratios = [get(lb, "shifted")["alignment_mean"] / get(lb, "original")["alignment_mean"] for lb in labels]
+    reduced = [lb for lb, ratio in zip(labels, ratios) if ratio < 1]
+    larger = [lb for lb in labels
+              if one(summary, shift=LARGER_SHIFT, dataset=lb, variant="shifted", solver="libsvm")["test_error_mean"]
+              > get(lb, "original")["test_error_mean"]
+              + 2 * max(one(summary, shift=LARGER_SHIFT, dataset=lb, variant="shifted", solver="libsvm")
+                        ["test_error_se"], 0.005)]  # fmt: skip
+    near_limit = [lb for lb in labels
+                  if abs(get(lb, "shifted")["alignment_mean"] - get(lb, "shifted")["alignment_limit_mean"]) < 0.02]
+    restored = [lb for lb in labels if get(lb, "recentered")["alignment_mean"] >= 0.9 * get(lb, "original")["alignment_mean"]]
+    not_restored = [f"{lb} ({get(lb, 'recentered')['alignment_mean']:.3f} vs {get(lb, 'original')['alignment_mean']:.3f})"
+                    for lb in labels if lb not in restored]  # fmt: skip
+    n = len(labels)
+    rows = [
+        {"paper (Meilă 2002, §6.1, Fig. 4)": "Recentered and original classifiers are almost identical for all but "
+         "one of the real data sets (wdbc)",
+         "dkernel measured": f"test errors equal within 1 SE on {len(same)}/{n} data sets"
+         + (f"; differ on {', '.join(differ)}" if differ else ""),
+         "agrees": yes_no(len(differ) <= 1)},
+        {"paper (Meilă 2002, §6.1, Fig. 4)": "A large shift is detrimental to classification performance",
+         "dkernel measured": f"libsvm on K_s (|a| = {SHIFT:g}) worse than the original by more than 2 SE on "
+         f"{len(worse)}/{n} data sets" + (f" ({', '.join(worse)})" if worse else "")
+         + f"; at |a| = {LARGER_SHIFT:g} (beyond the paper) on {len(larger)}/{n}"
+         + (f" ({', '.join(larger)})" if larger else ""),
+         "agrees": yes_no(len(worse) > 0)},
+        {"paper (Meilă 2002, §6.1, Fig. 4)": "(not in the paper) dkernel's solver on the same shifted Gram",
+         "dkernel measured": f"float64: equal to the original within 1 SE on {len(dk_same)}/{n} data sets; on "
+         f"K_s rounded to float32, worse by more than 2 SE on {len(f32_worse)}/{n}",
+         "agrees": "–"},
+        {"paper (Meilă 2002, §6.1, Fig. 4)": "The alignment of the shifted kernel is drastically reduced for the "
+         "real data",
+         "dkernel measured": (f"A(K_s) < A(K) on {len(reduced)}/{n} data sets; A(K_s)/A(K) between "
+                              f"{min(ratios):.2g} and {max(ratios):.2g}; A(K_s) is within "
+                              f"0.02 of its limit (n⁺ − n⁻)²/n² (eq. 34) on {len(near_limit)}/{n} data sets: "
+                              "unbalanced data sets keep that much alignment however far they are shifted")
+         if ratios else "–",
+         "agrees": yes_no(len(reduced) == n) if len(reduced) in (0, n) else "partly"},
+        {"paper (Meilă 2002, §6.1, Fig. 4)": "Recentering brings alignment back to near or above the original values",
+         "dkernel measured": f"A(K_c) ≥ 0.9 A(K) on {len(restored)}/{n} data sets"
+         + (f"; below on {', '.join(not_restored)}" if not_restored else ""),
+         "agrees": yes_no(len(restored) == n) if len(restored) in (0, n) else "partly"},
+    ]  # fmt: skip
+    return markdown_table(rows, [(k, k) for k in rows[0]])
+
+
+def _convergence(summary):
+    rows = []
+    for label in _labels(summary):
+        sh = one(summary, shift=SHIFT, dataset=label, variant="shifted", solver="libsvm")
+        o = one(summary, shift=SHIFT, dataset=label, variant="original", solver="libsvm")
+        dk = one(summary, shift=SHIFT, dataset=label, variant="shifted", solver="dkernel")
+        rows.append({
+            "data set": label,
+            "max |K_s|": f"{sh['kernel_max_abs_mean']:.3g}",
+            "float32 rounding of K_s": f"{sh['float32_error_mean']:.3g}",
+            "max |K|": f"{o['kernel_max_abs_mean']:.3g}",
+            "libsvm converged (orig / shifted)": f"{o['converged_mean']:.2f} / {sh['converged_mean']:.2f}",
+            "libsvm SMO steps (orig / shifted)": f"{o['n_iter_mean']:.0f} / {sh['n_iter_mean']:.0f}",
+            "dkernel converged / iterations": f"{dk['converged_mean']:.2f} / {dk['n_iter_mean']:.1f}",
+        })  # fmt: skip
+    return markdown_table(rows, [(k, k) for k in rows[0]]) if rows else ""
+
+
+def write_report(result, outdir):
+    """Write ``report.md`` and ``fig4_shift_uci.png``."""
+    summary = result.summary
+    fig = _figure(summary, outdir)
+    planned = [label for label, _, _ in experiments(result.config.quick)]
+    missing = [label for label in planned if label not in _labels(summary)]
+    repeats = len({r["repeat"] for r in result.records})
+    parts = [
+        f"# {NAME}: shifting and recentering real data (Meilă 2002, Fig. 4)",
+        "",
+        f"Table 1 data sets, RBF kernel `exp(-|x - z|²/σ²)` with Table 1's σ², C = 1000, shift |a| = {SHIFT:g} "
+        f"along a new random feature-space direction per repeat, a new random train/test split per repeat "
+        f"({repeats} repeats; mean ± standard error). Raw features (no standardization: the paper's σ² are for the "
+        "unscaled data). cmc is class 1 vs the others, glass class 2 vs the others, wdbc malignant vs benign, "
+        "digiab digit a (+1) vs digit b on the 8 × 8 digits bundled with scikit-learn (64 inputs; the paper's "
+        "Table 1 calls them USPS digits with 64 inputs). The 8 × 8 digits have about 180 images per class, so a "
+        "pair has about 360 points: 200 train and the remaining ~160 as test set, instead of Table 1's 400. "
+        "Recentering is the class-balanced origin of §3 applied to the shifted Gram; the recentered SVM "
+        "classifies with the shifted kernel and b − Δb. Solvers: libsvm (`sklearn.svm.SVC`, precomputed "
+        f"kernel, tol 1e-3, at most {_meila.LIBSVM_MAX_ITER:,} SMO steps); dkernel's `solve_qp` on K_s in float64 "
+        "and rounded to float32.",
+        "",
+    ]
+    if missing:
+        parts += [f"Not run (data files not found): {', '.join(missing)}.", ""]
+    parts += [
+        f"Run: `dkernel run {NAME}` (seed {result.config.seed}; {result.seconds:.0f} s).",
+        "",
+        "![Fig. 4](fig4_shift_uci.png)",
+        "",
+        "## Findings: the paper's statements and dkernel's measurements",
+        "",
+        _findings(summary),
+        "",
+        "## Test error, alignment and support vectors",
+        "",
+        _table(summary),
+        "",
+        f"## Beyond the paper: |a| = {LARGER_SHIFT:g}",
+        "",
+        "The same splits and directions with the shift ten times longer (float32 rounding of K_s up to "
+        f"{2.0 ** (math.floor(math.log2(LARGER_SHIFT**2)) - 24):g}, larger than the RBF kernel's whole range):",
+        "",
+        _table(summary, LARGER_SHIFT),
+        "",
+        "## Numerics: size of the shifted Gram and convergence",
+        "",
+        _convergence(summary),
+        "",
+        f"With |a| = {SHIFT:g} the shifted Gram has entries of about |a|² = {SHIFT**2:.0e}, while the RBF kernel "
+        "itself lies in [0, 1]. libsvm caches kernel values in single precision (`Qfloat` is `float` in "
+        "svm.cpp), so each entry it uses carries a rounding error of about |a|² · 2⁻²⁴ (the *float32 rounding* "
+        "column), a sizeable fraction of the whole informative range of K. In exact arithmetic the shift does not "
+        "change the SVM (Σ α_i y_i = 0 cancels the |a|²- and h-terms; libsvm's stopping gap is translation "
+        "invariant), so the differences between the shifted and the original SVM are rounding effects: dkernel's "
+        "solver, reading K_s in float64 (rounding ~|a|² · 10⁻¹⁶), reproduces the original SVM, and the same "
+        "solver given K_s rounded to float32 behaves like libsvm. See `meila_shift_synthetic` for the full "
+        "range of shifts.",
+        "",
+        f"At the paper's |a| = {SHIFT:g} that rounding (0.03) is a few percent of the RBF kernel's range: libsvm's "
+        "shifted SVMs differ from the original ones (fewer support vectors, test errors a little up or down) "
+        "but are not clearly worse, whereas the paper reports a degradation at this shift. The degradation "
+        f"appears here at |a| = {LARGER_SHIFT:g}, where the rounding exceeds the kernel's range. We cannot check "
+        "the cause of the difference; the paper used its own modification of the 2001 LIBSVM to accept a "
+        "user-defined Gram matrix, while scikit-learn wraps a later libsvm whose precomputed-kernel path "
+        "rounds to the same single-precision cache.",
+        "",
+        "Files: `results.csv`, `results.json` (records and summary), `fig4_shift_uci.png`.",
+        "",
+    ]
+    path = outdir / "report.md"
+    path.write_text("\n".join(parts))
+    return [path, fig]
+
+
+if __name__ == "__main__":
+    from pipelines import get_pipeline
+
+    sys.exit(main_for(get_pipeline(NAME)))

@@ -1,0 +1,191 @@
+"""Kernel objects against scikit-learn's pairwise_kernels (the ground truth)."""
+
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.metrics import pairwise_kernels
+
+from dkernel.exceptions import InvalidKernelParameterError
+from dkernel.kernels import (
+    LinearKernel,
+    NormalizedKernel,
+    PolynomialKernel,
+    RBFKernel,
+    SigmoidKernel,
+    gamma_from_sigma2,
+    get_kernel,
+    kernel_from_dict,
+)
+
+KERNEL_CASES = [
+    ("linear", {}),
+    ("poly", {"gamma": 0.1, "coef0": 1.0, "degree": 3}),
+    ("poly", {"gamma": 1.0, "coef0": 1.0, "degree": 2}),
+    ("rbf", {"gamma": 0.2}),
+    ("sigmoid", {"gamma": 0.01, "coef0": 0.5}),
+]
+KERNEL_IDS = [f"{name}-{'-'.join(map(str, p.values()))}" for name, p in KERNEL_CASES]
+
+
+def assert_kernel_close(K, expected):
+    """float64 agreement to rounding: rtol=1e-12 plus an absolute floor relative to max|K|."""
+    scale = max(np.abs(expected).max(), np.finfo(np.float64).tiny)
+    np.testing.assert_allclose(K, expected, rtol=1e-12, atol=1e-12 * scale)
+
+
+def normalized_reference(name, params, X, Z):
+    K = pairwise_kernels(X, Z, metric=name, **params)
+    dx = np.diag(pairwise_kernels(X, metric=name, **params))
+    dz = np.diag(pairwise_kernels(Z, metric=name, **params))
+    return K / np.sqrt(np.outer(dx, dz))
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(37, 6)), rng.normal(size=(23, 6))
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+@pytest.mark.parametrize(("name", "params"), KERNEL_CASES, ids=KERNEL_IDS)
+def test_blocks_match_sklearn_pairwise_kernels(name, params, sparse, data):
+    X, Z = data
+    if sparse:
+        X = np.where(np.abs(X) > 0.8, X, 0.0)
+        Z = np.where(np.abs(Z) > 0.8, Z, 0.0)
+    Xin, Zin = (sp.csr_matrix(X), sp.csr_matrix(Z)) if sparse else (X, Z)
+    kernel = get_kernel(name, **params)
+    assert_kernel_close(kernel(Xin, Zin), pairwise_kernels(X, Z, metric=name, **params))
+    assert_kernel_close(kernel(Xin), pairwise_kernels(X, metric=name, **params))
+
+
+@pytest.mark.parametrize(("name", "params"), KERNEL_CASES, ids=KERNEL_IDS)
+def test_normalized_kernel_matches_reference_and_has_unit_diagonal(name, params, data):
+    X, Z = data
+    if name == "sigmoid":
+        # tanh(gamma |x|^2 + coef0) > 0 here, so the normalization is defined.
+        params = {"gamma": 0.01, "coef0": 1.0}
+    kernel = NormalizedKernel(get_kernel(name, **params))
+    assert_kernel_close(kernel(X, Z), normalized_reference(name, params, X, Z))
+    K = kernel(X)
+    assert np.array_equal(np.diag(K), np.ones(len(X)))
+    assert np.array_equal(kernel.diag(X), np.ones(len(X)))
+
+
+def test_gamma_none_means_one_over_n_features(data):
+    X, Z = data
+    assert_kernel_close(RBFKernel()(X, Z), pairwise_kernels(X, Z, metric="rbf", gamma=1 / X.shape[1]))
+    assert RBFKernel().resolve(X.shape[1]) == RBFKernel(gamma=1 / 6)
+
+
+@pytest.mark.parametrize(("name", "params"), KERNEL_CASES, ids=KERNEL_IDS)
+def test_float32_inputs_give_float32_close_to_float64(name, params, data):
+    X, Z = data
+    X, Z = X / 3, Z / 3
+    kernel = get_kernel(name, **params)
+    K32 = kernel(X.astype(np.float32), Z.astype(np.float32))
+    K64 = kernel(X, Z)
+    assert K32.dtype == np.float32
+    np.testing.assert_allclose(K32, K64, rtol=1e-4, atol=1e-5 * np.abs(K64).max())
+
+
+def test_mixed_dtypes_give_float64(data):
+    X, Z = data
+    assert RBFKernel(gamma=0.1)(X.astype(np.float32), Z).dtype == np.float64
+
+
+@pytest.mark.parametrize(("name", "params"), KERNEL_CASES, ids=KERNEL_IDS)
+@pytest.mark.parametrize("normalize", [False, True], ids=["plain", "normalized"])
+def test_diag_equals_gram_diagonal(name, params, normalize, data):
+    X, _ = data
+    kernel = get_kernel(name, **params)
+    if normalize:
+        kernel = NormalizedKernel(kernel)
+    expected = np.diag(kernel(X))
+    np.testing.assert_allclose(kernel.diag(X), expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
+    np.testing.assert_allclose(kernel.diag(sp.csr_matrix(X)), expected, rtol=1e-12,
+                               atol=1e-12 * np.abs(expected).max())
+
+
+def test_rbf_symmetric_block_has_exact_unit_diagonal(data):
+    X, _ = data
+    assert np.array_equal(np.diag(RBFKernel(gamma=3.0)(X)), np.ones(len(X)))
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        LinearKernel(),
+        PolynomialKernel(gamma=0.5, coef0=2.0, degree=4),
+        RBFKernel(gamma=0.25),
+        RBFKernel(),
+        SigmoidKernel(gamma=0.1, coef0=-1.0),
+        NormalizedKernel(PolynomialKernel(gamma=1.0, coef0=1.0, degree=2)),
+        NormalizedKernel("rbf"),
+    ],
+    ids=repr,
+)
+def test_json_round_trip(kernel):
+    restored = kernel_from_dict(json.loads(json.dumps(kernel.to_dict())))
+    assert restored == kernel
+    assert type(restored) is type(kernel)
+    assert restored.to_dict() == kernel.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "match"),
+    [
+        ("rbf", {"gamma": 0.0}, "gamma"),
+        ("rbf", {"gamma": -1.0}, "gamma"),
+        ("rbf", {"gamma": float("nan")}, "gamma"),
+        ("rbf", {"gamma": float("inf")}, "gamma"),
+        ("poly", {"gamma": -0.5}, "gamma"),
+        ("poly", {"degree": 0}, "degree"),
+        ("poly", {"degree": 1.5}, "degree"),
+        ("poly", {"degree": True}, "degree"),
+        ("poly", {"coef0": float("nan")}, "coef0"),
+        ("sigmoid", {"gamma": 0}, "gamma"),
+        ("rbf", {"degree": 2}, "unknown parameter"),
+        ("no-such-kernel", {}, "unknown kernel"),
+    ],
+)
+def test_bad_parameters_raise(name, params, match):
+    with pytest.raises(InvalidKernelParameterError, match=match):
+        get_kernel(name, **params)
+
+
+def test_gamma_from_sigma2_conventions():
+    assert gamma_from_sigma2(1000) == pytest.approx(0.001)
+    assert gamma_from_sigma2(2.0, convention="gaussian") == pytest.approx(0.25)
+    with pytest.raises(InvalidKernelParameterError):
+        gamma_from_sigma2(0)
+
+
+KERNEL_STRATEGY = st.sampled_from(KERNEL_CASES + [("normalized-poly", {"gamma": 0.5, "coef0": 1.0, "degree": 2})])
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(1, 30),
+    m=st.integers(1, 30),
+    d=st.integers(1, 8),
+    case=KERNEL_STRATEGY,
+    sparse=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_blocks_match_sklearn_over_shapes(n, m, d, case, sparse, seed):
+    name, params = case
+    rng = np.random.default_rng(seed)
+    X, Z = rng.normal(size=(n, d)) / np.sqrt(d), rng.normal(size=(m, d)) / np.sqrt(d)
+    if name == "normalized-poly":
+        kernel = NormalizedKernel(PolynomialKernel(**params))
+        expected = normalized_reference("poly", params, X, Z)
+    else:
+        kernel = get_kernel(name, **params)
+        expected = pairwise_kernels(X, Z, metric=name, **params)
+    Xin, Zin = (sp.csr_matrix(X), sp.csr_matrix(Z)) if sparse else (X, Z)
+    assert_kernel_close(kernel(Xin, Zin), expected)

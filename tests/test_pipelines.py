@@ -1,0 +1,321 @@
+"""The reproduction pipelines: quick runs, their outputs, and the invariants of Meilă (2002).
+
+Every pipeline runs ``--quick`` on Dask's threaded scheduler into a temporary
+folder (once per module); the slow tests run the same work on a LocalCluster
+and on a scheduler and a worker started as separate processes, and check that
+the results do not depend on where the tasks ran.
+"""
+
+import contextlib
+import csv
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipelines import PIPELINES, get_pipeline
+from pipelines._report import markdown_table
+from pipelines._runner import PipelineConfig, run_pipeline, summarize, task_rng
+
+REPO = Path(__file__).resolve().parents[1]
+
+FIGURES = {
+    "meila_shift_synthetic": ["fig3_shift_synthetic.png"],
+    "meila_shift_uci": ["fig4_shift_uci.png"],
+    "meila_imbalanced": ["fig5_alignment.png", "fig5_test_error.png"],
+    "meila_centering_real": ["fig6_centering_real.png"],
+}
+
+
+def _quick(name, out, scheduler="threads", **kwargs):
+    config = PipelineConfig(quick=True, scheduler=scheduler, out=out, progress=False, **kwargs)
+    return run_pipeline(get_pipeline(name), config)
+
+
+@pytest.fixture(scope="module")
+def quick_runs(tmp_path_factory):
+    """The threaded quick run of every pipeline (computed once for the module)."""
+    out = tmp_path_factory.mktemp("results")
+    return {name: _quick(name, out) for name in PIPELINES}
+
+
+def _load(result):
+    return json.loads((result.outdir / "results.json").read_text())
+
+
+def _timeless(records):
+    return [{k: v for k, v in rec.items() if not k.endswith("seconds")} for rec in records]
+
+
+def assert_same_results(a, b, rtol=1e-9):
+    """Equal records up to float rounding; timings are ignored."""
+    ra, rb = _timeless(a["records"]), _timeless(b["records"])
+    assert len(ra) == len(rb)
+    for x, y in zip(ra, rb):
+        assert x.keys() == y.keys()
+        for key in x:
+            if isinstance(x[key], float) and isinstance(y[key], float):
+                assert math.isclose(x[key], y[key], rel_tol=rtol, abs_tol=1e-12), (key, x, y)
+            else:
+                assert x[key] == y[key], (key, x, y)
+
+
+# --------------------------------------------------------------------------- #
+# Outputs
+# --------------------------------------------------------------------------- #
+
+
+@pytest.mark.parametrize("name", PIPELINES)
+def test_quick_run_writes_well_formed_outputs(quick_runs, name):
+    result = quick_runs[name]
+    outdir = result.outdir
+    for filename in ["results.csv", "results.json", "report.md", *FIGURES[name]]:
+        assert (outdir / filename).is_file(), filename
+        assert (outdir / filename).stat().st_size > 0
+    payload = _load(result)
+    assert payload["pipeline"] == name and payload["config"]["quick"] is True
+    records = payload["records"]
+    assert records and len(records) == len(result.records)
+    for rec in records:
+        for key in ("dataset", "kernel", "variant", "solver", "C", "n_train", "n_test", "repeat"):
+            assert key in rec, key
+        assert 0.0 <= rec["test_error"] <= 1.0
+        assert -1.0 <= rec["alignment"] <= 1.0
+        assert 0 < rec["n_sv"] <= rec["n_train"]
+    with open(outdir / "results.csv", newline="") as fh:
+        assert len(list(csv.DictReader(fh))) == len(records)
+    summary = payload["summary"]
+    assert summary and all(row["count"] >= 2 for row in summary)
+    assert all("test_error_mean" in row and "test_error_se" in row for row in summary)
+    report = (outdir / "report.md").read_text()
+    assert report.startswith(f"# {name}")
+    assert "paper" in report and "dkernel measured" in report
+    for figure in FIGURES[name]:
+        assert f"]({figure})" in report
+        assert (outdir / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_quick_runs_are_reproducible(quick_runs, tmp_path):
+    again = _quick("meila_shift_uci", tmp_path)
+    assert_same_results(_load(quick_runs["meila_shift_uci"]), _load(again))
+
+
+def test_another_seed_gives_other_samples(quick_runs, tmp_path):
+    other = _quick("meila_shift_synthetic", tmp_path, seed=1)
+    a = [r["alignment"] for r in quick_runs["meila_shift_synthetic"].records]
+    b = [r["alignment"] for r in other.records]
+    assert a != b
+
+
+# --------------------------------------------------------------------------- #
+# Scientific invariants
+# --------------------------------------------------------------------------- #
+
+
+def _by(records, **match):
+    return [r for r in records if all(r.get(k) == v for k, v in match.items())]
+
+
+def _paired(records, key, match_a, match_b, on=("kernel", "dataset", "shift", "repeat")):
+    index = {tuple(r.get(k) for k in on): r for r in _by(records, **match_b)}
+    pairs = [(r[key], index[tuple(r.get(k) for k in on)][key]) for r in _by(records, **match_a)]
+    assert pairs
+    return np.array(pairs, dtype=float)
+
+
+def test_synthetic_recentered_equals_original(quick_runs):
+    records = quick_runs["meila_shift_synthetic"].records
+    errors = _paired(records, "test_error", {"variant": "recentered"}, {"variant": "original"})
+    np.testing.assert_array_equal(errors[:, 0], errors[:, 1])
+    svs = _paired(records, "n_sv", {"variant": "recentered"}, {"variant": "original"})
+    np.testing.assert_array_equal(svs[:, 0], svs[:, 1])
+
+
+def test_synthetic_recentered_predictions_agree_through_both_kernels(quick_runs):
+    for rec in _by(quick_runs["meila_shift_synthetic"].records, variant="recentered"):
+        # Through the shifted kernel with b - Δb, and through the recentered test rows K_c(x, x_i).
+        assert rec["test_error_kc"] == rec["test_error"]
+        assert rec["decision_gap"] < 1e-3 * max(1.0, rec["shift"] ** 2 * 1e-8)
+
+
+def test_synthetic_shifted_alignment_vanishes_and_recentering_restores_it(quick_runs):
+    records = quick_runs["meila_shift_synthetic"].records
+    top = max(r["shift"] for r in records)
+    for rec in _by(records, variant="shifted", solver="libsvm", shift=top):
+        assert abs(rec["alignment"]) < 0.01
+    pairs = _paired(records, "alignment", {"variant": "recentered", "shift": top}, {"variant": "original", "shift": top})
+    assert np.all(pairs[:, 0] > 0.9 * pairs[:, 1])
+
+
+def test_synthetic_dkernel_solver_is_unaffected_by_the_shift(quick_runs):
+    records = quick_runs["meila_shift_synthetic"].records
+    errors = _paired(records, "test_error", {"variant": "shifted", "solver": "dkernel"}, {"variant": "original"})
+    np.testing.assert_allclose(errors[:, 0], errors[:, 1], atol=1.0 / 200 + 1e-12)
+    assert all(r["converged"] for r in _by(records, solver="dkernel"))
+
+
+def test_synthetic_libsvm_degrades_on_the_largest_shift(quick_runs):
+    records = quick_runs["meila_shift_synthetic"].records
+    top = max(r["shift"] for r in records)
+    shifted = np.mean([r["test_error"] for r in _by(records, variant="shifted", solver="libsvm", shift=top)])
+    original = np.mean([r["test_error"] for r in _by(records, variant="original", shift=top)])
+    assert shifted > original
+
+
+def test_uci_recentered_equals_original_and_shifted_alignment_reaches_its_limit(quick_runs):
+    records = quick_runs["meila_shift_uci"].records
+    errors = _paired(records, "test_error", {"variant": "recentered"}, {"variant": "original"})
+    np.testing.assert_allclose(errors[:, 0], errors[:, 1], atol=1.0 / 150)
+    assert {r["shift"] for r in records} == {1000.0, 1e4}
+    for rec in _by(records, variant="shifted"):
+        assert abs(rec["alignment"] - rec["alignment_limit"]) < 0.02
+
+
+def test_imbalanced_shifted_alignment_tends_to_eq34(quick_runs):
+    records = quick_runs["meila_imbalanced"].records
+    top = max(r["shift"] for r in records)
+    for rec in _by(records, variant="shifted", shift=top):
+        n_pos, n_neg = rec["n_positive"], rec["n_negative"]
+        limit = (n_pos - n_neg) ** 2 / (n_pos + n_neg) ** 2
+        assert rec["alignment_limit"] == pytest.approx(limit)
+        assert rec["alignment"] == pytest.approx(limit, abs=0.02)
+        assert rec["alignment"] == pytest.approx(0.82, abs=0.02)
+    for variant in ("recentered-standard", "recentered-class-balanced"):
+        errors = _paired(records, "test_error", {"variant": variant}, {"variant": "original"})
+        np.testing.assert_array_equal(errors[:, 0], errors[:, 1])
+        assert all(r["alignment"] < 0.82 for r in _by(records, variant=variant))
+
+
+def test_centering_real_applies_delta_b_and_keeps_rbf_results(quick_runs):
+    records = quick_runs["meila_centering_real"].records
+    centered = _by(records, variant="centered")
+    assert centered and all(math.isfinite(r["delta_b"]) for r in centered)
+    on = ("experiment", "repeat")
+    errors = _paired(records, "test_error", {"variant": "centered", "kernel": "rbf"},
+                     {"variant": "original", "kernel": "rbf"}, on=on)  # fmt: skip
+    np.testing.assert_allclose(errors[:, 0], errors[:, 1], atol=2.0 / 150)
+
+
+# --------------------------------------------------------------------------- #
+# Runner, report helpers and command line
+# --------------------------------------------------------------------------- #
+
+
+def test_task_rng_streams_are_independent_and_repeatable():
+    a = task_rng(0, 3).standard_normal(5)
+    np.testing.assert_array_equal(a, task_rng(0, 3).standard_normal(5))
+    assert not np.allclose(a, task_rng(0, 4).standard_normal(5))
+    assert not np.allclose(a, task_rng(1, 3).standard_normal(5))
+
+
+def test_summarize_groups_repeats_and_averages_measures():
+    records = [
+        {"kernel": "rbf", "repeat": r, "test_error": e, "converged": c, "n_iter": 10 * r}
+        for r, (e, c) in enumerate([(0.1, True), (0.3, False)])
+    ]
+    (row,) = summarize(records)
+    assert row["kernel"] == "rbf" and row["count"] == 2
+    assert row["test_error_mean"] == pytest.approx(0.2)
+    assert row["test_error_se"] == pytest.approx(np.std([0.1, 0.3], ddof=1) / math.sqrt(2))
+    assert row["converged_mean"] == 0.5 and row["n_iter_mean"] == 5.0
+
+
+def test_markdown_table_escapes_pipes():
+    table = markdown_table([{"x": "|a| = 10"}], [("|a|", "x")])
+    assert table.splitlines()[0] == "| \\|a\\| |"
+    assert table.splitlines()[2] == "| \\|a\\| = 10 |"
+
+
+def test_cli_run_lists_the_pipelines():
+    from dkernel.cli import main
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        assert main(["run", "--list"]) == 0
+    for name in PIPELINES:
+        assert name in buffer.getvalue()
+
+
+def test_cli_run_rejects_an_unknown_pipeline(capsys):
+    from dkernel.cli import main
+
+    assert main(["run", "no_such_pipeline"]) == 2
+    assert "meila_shift_synthetic" in capsys.readouterr().err
+
+
+def test_cli_run_passes_options_to_the_pipeline(tmp_path, capsys):
+    from dkernel.cli import main
+
+    code = main(["run", "meila_shift_uci", "--quick", "--scheduler", "threads", "--out", str(tmp_path),
+                 "--repeats", "1", "--no-progress"])  # fmt: skip
+    assert code == 0
+    assert str(tmp_path / "meila_shift_uci" / "report.md") in capsys.readouterr().out
+    payload = json.loads((tmp_path / "meila_shift_uci" / "results.json").read_text())
+    assert {r["repeat"] for r in payload["records"]} == {0}
+
+
+# --------------------------------------------------------------------------- #
+# The same results wherever the tasks run
+# --------------------------------------------------------------------------- #
+
+
+@pytest.mark.slow
+def test_local_cluster_gives_the_threaded_results(quick_runs, tmp_path):
+    result = _quick("meila_centering_real", tmp_path, scheduler="local", n_workers=2)
+    assert_same_results(_load(quick_runs["meila_centering_real"]), _load(result))
+
+
+def _wait_for(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"{what} did not start within {timeout} s")
+
+
+@pytest.fixture
+def scheduler_address(tmp_path):
+    """A dask scheduler and one worker started as separate processes on 127.0.0.1."""
+    from distributed import Client
+
+    scheduler_file = tmp_path / "scheduler.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    common = {"cwd": REPO, "env": env, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    processes = []
+    try:
+        processes.append(subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+             "--scheduler-file", str(scheduler_file), "--no-dashboard"], **common))  # fmt: skip
+        _wait_for(scheduler_file.exists, 60, "the scheduler")
+        time.sleep(0.2)
+        address = json.loads(scheduler_file.read_text())["address"]
+        processes.append(subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers", "1", "--nthreads", "1",
+             "--host", "127.0.0.1", "--no-dashboard"], **common))  # fmt: skip
+        with Client(address, timeout=30) as client:
+            client.wait_for_workers(1, timeout=60)
+        yield address
+    finally:
+        for proc in reversed(processes):
+            proc.terminate()
+        for proc in reversed(processes):
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.mark.slow
+def test_remote_scheduler_gives_the_threaded_results(quick_runs, scheduler_address, tmp_path):
+    assert scheduler_address.startswith("tcp://127.0.0.1:")
+    result = _quick("meila_shift_uci", tmp_path, scheduler=scheduler_address)
+    assert_same_results(_load(quick_runs["meila_shift_uci"]), _load(result))
