@@ -21,6 +21,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._dense import dense_symmetric_gram
 from .centering import Centering, delta_b
 from .exceptions import NonFiniteInputError
 from .kernels import Kernel, NormalizedKernel, get_kernel, kernel_from_dict
@@ -391,8 +392,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         if self.store is not None:
             return GramMatrix.compute(X, kernel=kernel, store=self.store, client=client, progress=bool(self.verbose))
         if client is None and n * n * itemsize <= budget:
-            gram = GramMatrix.compute(X, kernel=kernel, dtype="float64", progress=bool(self.verbose))
-            return gram.to_numpy()
+            return dense_symmetric_gram(X, kernel, progress=bool(self.verbose))
         # On a cluster without a store, each worker computes the kernel columns of its own
         # row range from X (shipped once), so no Gram matrix travels over the network.
         return KernelGram(X, kernel)
