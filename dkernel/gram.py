@@ -8,14 +8,25 @@ above the diagonal are evaluated: the task of block (i, j), i < j, also writes
 its transpose into chunk (j, i), which halves the kernel work and makes the
 stored matrix exactly symmetric.
 
-Store layout (a zarr v3 group)::
+Store layout (a zarr v3 group, format version 2)::
 
     K.zarr/
       zarr.json     attributes: kernel, shape, dtype, chunks, data fingerprint,
                     completeness summary, statistics of the last run
-      K/            the Gram matrix, one chunk per block (fill value NaN)
+      K/            the Gram matrix, one shard per block (fill value NaN); a
+                    shard holds inner chunks of a few full-width rows
       done/         uint8 (n_row_blocks, n_col_blocks): 1 once a block is written
       diag/         the diagonal (K(X, X) only), written by the diagonal blocks
+
+``K`` is a standard zarr v3 sharded array that any zarr reader opens. Without
+compression (the default) its shards are read and written here directly
+(:class:`_ShardFiles`): a block task writes each shard with one sequential
+file write, and ``rows(idx)`` reads, for each requested row, only that row's
+bytes in each shard it crosses, so scattered row reads cost what they return
+rather than whole blocks. Compressed stores, and stores of format version 1
+(one plain chunk per block), are read and written through zarr; they give the
+same values, but a row read decodes whole inner chunks (version 1: whole
+blocks).
 
 A block's ``done`` flag is written by the task that computed it, after its
 chunk writes returned (both chunks of a mirrored pair), so an interrupted run
@@ -24,14 +35,17 @@ never leaves a block that claims to be finished. Re-running
 flagged. On a cluster, every worker must reach the store's path: one machine,
 a shared filesystem, or an object store.
 
-The reading side is what a solver needs (``rows(idx)``, ``diag()``, ``n``),
-plus ``block(i, j)``, a lazy ``.dask`` array aligned with the zarr chunks and
+The reading side is what a solver needs (``rows(idx)``, ``diag()``, ``n``,
+and ``submatrix(idx, start, stop)``, the column slab of one distributed
+solver worker), plus ``block(i, j)``, a lazy ``.dask`` array aligned with the zarr chunks and
 ``to_numpy()`` for small matrices.
 """
 
 import hashlib
 import os
 import time
+
+from numba import njit
 
 import dask
 import dask.array as da
@@ -48,7 +62,7 @@ from .kernels import get_kernel, kernel_from_dict
 __all__ = ["GramMatrix", "data_fingerprint", "store_size_bytes"]
 
 STORE_FORMAT = "dkernel-gram"
-STORE_VERSION = 1
+STORE_VERSION = 2
 
 _FINGERPRINT_ROWS = 65536
 # Block task arrays are written with empty-chunk detection off: a chunk of zeros
@@ -166,6 +180,208 @@ def _evaluate_block(X, Z, kernel, grid, i, j, dtype):
     return K
 
 
+# --------------------------------------------------------------------------- #
+# Direct I/O on the shards of an uncompressed store
+# --------------------------------------------------------------------------- #
+
+_NO_CHUNK = 2**64 - 1  # offset and length of an absent inner chunk in a shard index
+_STRIP_ROWS = 256  # rows per file write of a padded or transposed shard (a few MB)
+_TILE = 64  # rows of the source per pass of the tiled transpose (stays in L1/L2)
+
+
+@njit(nogil=True, cache=True)
+def _transpose_strip(src, dst, start):
+    """``dst[k, :src.shape[0]] = src[:, start + k]`` for each row k of ``dst``.
+
+    Tiled over the rows of ``src`` so that the columns read stay in cache:
+    3-4 times faster than numpy's copy of a transposed view, and it releases
+    the GIL, so a block's mirror is written while another block is computed.
+    """
+    width = src.shape[0]
+    for i0 in range(0, width, _TILE):
+        i1 = min(i0 + _TILE, width)
+        for k in range(dst.shape[0]):
+            for i in range(i0, i1):
+                dst[k, i] = src[i, start + k]
+
+
+_WRITE_BYTES = 8 * 2**20  # bytes per write call: measured faster than one call per 128 MB block
+
+
+def _write_all(fd, buffer):
+    view = memoryview(buffer).cast("B")
+    while view.nbytes:
+        view = view[os.write(fd, view[:_WRITE_BYTES]):]
+
+
+class _ShardFiles:
+    """The shard files of an uncompressed sharded ``K``, read and written without zarr's codec pipeline.
+
+    A shard holds the block's rows, padded to ``inner_rows × shard_cols``
+    inner chunks, one after the other, followed by zarr's shard index: per
+    inner chunk an (offset, length) pair of little-endian uint64 (both
+    ``2**64 - 1`` for an absent chunk), then the CRC-32C of the index
+    (zarr's ``sharding_indexed`` codec with ``index_location="end"``). Since
+    inner chunks span the shard's width, the bytes of row ``l`` of a shard
+    are one contiguous range, found from the index; the row is read with one
+    ``pread`` straight into the output array.
+
+    Only used when the array has exactly this form (sharded, inner chunks
+    of whole rows, no compression, index at the end); :meth:`of` returns
+    None otherwise, and zarr reads and writes the array.
+    """
+
+    def __init__(self, root, shape, shard_shape, inner_rows, dtype, chunk_key):
+        self.root = root
+        self.n, self.m = shape
+        self.rc, self.cc = shard_shape
+        self.inner_rows = inner_rows
+        self.dtype = np.dtype(dtype)
+        self._chunk_key = chunk_key
+        self.n_inner = self.rc // inner_rows
+        self.inner_nbytes = inner_rows * self.cc * self.dtype.itemsize
+        self.index_nbytes = 16 * self.n_inner + 4
+
+    @classmethod
+    def of(cls, array, root):
+        """The direct view of ``array`` (stored under folder ``root``), or None if it has another form."""
+        from zarr.codecs import BytesCodec, Crc32cCodec, ShardingCodec
+
+        codecs = array.metadata.codecs
+        if len(codecs) != 1 or not isinstance(codecs[0], ShardingCodec):
+            return None
+        sharding = codecs[0]
+        little = BytesCodec(endian="little")
+        shard_shape = tuple(int(s) for s in array.shards)
+        r, width = (int(s) for s in sharding.chunk_shape)
+        dtype = np.dtype(array.dtype)
+        if (
+            tuple(sharding.codecs) != (little,)
+            or tuple(sharding.index_codecs) != (little, Crc32cCodec())
+            or sharding.index_location.value != "end"
+            or width != shard_shape[1]
+            or dtype.byteorder == ">"
+        ):
+            return None
+        return cls(str(root), tuple(int(s) for s in array.shape), shard_shape, r, dtype,
+                   array.metadata.encode_chunk_key)
+
+    def path(self, i, j):
+        return os.path.join(self.root, *self._chunk_key((i, j)).split("/"))
+
+    # ---------------------------------------------------------------- writing
+    def write(self, i, j, K, transposed=False):
+        """Write shard (i, j): the block ``K``, or ``K.T`` with ``transposed`` (no transposed copy of K is made)."""
+        K = np.asarray(K, dtype=self.dtype)
+        h, w = (K.shape[1], K.shape[0]) if transposed else K.shape
+        n_written = -(-h // self.inner_rows)
+        padded_rows = n_written * self.inner_rows
+        path = self.path(i, j)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        try:
+            if not transposed and w == self.cc and padded_rows == h and K.flags.c_contiguous:
+                _write_all(fd, K)
+            else:
+                strip = np.full((min(_STRIP_ROWS, padded_rows), self.cc), np.nan, dtype=self.dtype)
+                for a in range(0, padded_rows, strip.shape[0]):
+                    size = min(strip.shape[0], padded_rows - a)
+                    real = max(0, min(size, h - a))
+                    if transposed:
+                        _transpose_strip(K, strip[:real], a)
+                    else:
+                        strip[:real, :w] = K[a : a + real]
+                    strip[real:size] = np.nan
+                    _write_all(fd, strip[:size])
+            _write_all(fd, self._index_bytes(n_written))
+        finally:
+            os.close(fd)
+
+    def _index_bytes(self, n_written):
+        import google_crc32c
+
+        index = np.full((self.n_inner, 2), _NO_CHUNK, dtype="<u8")
+        index[:n_written, 0] = np.arange(n_written, dtype="<u8") * self.inner_nbytes
+        index[:n_written, 1] = self.inner_nbytes
+        raw = index.tobytes()
+        return raw + np.array([google_crc32c.value(raw)], dtype="<u4").tobytes()
+
+    # ---------------------------------------------------------------- reading
+    def _index(self, fd, i, j):
+        size = os.fstat(fd).st_size
+        raw = os.pread(fd, self.index_nbytes, size - self.index_nbytes) if size >= self.index_nbytes else b""
+        if len(raw) != self.index_nbytes:
+            raise OSError(f"the shard {self.path(i, j)} is truncated ({size} bytes); recompute the Gram store.")
+        index = np.frombuffer(raw[:-4], dtype="<u8").reshape(self.n_inner, 2)
+        present = index[:, 0] != _NO_CHUNK
+        if (index[present, 1] != self.inner_nbytes).any():
+            raise OSError(f"the shard {self.path(i, j)} holds inner chunks of an unexpected size; it was not "
+                          f"written uncompressed. Recompute the Gram store.")
+        return index
+
+    def read(self, out, rows, i, j, local, c0, c1):
+        """Read ``K[i * rc + local, c0:c1]`` of shard (i, j) into ``out[rows]`` (columns local to the shard)."""
+        try:
+            fd = os.open(self.path(i, j), os.O_RDONLY)
+        except FileNotFoundError:
+            out[rows] = np.nan
+            return
+        try:
+            index = self._index(fd, i, j)
+            chunk_offsets = index[local // self.inner_rows, 0]
+            absent = chunk_offsets == _NO_CHUNK
+            offsets = np.where(absent, 0, chunk_offsets).astype(np.int64)
+            offsets += ((local % self.inner_rows) * self.cc + c0) * self.dtype.itemsize
+            nbytes = (c1 - c0) * self.dtype.itemsize
+            for k, offset, absent in zip(rows.tolist(), offsets.tolist(), absent.tolist()):
+                if absent:
+                    out[k] = np.nan
+                elif os.preadv(fd, [out[k]], offset) != nbytes:
+                    raise OSError(f"short read from the shard {self.path(i, j)}; recompute the Gram store.")
+        finally:
+            os.close(fd)
+
+    def read_rows(self, sorted_idx, start, stop):
+        """``K[sorted_idx, start:stop]`` reading only the requested rows' bytes of the shards crossed."""
+        out = np.empty((sorted_idx.size, stop - start), dtype=self.dtype)
+        bands = sorted_idx // self.rc
+        bounds = np.flatnonzero(np.diff(bands)) + 1
+        for sel in np.split(np.arange(sorted_idx.size), bounds):
+            i = int(bands[sel[0]])
+            local = sorted_idx[sel] - i * self.rc
+            for j in range(start // self.cc, -(-stop // self.cc)):
+                c0, c1 = max(start, j * self.cc), min(stop, (j + 1) * self.cc)
+                self.read(out[:, c0 - start : c1 - start], sel, i, j, local, c0 - j * self.cc, c1 - j * self.cc)
+        return out
+
+    def read_block(self, i, j, h, w):
+        """The ``h × w`` block of shard (i, j)."""
+        padded = -(-h // self.inner_rows) * self.inner_rows
+        out = np.empty((padded, self.cc), dtype=self.dtype)
+        try:
+            fd = os.open(self.path(i, j), os.O_RDONLY)
+        except FileNotFoundError:
+            out[:] = np.nan
+            return out[:h, :w]
+        try:
+            index = self._index(fd, i, j)
+            chunks = out.reshape(-1, self.inner_rows, self.cc)
+            offsets = index[: chunks.shape[0], 0]
+            if (offsets == np.arange(chunks.shape[0], dtype="<u8") * self.inner_nbytes).all():
+                # Written by _ShardFiles: the inner chunks follow each other, one read.
+                if os.preadv(fd, [out], 0) != out.nbytes:
+                    raise OSError(f"short read from the shard {self.path(i, j)}; recompute the Gram store.")
+            else:
+                for chunk, offset in zip(chunks, offsets.tolist()):
+                    if offset == _NO_CHUNK:
+                        chunk[:] = np.nan
+                    elif os.preadv(fd, [chunk], offset) != chunk.nbytes:
+                        raise OSError(f"short read from the shard {self.path(i, j)}; recompute the Gram store.")
+        finally:
+            os.close(fd)
+        return out[:h, :w]
+
+
 def _write_block(X, Z, kernel, grid, i, j, dtype, path):
     """Evaluate block (i, j), write it (and its mirror) into the store, then flag it done.
 
@@ -174,17 +390,24 @@ def _write_block(X, Z, kernel, grid, i, j, dtype, path):
     K = _evaluate_block(X, Z, kernel, grid, i, j, dtype)
     rows, cols = grid.rows(i), grid.cols(j)
     store = zarr.open_array(store=path, path="K", mode="r+", config=_ARRAY_CONFIG)
-    store[rows, cols] = K
-    if grid.symmetric and i != j:
-        # zarr copies a transposed (Fortran-ordered) view element by element; one
-        # contiguous copy first is several times faster.
-        store[cols, rows] = np.ascontiguousarray(K.T)
+    shards = _ShardFiles.of(store, os.path.join(path, "K"))
+    mirrored = grid.symmetric and i != j
+    if shards is not None:
+        shards.write(i, j, K)
+        if mirrored:
+            shards.write(j, i, K, transposed=True)
+    else:
+        store[rows, cols] = K
+        if mirrored:
+            # zarr copies a transposed (Fortran-ordered) view element by element; one
+            # contiguous copy first is several times faster.
+            store[cols, rows] = np.ascontiguousarray(K.T)
     if grid.symmetric and i == j:
         zarr.open_array(store=path, path="diag", mode="r+", config=_ARRAY_CONFIG)[rows] = np.diagonal(K)
     # The flags come last: only chunks whose writes returned are marked complete.
     done = zarr.open_array(store=path, path="done", mode="r+", config=_ARRAY_CONFIG)
     done[i, j] = 1
-    if grid.symmetric and i != j:
+    if mirrored:
         done[j, i] = 1
     return 1
 
@@ -199,6 +422,7 @@ class _ZarrBlocks:
         self.path = str(path)
         self.group = zarr.open_group(self.path, mode=mode)
         self.K = self.group["K"]
+        self.shards = _ShardFiles.of(self.K, os.path.join(self.path, "K"))
         self._done = None
 
     def done(self, refresh=False):
@@ -207,10 +431,15 @@ class _ZarrBlocks:
         return self._done
 
     def block(self, grid, i, j):
-        return self.K[grid.rows(i), grid.cols(j)]
+        rows, cols = grid.rows(i), grid.cols(j)
+        if self.shards is not None:
+            return self.shards.read_block(i, j, rows.stop - rows.start, cols.stop - cols.start)
+        return self.K[rows, cols]
 
-    def rows(self, grid, sorted_idx):
-        return self.K.get_orthogonal_selection((sorted_idx, slice(None)))
+    def submatrix(self, grid, sorted_idx, start, stop):
+        if self.shards is not None:
+            return self.shards.read_rows(sorted_idx, start, stop)
+        return self.K.get_orthogonal_selection((sorted_idx, slice(start, stop)))
 
     def diag(self, grid):
         if "diag" in self.group:
@@ -218,10 +447,17 @@ class _ZarrBlocks:
         return None
 
     def to_dask(self, grid):
-        return da.from_zarr(self.K)
+        # One Dask chunk per block (shard), not per inner chunk.
+        return da.from_zarr(self.K, chunks=grid.dask_chunks())
 
     def to_numpy(self, grid):
-        return self.K[:]
+        if self.shards is None:
+            return self.K[:]
+        out = np.empty((grid.n, grid.m), dtype=self.shards.dtype)
+        for i in range(grid.n_row_blocks):
+            for j in range(grid.n_col_blocks):
+                out[grid.rows(i), grid.cols(j)] = self.block(grid, i, j)
+        return out
 
 
 class _MemoryBlocks:
@@ -239,14 +475,15 @@ class _MemoryBlocks:
     def block(self, grid, i, j):
         return self.blocks[i, j]
 
-    def rows(self, grid, sorted_idx):
-        out = np.empty((len(sorted_idx), grid.m), dtype=next(iter(self.blocks.values())).dtype)
+    def submatrix(self, grid, sorted_idx, start, stop):
+        out = np.empty((len(sorted_idx), stop - start), dtype=next(iter(self.blocks.values())).dtype)
         bands = sorted_idx // grid.rc
         for i in np.unique(bands):
             sel = np.flatnonzero(bands == i)
             local = sorted_idx[sel] - i * grid.rc
-            for j in range(grid.n_col_blocks):
-                out[sel, grid.cols(j)] = self.blocks[i, j][local]
+            for j in range(start // grid.cc, -(-stop // grid.cc)):
+                c0, c1 = max(start, j * grid.cc), min(stop, (j + 1) * grid.cc)
+                out[sel, c0 - start : c1 - start] = self.blocks[i, j][local, c0 - j * grid.cc : c1 - j * grid.cc]
         return out
 
     def diag(self, grid):
@@ -289,8 +526,8 @@ class _ClusterBlocks:
     def block(self, grid, i, j):
         return self._fetch(self.array.blocks[i, j])
 
-    def rows(self, grid, sorted_idx):
-        return self._fetch(self.array[sorted_idx])
+    def submatrix(self, grid, sorted_idx, start, stop):
+        return self._fetch(self.array[sorted_idx, start:stop])
 
     def diag(self, grid):
         return None
@@ -311,7 +548,8 @@ class GramMatrix:
     """A kernel Gram matrix ``K(X, Z)`` stored in blocks, in memory or in a zarr store.
 
     Build one with :meth:`compute`, reopen a store with :meth:`open`. The
-    solver-facing interface is ``rows(idx)``, ``diag()`` and ``n``.
+    solver-facing interface is ``rows(idx)``, ``submatrix(idx, start, stop)``,
+    ``diag()`` and ``n``.
 
     Attributes
     ----------
@@ -406,9 +644,10 @@ class GramMatrix:
         X = X.astype(gram_dtype, copy=False)
         Z = X if symmetric else Z.astype(gram_dtype, copy=False)
         kernel = kernel.resolve(X.shape[1])
-        c = options.resolve_chunk(gram_dtype)
         shape = (X.shape[0], Z.shape[0])
-        chunks = (min(c, shape[0]),) * 2 if symmetric else (min(c, shape[0]), min(c, shape[1]))
+        chunks = (min(options.resolve_chunk(gram_dtype, shape[0]), shape[0]),) * 2
+        if not symmetric:
+            chunks = (chunks[0], min(options.resolve_chunk(gram_dtype, shape[1]), shape[1]))
         meta = {
             "kernel": kernel.to_dict(),
             "shape": list(shape),
@@ -509,15 +748,29 @@ class GramMatrix:
     def rows(self, idx):
         """Rows ``K[idx, :]`` as a ``(len(idx), m)`` ndarray, in the order of ``idx``.
 
-        Only the chunks of the row blocks that hold ``idx`` are read. Repeated
-        and unsorted indices are allowed; they are read once, in sorted order.
+        Repeated and unsorted indices are allowed; they are read once, in
+        sorted order. From an uncompressed store only the bytes of the
+        requested rows are read (one contiguous range per row and block), so
+        the cost follows ``len(idx) × m``, not the blocks touched.
         """
+        return self.submatrix(idx, 0, self.shape[1])
+
+    def submatrix(self, idx, start, stop):
+        """``K[idx, start:stop]``: rows ``idx``, columns ``start:stop``, in the order of ``idx``.
+
+        Reads only the blocks of the columns ``start:stop``: a worker of the
+        distributed solver reads the rows of the working set in its own
+        column range.
+        """
+        start, stop = int(start), int(stop)
+        if not 0 <= start <= stop <= self.shape[1]:
+            raise IndexError(f"columns {start}:{stop} are out of range for a Gram with {self.shape[1]} columns.")
         idx = np.asarray(idx)
         if idx.ndim != 1 or not (idx.size == 0 or np.issubdtype(idx.dtype, np.integer)):
             raise IndexError(f"idx must be a 1-D array of integer row indices; got shape {idx.shape}, "
                              f"dtype {idx.dtype}.")
-        if idx.size == 0:
-            return np.empty((0, self.shape[1]), dtype=self.dtype)
+        if idx.size == 0 or start == stop:
+            return np.empty((idx.size, stop - start), dtype=self.dtype)
         idx = idx.astype(np.intp, copy=False)
         if idx.min() < 0 or idx.max() >= self.n:
             bad = idx[(idx < 0) | (idx >= self.n)][0]
@@ -527,8 +780,9 @@ class GramMatrix:
             unique, inverse = idx, None
         else:
             unique, inverse = np.unique(idx, return_inverse=True)
-        self._check_blocks(np.unique(unique // self._grid.rc))
-        out = self._blocks.rows(self._grid, unique)
+        grid = self._grid
+        self._check_blocks(np.unique(unique // grid.rc), np.arange(start // grid.cc, -(-stop // grid.cc)))
+        out = self._blocks.submatrix(grid, unique, start, stop)
         return out if inverse is None else out[inverse]
 
     def block(self, i, j):
@@ -726,7 +980,10 @@ def _mismatches(stored, meta):
 
 def _create_store(path, meta, grid, options):
     root = zarr.open_group(path, mode="w")
-    root.create_array("K", shape=tuple(meta["shape"]), chunks=tuple(meta["chunks"]), dtype=meta["dtype"],
+    # One shard per block, of inner chunks spanning the block's width: a row of a
+    # block is then one contiguous byte range of its shard.
+    root.create_array("K", shape=tuple(meta["shape"]), shards=(grid.rc, grid.cc),
+                      chunks=(options.resolve_inner_rows(grid.rc), grid.cc), dtype=meta["dtype"],
                       compressors=options.zarr_compressors(), fill_value=np.nan)
     root.create_array("done", shape=(grid.n_row_blocks, grid.n_col_blocks), chunks=(1, 1), dtype="uint8",
                       fill_value=0, compressors=None)

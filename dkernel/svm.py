@@ -33,9 +33,19 @@ __all__ = ["SVC", "load_model"]
 MODEL_FORMAT = "dkernel-svc"
 MODEL_VERSION = 1
 
-#: Largest Gram matrix (bytes) computed whole in memory when no store is given;
-#: above it, kernel rows are computed on the fly with a row cache.
-DEFAULT_GRAM_MEMORY = 6 * 2**30
+#: Fraction of the available memory that a whole in-memory training Gram may
+#: take when ``cache_size`` is not given; above it, kernel rows are computed on
+#: the fly with a row cache.
+GRAM_MEMORY_FRACTION = 0.5
+
+
+def _gram_memory_budget(cache_size_mb):
+    """Bytes allowed for a whole in-memory Gram: ``cache_size`` MB, or half the available memory."""
+    if cache_size_mb is not None:
+        return cache_size_mb * 2**20
+    import psutil
+
+    return GRAM_MEMORY_FRACTION * psutil.virtual_memory().available
 
 #: scikit-learn common checks that SVC does not pass, with the reason (also
 #: listed in the README). scikit-learn's own SVC marks the same check.
@@ -171,9 +181,10 @@ class SVC(ClassifierMixin, BaseEstimator):
         Variables per solver sub-problem (default chosen by the solver).
     cache_size : float, default=None
         Memory (MB) for the Gram matrix. When the whole training Gram fits, it
-        is computed once in memory; otherwise rows are computed on the fly
-        with a cache of this size. ``None``: up to 6 GiB for the whole Gram,
-        1 GiB of row cache.
+        is computed once in memory, in float64, or in float32 when only that
+        fits (as libsvm's single-precision kernel cache); otherwise rows are
+        computed on the fly with a cache of this size. ``None``: half of the
+        available memory for the whole Gram, 1 GiB of row cache.
     client : distributed.Client, default=None
         Run the Gram computation (and the solver's gradient updates, without
         ``centering``/``normalize``) on this cluster. ``None`` uses the current
@@ -207,6 +218,10 @@ class SVC(ClassifierMixin, BaseEstimator):
         Dual objective per binary problem.
     n_iter_ : ndarray
         Solver outer iterations per binary problem.
+    gram_dtype_ : str
+        How the training Gram was held: ``"float64"`` or ``"float32"`` (whole,
+        in memory), ``"on-the-fly"`` (rows computed as needed), ``"store"``
+        (zarr) or ``"precomputed"``.
 
     References
     ----------
@@ -383,16 +398,22 @@ class SVC(ClassifierMixin, BaseEstimator):
     def _training_gram(self, X, kernel, client):
         """The Gram source of the training data (before views) and whether it is whole in memory."""
         if self._precomputed:
+            self.gram_dtype_ = "precomputed"
             return X
         from .gram import GramMatrix
 
         n = X.shape[0]
-        itemsize = 8
-        budget = DEFAULT_GRAM_MEMORY if self.cache_size is None else self.cache_size * 2**20
         if self.store is not None:
+            self.gram_dtype_ = "store"
             return GramMatrix.compute(X, kernel=kernel, store=self.store, client=client, progress=bool(self.verbose))
-        if client is None and n * n * itemsize <= budget:
-            return dense_symmetric_gram(X, kernel, progress=bool(self.verbose))
+        budget = _gram_memory_budget(self.cache_size)
+        if client is None:
+            # float64 when it fits; else float32, as libsvm's single-precision kernel cache.
+            for dtype in (np.float64, np.float32):
+                if n * n * np.dtype(dtype).itemsize <= budget:
+                    self.gram_dtype_ = np.dtype(dtype).name
+                    return dense_symmetric_gram(X, kernel, dtype=dtype, progress=bool(self.verbose))
+        self.gram_dtype_ = "on-the-fly"
         # On a cluster without a store, each worker computes the kernel columns of its own
         # row range from X (shipped once), so no Gram matrix travels over the network.
         return KernelGram(X, kernel)
@@ -638,8 +659,6 @@ class SVC(ClassifierMixin, BaseEstimator):
 
     def _lazy(self, X, fn, n_out):
         """Apply ``fn`` to each row block of a dask array, keeping it lazy."""
-        import dask.array as da
-
         X = X.rechunk({1: -1})
         if n_out is None:
             return X.map_blocks(fn, drop_axis=1, dtype=self.classes_.dtype)

@@ -1,6 +1,10 @@
 """Shared pytest fixtures."""
 
+import json
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -27,3 +31,55 @@ def data_home():
         "dataset folder not found: set DKERNEL_DATA to the folder holding "
         "usps/, uci/, 20newsgroups/ ..."
     )
+
+
+# --------------------------------------------------------------------------- #
+# A Dask scheduler and workers started as separate processes
+# --------------------------------------------------------------------------- #
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _wait_until(predicate, timeout, what, process):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline or process.poll() is not None:
+            pytest.fail(f"{what} did not start")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def scheduler_address(tmp_path):
+    """``tcp://127.0.0.1:PORT`` of a scheduler and two one-thread workers, each its own process.
+
+    They are started as a user would (``python -m distributed.cli.dask_scheduler`` /
+    ``dask_worker``) and terminated afterwards; the workers can import this
+    repository (the pipelines), as workers of a real deployment would.
+    """
+    from distributed import Client
+
+    scheduler_file = tmp_path / "scheduler.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    common = {"cwd": REPO, "env": env, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    processes = [subprocess.Popen(
+        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+         "--scheduler-file", str(scheduler_file), "--no-dashboard"], **common)]  # fmt: skip
+    try:
+        _wait_until(scheduler_file.exists, 60, "the dask scheduler", processes[0])
+        time.sleep(0.2)
+        address = json.loads(scheduler_file.read_text())["address"]
+        processes.append(subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers", "2", "--nthreads", "1",
+             "--host", "127.0.0.1", "--no-dashboard"], **common))  # fmt: skip
+        with Client(address, timeout=30) as client:
+            client.wait_for_workers(2, timeout=60)
+        yield address
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in reversed(processes):
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()

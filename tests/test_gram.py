@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from sklearn.metrics import pairwise_kernels
 
 import dkernel.gram as gram_module
-from dkernel._options import GramOptions, default_chunk
+from dkernel._options import GramOptions, default_chunk, inner_rows
 from dkernel.exceptions import (
     EmptyInputError,
     FeatureMismatchError,
@@ -153,8 +153,14 @@ def test_store_equals_memory_over_shapes_and_chunks(n, chunk, seed):
     with tempfile.TemporaryDirectory() as tmp:
         GramMatrix.compute(X, kernel="rbf", gamma=0.5, chunk=chunk, store=f"{tmp}/K.zarr", progress=False)
         stored = GramMatrix.open(f"{tmp}/K.zarr")
-        assert np.array_equal(stored.to_numpy(), memory.to_numpy())
-        assert np.array_equal(stored.dask.compute(), memory.to_numpy())
+        K = memory.to_numpy()
+        assert np.array_equal(stored.to_numpy(), K)
+        assert np.array_equal(stored.dask.compute(), K)
+        assert np.array_equal(zarr.open_array(f"{tmp}/K.zarr", path="K", mode="r")[:], K)  # plain zarr reader
+        idx = np.random.default_rng(seed).integers(0, n, size=n)
+        assert np.array_equal(stored.rows(idx), K[idx])
+        start = int(np.random.default_rng(seed + 1).integers(0, n))
+        assert np.array_equal(stored.submatrix(idx, start, n), K[idx, start:])
 
 
 # --------------------------------------------------------------------------- #
@@ -223,6 +229,8 @@ def test_to_numpy_refuses_large_matrices_unless_forced(X):
 def test_default_chunk_and_options():
     assert default_chunk("float64") == 4096
     assert 4096 < default_chunk("float32") <= 5792
+    with pytest.raises(ValueError, match="inner_rows"):
+        GramOptions(inner_rows=0)
     assert GramOptions(chunk=8).replace(chunk=None, dtype="float32") == GramOptions(chunk=8, dtype="float32")
     with pytest.raises(ValueError, match="chunk"):
         GramOptions(chunk=0)
@@ -235,8 +243,115 @@ def test_default_chunk_and_options():
 def test_compressed_store_reads_the_same(X, tmp_path):
     plain = GramMatrix.compute(X, kernel="rbf", chunk=16, store=tmp_path / "a.zarr", progress=False)
     lz4 = GramMatrix.compute(X, kernel="rbf", chunk=16, store=tmp_path / "b.zarr", progress=False,
-                             options=GramOptions(codec="lz4"))
-    assert np.array_equal(plain.to_numpy(), lz4.to_numpy())
+                             options=GramOptions(codec="lz4", inner_rows=4))
+    assert lz4._blocks.shards is None  # read and written through zarr's codecs
+    K = plain.to_numpy()
+    assert np.array_equal(lz4.to_numpy(), K)
+    idx = np.array([40, 3, 3, 17, 0])
+    assert np.array_equal(lz4.rows(idx), K[idx]) and np.array_equal(lz4.submatrix(idx, 10, 33), K[idx, 10:33])
+
+
+# --------------------------------------------------------------------------- #
+# Sharded store: row reads and chunk choice
+# --------------------------------------------------------------------------- #
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(("chunk", "rows_per_inner"), [(16, 16), (16, 3), (15, 5), (12, None)])
+def test_store_rows_and_submatrix_equal_the_memory_gram(dtype, chunk, rows_per_inner, X, tmp_path):
+    options = GramOptions(chunk=chunk, dtype=dtype, inner_rows=rows_per_inner, progress=False)
+    K = GramMatrix.compute(X, kernel="rbf", gamma=0.3, options=options).to_numpy()
+    stored = GramMatrix.compute(X, kernel="rbf", gamma=0.3, store=tmp_path / "K.zarr", options=options)
+    array = zarr.open_array(str(tmp_path / "K.zarr"), path="K", mode="r")
+    assert array.shards == (chunk, chunk) and array.chunks == (inner_rows(chunk, rows_per_inner), chunk)
+    assert stored._blocks.shards is not None
+    idx = np.random.default_rng(0).integers(0, 50, size=40)  # scattered, unsorted, with repeats
+    for rows in (idx, np.sort(np.unique(idx)), np.array([49]), np.arange(50)):
+        assert stored.rows(rows).dtype == np.dtype(dtype)
+        assert np.array_equal(stored.rows(rows), K[rows])
+        for start, stop in [(0, 50), (0, 1), (7, 33), (chunk, 2 * chunk), (49, 50), (20, 20)]:
+            assert np.array_equal(stored.submatrix(rows, start, stop), K[rows, start:stop])
+    assert np.array_equal(GramMatrix.open(tmp_path / "K.zarr").in_memory().submatrix(idx, 7, 33), K[idx, 7:33])
+    with pytest.raises(IndexError, match="columns"):
+        stored.submatrix(idx, 10, 51)
+
+
+def test_cross_gram_store_rows_and_submatrix(X, Z, tmp_path):
+    K = pairwise_kernels(X, Z, metric="rbf", gamma=0.3)
+    stored = GramMatrix.compute(X, Z, kernel="rbf", gamma=0.3, chunk=16, store=tmp_path / "K.zarr", progress=False)
+    idx = np.array([49, 0, 16, 16, 31, 2])
+    assert_kernel_close(stored.rows(idx), K[idx])
+    assert_kernel_close(stored.submatrix(idx, 5, 20), K[idx, 5:20])
+
+
+def test_row_reads_fetch_only_the_requested_rows_of_the_requested_columns(X, tmp_path, monkeypatch):
+    path = tmp_path / "K.zarr"
+    GramMatrix.compute(X, kernel="rbf", gamma=0.3, chunk=16, store=path, progress=False)
+    stored = GramMatrix.open(path)
+    reads, shards = [], []
+    real_preadv, real_read = os.preadv, gram_module._ShardFiles.read
+
+    def counting_preadv(fd, buffers, offset):
+        got = real_preadv(fd, buffers, offset)
+        reads.append(got)
+        return got
+
+    def recording_read(self, out, rows, i, j, *args):
+        shards.append((i, j))
+        return real_read(self, out, rows, i, j, *args)
+
+    monkeypatch.setattr(gram_module.os, "preadv", counting_preadv)
+    monkeypatch.setattr(gram_module._ShardFiles, "read", recording_read)
+    idx = np.array([40, 3, 17, 3, 33])
+    stored.rows(idx)
+    assert sum(reads) == 4 * 50 * 8  # 4 distinct rows of 50 float64, nothing more
+    assert len(reads) == 4 * 4  # one read per row and block
+    reads.clear()
+    shards.clear()
+    stored.submatrix(idx, 18, 30)
+    assert sum(reads) == 4 * 12 * 8
+    assert sorted(set(shards)) == [(0, 1), (1, 1), (2, 1)]  # only the shards of columns 16:32
+
+
+def test_store_of_format_version_1_is_read_and_resumed(X, tmp_path):
+    """A store with one plain zarr chunk per block (format version 1) is read and resumed through zarr."""
+    path = tmp_path / "K.zarr"
+    K = GramMatrix.compute(X, kernel="rbf", gamma=0.3, chunk=16, store=path, progress=False).to_numpy()
+    root = zarr.open_group(str(path), mode="r+")
+    plain = root.create_array("K", shape=(50, 50), chunks=(16, 16), dtype="float64", fill_value=np.nan,
+                              compressors=None, overwrite=True)
+    plain[:] = K
+    plain[:16, 16:32] = np.nan
+    plain[16:32, :16] = np.nan
+    root["done"][0, 1] = 0
+    root["done"][1, 0] = 0
+    root.attrs["format_version"] = 1
+    old = GramMatrix.open(path)
+    assert old._blocks.shards is None and not old.complete
+    assert np.array_equal(old.rows([40, 33, 40]), K[[40, 33, 40]])
+    resumed = GramMatrix.compute(X, kernel="rbf", gamma=0.3, chunk=16, store=path, progress=False)
+    assert resumed.n_blocks_computed == 1
+    assert np.array_equal(resumed.to_numpy(), K)
+    assert zarr.open_array(str(path), path="K", mode="r").shards is None  # the layout is kept
+
+
+def test_default_chunk_splits_n_into_equal_blocks():
+    assert default_chunk("float32", n=20000) == 5000  # not 5632: no 2.03 GB of padded chunks for 1.6 GB
+    assert default_chunk("float64", n=20000) == 4000
+    assert default_chunk("float64", n=300) == 300
+    for n in [4097, 8192, 30000, 99991, 123457]:
+        for dtype in ("float32", "float64"):
+            side = default_chunk(dtype)
+            c = default_chunk(dtype, n=n)
+            if n <= side:
+                assert c == n  # one block
+                continue
+            assert c % 8 == 0 and c <= side
+            assert -(-n // c) == -(-n // side)  # as many blocks as the target size gives
+            assert -(-n // c) * c - n < 8 * -(-n // c)  # padding under 8 rows per block
+    X = np.random.default_rng(0).normal(size=(4200, 2))
+    assert GramMatrix.compute(X, kernel="linear", progress=False).chunks == (2104, 2104)
+    assert GramMatrix.compute(X, X[:10] + 1, kernel="linear", progress=False).chunks == (2104, 10)
 
 
 def test_progress_bar_is_shown_when_asked(X, capsys):
@@ -406,46 +521,6 @@ def test_local_cluster_gives_the_same_store_as_threads(X, tmp_path, local_cluste
     idx = np.array([7, 2, 40, 2])
     assert_kernel_close(in_memory.rows(idx), stored.rows(idx))
     assert np.array_equal(in_memory.diag(), np.ones(50))
-
-
-@pytest.fixture
-def scheduler_address(tmp_path):
-    """A scheduler and one worker started as separate processes on 127.0.0.1."""
-    scheduler_file = tmp_path / "scheduler.json"
-    common = ["--no-dashboard"]
-    procs = [subprocess.Popen(
-        [sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
-         "--scheduler-file", str(scheduler_file), *common],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )]
-    try:
-        deadline = time.monotonic() + 60
-        while not scheduler_file.exists():
-            if time.monotonic() > deadline or procs[0].poll() is not None:
-                pytest.fail("the dask scheduler did not start")
-            time.sleep(0.1)
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "dask", "worker", "--scheduler-file", str(scheduler_file), "--host",
-             "127.0.0.1", "--nworkers", "2", "--nthreads", "1", *common],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        ))
-        import json
-
-        address = json.loads(scheduler_file.read_text())["address"]
-        from distributed import Client
-
-        with Client(address, timeout=60) as client:
-            client.wait_for_workers(2, timeout=60)
-        yield address
-    finally:
-        for proc in reversed(procs):
-            proc.terminate()
-        for proc in reversed(procs):
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 @pytest.mark.slow

@@ -11,10 +11,6 @@ import csv
 import io
 import json
 import math
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -270,48 +266,6 @@ def test_cli_run_passes_options_to_the_pipeline(tmp_path, capsys):
 def test_local_cluster_gives_the_threaded_results(quick_runs, tmp_path):
     result = _quick("meila_centering_real", tmp_path, scheduler="local", n_workers=2)
     assert_same_results(_load(quick_runs["meila_centering_real"]), _load(result))
-
-
-def _wait_for(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise TimeoutError(f"{what} did not start within {timeout} s")
-
-
-@pytest.fixture
-def scheduler_address(tmp_path):
-    """A dask scheduler and one worker started as separate processes on 127.0.0.1."""
-    from distributed import Client
-
-    scheduler_file = tmp_path / "scheduler.json"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    common = {"cwd": REPO, "env": env, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    processes = []
-    try:
-        processes.append(subprocess.Popen(
-            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-             "--scheduler-file", str(scheduler_file), "--no-dashboard"], **common))  # fmt: skip
-        _wait_for(scheduler_file.exists, 60, "the scheduler")
-        time.sleep(0.2)
-        address = json.loads(scheduler_file.read_text())["address"]
-        processes.append(subprocess.Popen(
-            [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers", "1", "--nthreads", "1",
-             "--host", "127.0.0.1", "--no-dashboard"], **common))  # fmt: skip
-        with Client(address, timeout=30) as client:
-            client.wait_for_workers(1, timeout=60)
-        yield address
-    finally:
-        for proc in reversed(processes):
-            proc.terminate()
-        for proc in reversed(processes):
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 @pytest.mark.slow

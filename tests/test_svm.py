@@ -1,11 +1,5 @@
 """dkernel.SVC against libsvm (scikit-learn's SVC), and its corrections against the explicit route."""
 
-import os
-import signal
-import subprocess
-import sys
-import textwrap
-
 import numpy as np
 import pytest
 import scipy.sparse as sp

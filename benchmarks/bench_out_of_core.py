@@ -1,0 +1,146 @@
+"""Out-of-core SVM: a Gram store larger than each worker's memory, solved on a local cluster.
+
+A two-class problem (``make_classification``, moderately separable) with
+n = 30000 training points in d = 16 dimensions. The float64 RBF Gram
+(n² × 8 bytes = 7.2 GB) is computed into a zarr store by a LocalCluster of 2
+worker processes with a 2 GB memory limit each; then
+
+* ``SVC(kernel="precomputed", client=client).fit(GramMatrix.open(path), y)``
+  solves on the cluster: the Gram stays on disk and each worker reads the
+  working-set rows of its own column slab (``GramMatrix.submatrix``);
+* ``SVC(kernel="rbf").fit(X, y)`` solves in this process, computing kernel
+  rows on the fly (the Gram exceeds its in-memory budget).
+
+Both use C = 1 and the same tol. Prints the Gram time and size on disk, both
+fit times, the peak resident memory of each worker during the cluster fit,
+the number of support vectors and the largest difference of the decision
+values on the test points (target <= 1e-6).
+
+    python benchmarks/bench_out_of_core.py                  # n = 30000 (10-20 minutes, ~8 GB disk)
+    python benchmarks/bench_out_of_core.py --n 5000         # quick
+"""
+
+import argparse
+import os
+import platform
+import shutil
+import tempfile
+import threading
+import time
+
+import numpy as np
+from sklearn.datasets import make_classification
+from sklearn.metrics import pairwise_kernels
+
+from dkernel.gram import GramMatrix, store_size_bytes
+from dkernel.svm import SVC
+
+
+class WorkerMemory:
+    """Peak resident memory of each worker, sampled every ``interval`` seconds in a thread."""
+
+    def __init__(self, client, interval=0.5):
+        self.client = client
+        self.interval = interval
+        self.peak = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    @staticmethod
+    def _rss():
+        import psutil
+
+        return psutil.Process().memory_info().rss
+
+    def _sample(self):
+        while not self._stop.is_set():
+            try:
+                for worker, rss in self.client.run(self._rss).items():
+                    self.peak[worker] = max(self.peak.get(worker, 0), rss)
+            except Exception:  # noqa: BLE001 - a sample missed while a worker restarts is not an error
+                pass
+            self._stop.wait(self.interval)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=30000, help="training points (default: 30000)")
+    parser.add_argument("--d", type=int, default=16, help="features (default: 16)")
+    parser.add_argument("--n-test", type=int, default=1000, help="test points (default: 1000)")
+    parser.add_argument("--tol", type=float, default=1e-3, help="stopping tolerance of both fits (default: 1e-3)")
+    parser.add_argument("--memory-limit", default="2GB", help="memory limit of each worker (default: 2GB)")
+    parser.add_argument("--tmpdir", default=None, help="folder of the store (default: the system temp dir)")
+    args = parser.parse_args(argv)
+
+    import dask
+    import distributed
+    import zarr
+    from distributed import Client, LocalCluster
+
+    print(f"python {platform.python_version()}, numpy {np.__version__}, dask {dask.__version__}, "
+          f"distributed {distributed.__version__}, zarr {zarr.__version__}")
+    print(f"{os.cpu_count()} CPUs, load average before: {os.getloadavg()[0]:.2f}")
+    n, d = args.n, args.d
+    X_all, y_all = make_classification(n_samples=n + args.n_test, n_features=d, n_informative=8,
+                                       n_redundant=4, class_sep=1.0, flip_y=0.05, random_state=0)
+    X, y, X_test = X_all[:n], y_all[:n], X_all[n:]
+    gamma = 4.0 / (d * X.var())
+    print(f"data: n={n}, d={d}, test points {args.n_test}; RBF gamma={gamma:.4g}, C=1, tol={args.tol:g}")
+    print(f"Gram: {n}x{n} float64 = {n * n * 8 / 1e9:.2f} GB; workers: 2 x 1 thread, "
+          f"memory limit {args.memory_limit} each")
+
+    with tempfile.TemporaryDirectory(dir=args.tmpdir) as tmpdir:
+        path = os.path.join(tmpdir, "K.zarr")
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                          dashboard_address=None, memory_limit=args.memory_limit) as cluster, \
+                Client(cluster) as client:
+            start = time.perf_counter()
+            with WorkerMemory(client) as memory_gram:
+                gram = GramMatrix.compute(X, kernel="rbf", gamma=gamma, dtype="float64", store=path,
+                                          client=client, progress=False)
+            t_gram = time.perf_counter() - start
+            size = store_size_bytes(path)
+            print(f"\nGram into zarr on the cluster: {t_gram:.1f} s, {gram.n_blocks[0]}x{gram.n_blocks[1]} blocks "
+                  f"of {gram.chunks[0]}, {size / 1e9:.2f} GB on disk")
+            del gram
+
+            stored = GramMatrix.open(path)
+            start = time.perf_counter()
+            with WorkerMemory(client) as memory_fit:
+                on_cluster = SVC(kernel="precomputed", C=1.0, tol=args.tol, client=client).fit(stored, y)
+            t_cluster = time.perf_counter() - start
+            print(f"fit on the cluster from the store: {t_cluster:.1f} s, {on_cluster.n_iter_[0]} iterations, "
+                  f"{on_cluster.support_.size} support vectors")
+            for label, sampler in (("Gram", memory_gram), ("fit", memory_fit)):
+                peaks = ", ".join(f"{rss / 1e9:.2f} GB" for _, rss in sorted(sampler.peak.items()))
+                print(f"peak worker memory during the {label}: {peaks}")
+
+        start = time.perf_counter()
+        single = SVC(kernel="rbf", gamma=gamma, C=1.0, tol=args.tol).fit(X, y)
+        t_single = time.perf_counter() - start
+        print(f"fit in this process, rows computed on the fly: {t_single:.1f} s, {single.n_iter_[0]} iterations, "
+              f"{single.support_.size} support vectors")
+
+        K_test = pairwise_kernels(X_test, X, metric="rbf", gamma=gamma)
+        f_cluster = on_cluster.decision_function(K_test)
+        f_single = single.decision_function(X_test)
+        diff = float(np.abs(f_cluster - f_single).max())
+        same_sv = np.array_equal(on_cluster.support_, single.support_)
+        print(f"\nmax |decision(cluster, store) - decision(single process)| on {args.n_test} test points: "
+              f"{diff:.2e}   (target <= 1e-6)")
+        print(f"same support vectors: {same_sv}; test agreement of the signs: "
+              f"{np.mean(np.sign(f_cluster) == np.sign(f_single)):.4f}")
+        shutil.rmtree(path, ignore_errors=True)
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
