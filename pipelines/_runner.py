@@ -125,12 +125,18 @@ def build_parser(name, description):
         help="'local' (LocalCluster with worker processes, default), 'threads' (this process), "
         "or a scheduler address such as tcp://127.0.0.1:8786",
     )
-    parser.add_argument("--out", type=Path, default=Path("results"), help="output folder (default: results/)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="output folder (default: results/, and results/quick/ with --quick)")
     parser.add_argument("--repeats", type=int, default=None, help="random repeats (default: the paper's 10)")
     parser.add_argument("--seed", type=int, default=0, help="root random seed (default: 0)")
     parser.add_argument("--workers", type=int, default=None, help="LocalCluster workers (default: cores)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return parser
+
+
+def default_out(quick):
+    """``results/`` for full runs; ``results/quick/`` for quick ones, which never overwrite full results."""
+    return Path("results") / "quick" if quick else Path("results")
 
 
 def config_from_args(args):
@@ -142,7 +148,7 @@ def config_from_args(args):
         repeats=args.repeats,
         seed=args.seed,
         scheduler=args.scheduler,
-        out=args.out,
+        out=args.out if args.out is not None else default_out(args.quick),
         n_workers=args.workers,
         progress=not args.no_progress,
     )

@@ -224,3 +224,24 @@ def test_missing_command_or_source_is_a_usage_error(capsys):
         main(["gram", "--out", "K.zarr"])
     assert info.value.code == 2
     assert "--input" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_readme_main_command_runs_as_written(tmp_path):
+    """The first command of README.md, after its install step, in a fresh folder."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    first_block = readme.split("```bash\n", 1)[1].split("```", 1)[0].strip()
+    command = first_block.split(" && ")[-1]
+    assert command.startswith("DKERNEL_DATA=") and "dkernel run" in command
+    env = {**os.environ, "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])}
+    done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = tmp_path / "results" / "quick" / "meila_centering_real" / "report.md"
+    assert f"report: {report.relative_to(tmp_path)}" in done.stdout
+    assert report.is_file() and (report.parent / "results.json").is_file()
