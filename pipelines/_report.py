@@ -123,6 +123,7 @@ def yes_no(flag):
 def symlog_shift_axis(ax, shifts):
     """An x axis for shift lengths |a| = 0, 1, 10, ...: linear around 0, logarithmic above 1."""
     ax.set_xscale("symlog", linthresh=1.0)
+    ax.set_xlim(-0.3, 2.0 * max(shifts))
     ax.set_xticks(list(shifts))
     ax.set_xticklabels(["0" if s == 0 else f"$10^{{{int(round(math.log10(s)))}}}$" for s in shifts])
     ax.set_xlabel("shift length |a|")
