@@ -43,6 +43,7 @@ solver worker), plus ``block(i, j)``, a lazy ``.dask`` array aligned with the za
 
 import hashlib
 import os
+import threading
 import time
 
 from numba import njit
@@ -57,7 +58,7 @@ from ._dask import compute_with_progress, put_data, resolve_client
 from ._options import GramOptions
 from ._validation import check_data, check_same_features
 from .exceptions import IncompleteStoreError, StoreMismatchError
-from .kernels import get_kernel, kernel_from_dict
+from .kernels import RBFKernel, get_kernel, kernel_from_dict
 
 __all__ = ["GramMatrix", "data_fingerprint", "store_size_bytes"]
 
@@ -168,11 +169,14 @@ def _mirror_upper(K, tile=512):
     return K
 
 
-def _evaluate_block(X, Z, kernel, grid, i, j, dtype):
+def _evaluate_block(X, Z, kernel, grid, i, j, dtype, out=None):
     rows, cols = grid.rows(i), grid.cols(j)
     on_diagonal = grid.symmetric and i == j
     Zb = X[rows] if on_diagonal else Z[cols]
-    K = np.asarray(kernel.block(X[rows], Zb, symmetric=on_diagonal), dtype=dtype)
+    if out is not None and type(kernel).block is RBFKernel.block and not sp.issparse(X):
+        K = _rbf_into(kernel, X[rows], Zb, on_diagonal, out)
+    else:
+        K = np.asarray(kernel.block(X[rows], Zb, symmetric=on_diagonal), dtype=dtype)
     if on_diagonal:
         if not K.flags.writeable:
             K = K.copy()
@@ -180,12 +184,48 @@ def _evaluate_block(X, Z, kernel, grid, i, j, dtype):
     return K
 
 
+def _rbf_into(kernel, X, Z, symmetric, out):
+    x_sq = kernel._sq_norms(X)
+    z_sq = x_sq if symmetric else kernel._sq_norms(Z)
+    D = np.matmul(X, Z.T, out=out)
+    D *= -2
+    D += x_sq.reshape(-1, 1)
+    D += z_sq.reshape(1, -1)
+    np.maximum(D, 0, out=D)
+    if symmetric:
+        np.fill_diagonal(D, 0)
+    D *= -kernel._gamma(X.shape[1])
+    np.exp(D, out=D)
+    return D
+
+
+class _BlockBuffers:
+    def __init__(self):
+        self._free = {}
+        self._lock = threading.Lock()
+
+    def take(self, shape, dtype):
+        key = (tuple(int(s) for s in shape), np.dtype(dtype).str)
+        with self._lock:
+            stack = self._free.get(key)
+            if stack:
+                return stack.pop()
+        return np.empty(key[0], dtype=dtype)
+
+    def give(self, array):
+        with self._lock:
+            self._free.setdefault((array.shape, array.dtype.str), []).append(array)
+
+    def __reduce__(self):
+        return (type(self), ())
+
+
 # --------------------------------------------------------------------------- #
 # Direct I/O on the shards of an uncompressed store
 # --------------------------------------------------------------------------- #
 
 _NO_CHUNK = 2**64 - 1  # offset and length of an absent inner chunk in a shard index
-_STRIP_ROWS = 256  # rows per file write of a padded or transposed shard (a few MB)
+_STRIP_ROWS = int(os.environ.get("DK_STRIP", 256))  # rows per file write of a padded or transposed shard (a few MB)
 _TILE = 64  # rows of the source per pass of the tiled transpose (stays in L1/L2)
 
 
@@ -205,7 +245,7 @@ def _transpose_strip(src, dst, start):
                 dst[k, i] = src[i, start + k]
 
 
-_WRITE_BYTES = 8 * 2**20  # bytes per write call: measured faster than one call per 128 MB block
+_WRITE_BYTES = int(os.environ.get("DK_WB", 8 * 2**20))  # bytes per write call: measured faster than one call per 128 MB block
 
 
 def _write_all(fd, buffer):
@@ -270,7 +310,7 @@ class _ShardFiles:
         return os.path.join(self.root, *self._chunk_key((i, j)).split("/"))
 
     # ---------------------------------------------------------------- writing
-    def write(self, i, j, K, transposed=False):
+    def write(self, i, j, K, transposed=False, buffers=None):
         """Write shard (i, j): the block ``K``, or ``K.T`` with ``transposed`` (no transposed copy of K is made)."""
         K = np.asarray(K, dtype=self.dtype)
         h, w = (K.shape[1], K.shape[0]) if transposed else K.shape
@@ -282,6 +322,11 @@ class _ShardFiles:
         try:
             if not transposed and w == self.cc and padded_rows == h and K.flags.c_contiguous:
                 _write_all(fd, K)
+            elif transposed and w == self.cc and padded_rows == h and buffers is not None and os.environ.get("DK_MIRROR") == "full":
+                T = buffers.take((h, w), self.dtype)
+                _transpose_strip(K, T, 0)
+                _write_all(fd, T)
+                buffers.give(T)
             else:
                 strip = np.full((min(_STRIP_ROWS, padded_rows), self.cc), np.nan, dtype=self.dtype)
                 for a in range(0, padded_rows, strip.shape[0]):
@@ -382,12 +427,16 @@ class _ShardFiles:
         return out[:h, :w]
 
 
-def _write_block(X, Z, kernel, grid, i, j, dtype, path):
+def _write_block(X, Z, kernel, grid, i, j, dtype, path, buffers=None):
     """Evaluate block (i, j), write it (and its mirror) into the store, then flag it done.
 
     Returns the number of blocks evaluated (1), so a run can count its work.
     """
-    K = _evaluate_block(X, Z, kernel, grid, i, j, dtype)
+    rows, cols = grid.rows(i), grid.cols(j)
+    buf = None
+    if buffers is not None:
+        buf = buffers.take((rows.stop - rows.start, cols.stop - cols.start), dtype)
+    K = _evaluate_block(X, Z, kernel, grid, i, j, dtype, out=buf)
     rows, cols = grid.rows(i), grid.cols(j)
     store = zarr.open_array(store=path, path="K", mode="r+", config=_ARRAY_CONFIG)
     shards = _ShardFiles.of(store, os.path.join(path, "K"))
@@ -395,7 +444,7 @@ def _write_block(X, Z, kernel, grid, i, j, dtype, path):
     if shards is not None:
         shards.write(i, j, K)
         if mirrored:
-            shards.write(j, i, K, transposed=True)
+            shards.write(j, i, K, transposed=True, buffers=buffers)
     else:
         store[rows, cols] = K
         if mirrored:
@@ -409,6 +458,8 @@ def _write_block(X, Z, kernel, grid, i, j, dtype, path):
     done[i, j] = 1
     if mirrored:
         done[j, i] = 1
+    if buf is not None:
+        buffers.give(buf)
     return 1
 
 
@@ -1032,9 +1083,16 @@ def _compute_into_store(X, Z, kernel, grid, dtype, meta, path, overwrite, client
     try:
         if pairs:
             Xk, Zk = _data_keys(X, Z, grid, client)
-            tasks = [dask.delayed(_write_block, pure=False)(Xk, Zk, kernel, grid, i, j, dtype, path)
+            buffers = _BlockBuffers() if os.environ.get("DK_BUF") == "1" else None
+            tasks = [dask.delayed(_write_block, pure=False)(Xk, Zk, kernel, grid, i, j, dtype, path, buffers)
                      for i, j in pairs]
-            n_computed = sum(compute_with_progress(tasks, client, options.progress))
+            blas = os.environ.get("DK_BLAS")
+            if blas:
+                from threadpoolctl import threadpool_limits
+                with threadpool_limits(int(blas), "blas"):
+                    n_computed = sum(compute_with_progress(tasks, client, options.progress))
+            else:
+                n_computed = sum(compute_with_progress(tasks, client, options.progress))
     finally:
         done = blocks.done(refresh=True)
         blocks.group.attrs.update({

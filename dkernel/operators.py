@@ -134,8 +134,9 @@ class DenseGram:
         return f"DenseGram(n={self.n}, dtype={self.dtype.name})"
 
 
-def _kernel_block(X, Z, kernel):
-    return kernel.block(X, Z)
+def _kernel_slices(X, rows, Z, cols, kernel, symmetric):
+    """``K(X[rows], Z[cols])`` for one block of a lazy Gram; ``rows``/``cols`` are (start, stop)."""
+    return np.asarray(kernel.block(X[rows[0]:rows[1]], Z[cols[0]:cols[1]], symmetric=symmetric))
 
 
 class KernelGram:
@@ -147,8 +148,8 @@ class KernelGram:
 
     Parameters
     ----------
-    X : array-like of shape (n, d)
-        Training data (dense).
+    X : array-like or CSR matrix of shape (n, d)
+        Training data.
     kernel : str, dict or Kernel, default="rbf"
         See :func:`dkernel.kernels.get_kernel`; ``gamma=None`` is resolved
         to ``1/d`` here.
@@ -159,7 +160,7 @@ class KernelGram:
     """
 
     def __init__(self, X, kernel="rbf", *, chunk=_DEFAULT_CHUNK, **kernel_params):
-        self.X = check_data(X, name="X", allow_sparse=False)
+        self.X = check_data(X, name="X")
         self.kernel = get_kernel(kernel, **kernel_params).resolve(self.X.shape[1])
         c = min(int(chunk), self.X.shape[0])
         self.chunks = (c, c)
@@ -186,26 +187,37 @@ class KernelGram:
             self._diag = self.kernel.diag(self.X)
         return self._diag
 
-    def _X_dask(self):
+    def _X_key(self):
         if self._Xd is None:
-            # from_array puts X into the graph once; every block task slices that key.
-            self._Xd = da.from_array(self.X, chunks=(self.chunks[0], self.X.shape[1]))
+            # X enters the graph once, as one key that every block task slices (dense or CSR).
+            self._Xd = dask.delayed(self.X, pure=True)
         return self._Xd
+
+    def _bounds(self):
+        c = self.chunks[0]
+        return [(start, min(start + c, self.n)) for start in range(0, self.n, c)]
+
+    def _lazy_blocks(self, Z, z_bounds, symmetric):
+        X = self._X_key()
+        return da.block([
+            [
+                da.from_delayed(
+                    dask.delayed(_kernel_slices)(X, r, Z, c, self.kernel, symmetric and r == c),
+                    shape=(r[1] - r[0], c[1] - c[0]), dtype=self.dtype,
+                )
+                for c in z_bounds
+            ]
+            for r in self._bounds()
+        ])
 
     @property
     def dask(self):
-        Xd = self._X_dask()
-        return da.blockwise(
-            _kernel_block, "ij", Xd, "ik", Xd, "jk", kernel=self.kernel, dtype=self.dtype, concatenate=True
-        )
+        return self._lazy_blocks(self._X_key(), self._bounds(), symmetric=True)
 
     def columns(self, indices):
         """Lazy ``K(X, X[indices])`` in row blocks of ``chunk`` rows."""
-        XS = da.from_array(self.X[np.asarray(indices, dtype=np.intp)], chunks=-1)
-        return da.blockwise(
-            _kernel_block, "ij", self._X_dask(), "ik", XS, "jk", kernel=self.kernel, dtype=self.dtype,
-            concatenate=True,
-        )
+        XS = self.X[np.asarray(indices, dtype=np.intp)]
+        return self._lazy_blocks(dask.delayed(XS, pure=True), [(0, XS.shape[0])], symmetric=False)
 
     def principal_submatrix(self, indices):
         XS = self.X[np.asarray(indices, dtype=np.intp)]
@@ -232,7 +244,7 @@ class KernelGram:
 
 
 def _check_new(X_new, X_train):
-    X_new = check_data(X_new, name="X_new", what="evaluating the kernel on new points", allow_sparse=False)
+    X_new = check_data(X_new, name="X_new", what="evaluating the kernel on new points")
     check_same_features(X_new, X_train, "X_new", "X_train")
     return X_new
 

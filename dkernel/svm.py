@@ -396,7 +396,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         return get_kernel(self.kernel, **params)
 
     def _training_gram(self, X, kernel, client):
-        """The Gram source of the training data (before views) and whether it is whole in memory."""
+        """The Gram source of the training data, before views; records how it is held in ``gram_dtype_``."""
         if self._precomputed:
             self.gram_dtype_ = "precomputed"
             return X

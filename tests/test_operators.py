@@ -206,3 +206,17 @@ def test_graf_intercept_moves_the_hyperplane_of_a_trained_svm():
         b_new = graf_threshold(-clf.intercept_[0] / w, w)
     assert math.isfinite(c_new)
     assert c_new == pytest.approx(-b_new * w)
+
+
+def test_kernel_gram_of_sparse_data_equals_dense():
+    import scipy.sparse as sp
+
+    from dkernel.operators import KernelGram
+
+    X = np.random.default_rng(5).normal(size=(70, 6))
+    X[np.abs(X) < 0.8] = 0
+    dense, sparse = KernelGram(X, "rbf", gamma=0.3, chunk=32), KernelGram(sp.csr_matrix(X), "rbf", gamma=0.3, chunk=32)
+    np.testing.assert_allclose(sparse.dask.compute(), dense.dask.compute(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(sparse.columns([3, 9, 40]).compute(), dense.columns([3, 9, 40]).compute(), atol=1e-14)
+    np.testing.assert_allclose(sparse.rows([5, 1]), dense.rows([5, 1]), atol=1e-14)
+    np.testing.assert_array_equal(np.diag(sparse.dask.compute()), np.ones(70))

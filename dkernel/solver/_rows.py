@@ -20,6 +20,7 @@ centered or normalized views all plug into the solver unchanged.
 """
 
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = ["DenseRows", "KernelRows", "provider_submatrix"]
 
@@ -81,7 +82,7 @@ class KernelRows:
 
     Parameters
     ----------
-    X : ndarray of shape (n, d)
+    X : ndarray or CSR matrix of shape (n, d)
         Training data.
     kernel_fn : callable
         ``kernel_fn(A, B) -> ndarray of shape (len(A), len(B))``.
@@ -96,7 +97,8 @@ class KernelRows:
     """
 
     def __init__(self, X, kernel_fn, cache_bytes=256 * 2**20, *, diag_fn=None, block_size=256):
-        X = np.asarray(X)
+        if not sp.issparse(X):
+            X = np.asarray(X)
         if X.ndim != 2:
             raise ValueError(f"X must be a 2-D array of shape (n, d); got shape {X.shape}.")
         if not callable(kernel_fn):
