@@ -105,7 +105,9 @@ class _SubsetGram:
 
 
 def _current_client(client):
-    """The client to use: the one given, else the current distributed client if any, else None."""
+    """The client to use: the one given, none for ``False``, else the current distributed client if any."""
+    if client is False:
+        return None
     if client is not None:
         return client
     try:
@@ -185,10 +187,11 @@ class SVC(ClassifierMixin, BaseEstimator):
         fits (as libsvm's single-precision kernel cache); otherwise rows are
         computed on the fly with a cache of this size. ``None``: half of the
         available memory for the whole Gram, 1 GiB of row cache.
-    client : distributed.Client, default=None
+    client : distributed.Client or False, default=None
         Run the Gram computation (and the solver's gradient updates, without
         ``centering``/``normalize``) on this cluster. ``None`` uses the current
-        client if one exists, else this process.
+        client if one exists, else this process; ``False`` always runs in
+        this process.
     random_state : int, RandomState or None, default=None
         Sampling of ``centering_sample``.
     verbose : bool, default=False

@@ -348,10 +348,11 @@ def test_out_of_core_store_larger_than_worker_memory(small_cluster, tmp_path):
 def test_sparse_data_with_rows_computed_on_the_fly():
     X, y = make_classification(n_samples=400, n_features=40, random_state=14)
     X[np.abs(X) < 1] = 0
-    dense = SVC(kernel="rbf", gamma=0.02, C=1.0).fit(X, y)
+    # client=False: in this process even where a test above left a default client.
+    dense = SVC(kernel="rbf", gamma=0.02, C=1.0, client=False).fit(X, y)
     # A 0.5 MB budget holds neither the float64 (1.3 MB) nor the float32 (0.64 MB) 400² Gram:
     # rows are computed from the CSR matrix as needed.
-    on_the_fly = SVC(kernel="rbf", gamma=0.02, C=1.0, cache_size=0.5).fit(sp.csr_matrix(X), y)
+    on_the_fly = SVC(kernel="rbf", gamma=0.02, C=1.0, cache_size=0.5, client=False).fit(sp.csr_matrix(X), y)
     assert dense.gram_dtype_ == "float64" and on_the_fly.gram_dtype_ == "on-the-fly"
     np.testing.assert_allclose(on_the_fly.decision_function(sp.csr_matrix(X)), dense.decision_function(X),
                                atol=1e-6)
