@@ -41,12 +41,11 @@ solver worker), plus ``block(i, j)``, a lazy ``.dask`` array aligned with the za
 ``to_numpy()`` for small matrices.
 """
 
+import contextlib
 import hashlib
 import os
 import threading
 import time
-
-from numba import njit
 
 import dask
 import dask.array as da
@@ -170,11 +169,12 @@ def _mirror_upper(K, tile=512):
 
 
 def _evaluate_block(X, Z, kernel, grid, i, j, dtype, out=None):
+    """Block (i, j) of the Gram; into ``out`` (an array of the block's shape and dtype) where the kernel allows."""
     rows, cols = grid.rows(i), grid.cols(j)
     on_diagonal = grid.symmetric and i == j
     Zb = X[rows] if on_diagonal else Z[cols]
-    if out is not None and type(kernel).block is RBFKernel.block and not sp.issparse(X):
-        K = _rbf_into(kernel, X[rows], Zb, on_diagonal, out)
+    if out is not None and _evaluates_into(kernel, X, Zb, out):
+        K = _rbf_block_into(kernel, X[rows], Zb, on_diagonal, out)
     else:
         K = np.asarray(kernel.block(X[rows], Zb, symmetric=on_diagonal), dtype=dtype)
     if on_diagonal:
@@ -184,22 +184,58 @@ def _evaluate_block(X, Z, kernel, grid, i, j, dtype, out=None):
     return K
 
 
-def _rbf_into(kernel, X, Z, symmetric, out):
-    x_sq = kernel._sq_norms(X)
-    z_sq = x_sq if symmetric else kernel._sq_norms(Z)
+def _evaluates_into(kernel, X, Z, out):
+    """Whether :func:`_rbf_block_into` gives this block: the built-in RBF kernel on dense data of ``out``'s dtype."""
+    return (
+        type(kernel) is RBFKernel
+        and isinstance(X, np.ndarray)
+        and isinstance(Z, np.ndarray)
+        and X.dtype == Z.dtype == out.dtype
+        and out.dtype in (np.float32, np.float64)
+        and out.flags.c_contiguous
+    )
+
+
+_PASS_ROWS = 64  # rows per element-wise pass of _rbf_block_into (a few hundred KB to 2 MB: stays in L2)
+
+
+def _rbf_block_into(kernel, X, Z, symmetric, out):
+    """``RBFKernel.block(X, Z, symmetric=symmetric)`` computed into ``out``: the same values, bit for bit.
+
+    The BLAS product is written straight into ``out``, then the element-wise
+    steps of :meth:`RBFKernel.block` (same operations, order and dtype) run
+    on strips of ``_PASS_ROWS`` rows, all steps on one strip while it is in
+    cache, instead of one pass over the whole block per step. (Bit for bit
+    under the same BLAS thread count: BLAS products may differ in the last
+    bit between thread counts.)
+    """
+    x_sq = kernel._sq_norms(X).astype(out.dtype, copy=False)
+    z_sq = x_sq if symmetric else kernel._sq_norms(Z).astype(out.dtype, copy=False)
     D = np.matmul(X, Z.T, out=out)
-    D *= -2
-    D += x_sq.reshape(-1, 1)
-    D += z_sq.reshape(1, -1)
-    np.maximum(D, 0, out=D)
-    if symmetric:
-        np.fill_diagonal(D, 0)
-    D *= -kernel._gamma(X.shape[1])
-    np.exp(D, out=D)
+    gamma = kernel._gamma(X.shape[1])
+    z_row = z_sq.reshape(1, -1)
+    for a in range(0, D.shape[0], _PASS_ROWS):
+        S = D[a : a + _PASS_ROWS]
+        S *= -2
+        S += x_sq[a : a + _PASS_ROWS].reshape(-1, 1)
+        S += z_row
+        np.maximum(S, 0, out=S)
+        if symmetric:
+            diagonal = np.arange(a, min(a + S.shape[0], S.shape[1]))
+            S[diagonal - a, diagonal] = 0
+        S *= -gamma
+        np.exp(S, out=S)
     return D
 
 
 class _BlockBuffers:
+    """Block-sized arrays shared by the block tasks of one run, so that each block does not allocate its own.
+
+    A task takes a buffer, evaluates its block into it and gives it back once
+    the block is written; a run holds as many buffers as tasks run at once.
+    Pickled (sent to a cluster's workers) it arrives empty.
+    """
+
     def __init__(self):
         self._free = {}
         self._lock = threading.Lock()
@@ -207,9 +243,9 @@ class _BlockBuffers:
     def take(self, shape, dtype):
         key = (tuple(int(s) for s in shape), np.dtype(dtype).str)
         with self._lock:
-            stack = self._free.get(key)
-            if stack:
-                return stack.pop()
+            free = self._free.get(key)
+            if free:
+                return free.pop()
         return np.empty(key[0], dtype=dtype)
 
     def give(self, array):
@@ -225,30 +261,28 @@ class _BlockBuffers:
 # --------------------------------------------------------------------------- #
 
 _NO_CHUNK = 2**64 - 1  # offset and length of an absent inner chunk in a shard index
-_STRIP_ROWS = int(os.environ.get("DK_STRIP", 256))  # rows per file write of a padded or transposed shard (a few MB)
-_TILE = 64  # rows of the source per pass of the tiled transpose (stays in L1/L2)
+_STRIP_ROWS = 256  # rows per file write of a padded or transposed shard (a few MB)
+_TILE = 32  # rows of the source per copy of the tiled transpose (tens of KB: stays in L1/L2)
 
 
-@njit(nogil=True, cache=True)
 def _transpose_strip(src, dst, start):
     """``dst[k, :src.shape[0]] = src[:, start + k]`` for each row k of ``dst``.
 
     Tiled over the rows of ``src`` so that the columns read stay in cache:
-    3-4 times faster than numpy's copy of a transposed view, and it releases
-    the GIL, so a block's mirror is written while another block is computed.
+    3-4 times faster than one copy of the whole transposed view. numpy
+    releases the GIL during each tile's copy, so a block's mirror is written
+    while another block is computed.
     """
-    width = src.shape[0]
-    for i0 in range(0, width, _TILE):
-        i1 = min(i0 + _TILE, width)
-        for k in range(dst.shape[0]):
-            for i in range(i0, i1):
-                dst[k, i] = src[i, start + k]
+    n = dst.shape[0]
+    for i0 in range(0, src.shape[0], _TILE):
+        np.copyto(dst[:, i0 : i0 + _TILE], src[i0 : i0 + _TILE, start : start + n].T)
 
 
-_WRITE_BYTES = int(os.environ.get("DK_WB", 8 * 2**20))  # bytes per write call: measured faster than one call per 128 MB block
+_WRITE_BYTES = 2**30  # bytes per write call at most (Linux writes at most 2 GiB - 4 KiB per call)
 
 
 def _write_all(fd, buffer):
+    """Write all of ``buffer`` at the file position: one call for a block of a few hundred MB."""
     view = memoryview(buffer).cast("B")
     while view.nbytes:
         view = view[os.write(fd, view[:_WRITE_BYTES]):]
@@ -310,7 +344,7 @@ class _ShardFiles:
         return os.path.join(self.root, *self._chunk_key((i, j)).split("/"))
 
     # ---------------------------------------------------------------- writing
-    def write(self, i, j, K, transposed=False, buffers=None):
+    def write(self, i, j, K, transposed=False):
         """Write shard (i, j): the block ``K``, or ``K.T`` with ``transposed`` (no transposed copy of K is made)."""
         K = np.asarray(K, dtype=self.dtype)
         h, w = (K.shape[1], K.shape[0]) if transposed else K.shape
@@ -322,11 +356,6 @@ class _ShardFiles:
         try:
             if not transposed and w == self.cc and padded_rows == h and K.flags.c_contiguous:
                 _write_all(fd, K)
-            elif transposed and w == self.cc and padded_rows == h and buffers is not None and os.environ.get("DK_MIRROR") == "full":
-                T = buffers.take((h, w), self.dtype)
-                _transpose_strip(K, T, 0)
-                _write_all(fd, T)
-                buffers.give(T)
             else:
                 strip = np.full((min(_STRIP_ROWS, padded_rows), self.cc), np.nan, dtype=self.dtype)
                 for a in range(0, padded_rows, strip.shape[0]):
@@ -430,36 +459,39 @@ class _ShardFiles:
 def _write_block(X, Z, kernel, grid, i, j, dtype, path, buffers=None):
     """Evaluate block (i, j), write it (and its mirror) into the store, then flag it done.
 
+    With ``buffers`` (a :class:`_BlockBuffers`) and an uncompressed store, the
+    block is evaluated into a buffer taken from it and given back once written.
     Returns the number of blocks evaluated (1), so a run can count its work.
     """
-    rows, cols = grid.rows(i), grid.cols(j)
-    buf = None
-    if buffers is not None:
-        buf = buffers.take((rows.stop - rows.start, cols.stop - cols.start), dtype)
-    K = _evaluate_block(X, Z, kernel, grid, i, j, dtype, out=buf)
     rows, cols = grid.rows(i), grid.cols(j)
     store = zarr.open_array(store=path, path="K", mode="r+", config=_ARRAY_CONFIG)
     shards = _ShardFiles.of(store, os.path.join(path, "K"))
     mirrored = grid.symmetric and i != j
-    if shards is not None:
-        shards.write(i, j, K)
-        if mirrored:
-            shards.write(j, i, K, transposed=True, buffers=buffers)
-    else:
-        store[rows, cols] = K
-        if mirrored:
-            # zarr copies a transposed (Fortran-ordered) view element by element; one
-            # contiguous copy first is several times faster.
-            store[cols, rows] = np.ascontiguousarray(K.T)
-    if grid.symmetric and i == j:
-        zarr.open_array(store=path, path="diag", mode="r+", config=_ARRAY_CONFIG)[rows] = np.diagonal(K)
+    buffer = None
+    if shards is not None and buffers is not None:
+        buffer = buffers.take((rows.stop - rows.start, cols.stop - cols.start), dtype)
+    try:
+        K = _evaluate_block(X, Z, kernel, grid, i, j, dtype, out=buffer)
+        if shards is not None:
+            shards.write(i, j, K)
+            if mirrored:
+                shards.write(j, i, K, transposed=True)
+        else:
+            store[rows, cols] = K
+            if mirrored:
+                # zarr copies a transposed (Fortran-ordered) view element by element; one
+                # contiguous copy first is several times faster.
+                store[cols, rows] = np.ascontiguousarray(K.T)
+        if grid.symmetric and i == j:
+            zarr.open_array(store=path, path="diag", mode="r+", config=_ARRAY_CONFIG)[rows] = np.diagonal(K)
+    finally:
+        if buffer is not None:
+            buffers.give(buffer)
     # The flags come last: only chunks whose writes returned are marked complete.
     done = zarr.open_array(store=path, path="done", mode="r+", config=_ARRAY_CONFIG)
     done[i, j] = 1
     if mirrored:
         done[j, i] = 1
-    if buf is not None:
-        buffers.give(buf)
     return 1
 
 
@@ -950,7 +982,8 @@ def _compute_in_memory(X, Z, kernel, grid, dtype, client, owned, options):
     pairs = grid.evaluated_blocks()
     tasks = [dask.delayed(_evaluate_block, pure=False)(Xk, Zk, kernel, grid, i, j, dtype) for i, j in pairs]
     if client is None:
-        results = compute_with_progress(tasks, None, options.progress)
+        with _local_blas_threads(client, len(tasks)):
+            results = compute_with_progress(tasks, None, options.progress)
         blocks = {}
         for (i, j), K in zip(pairs, results):
             blocks[i, j] = K
@@ -1073,6 +1106,34 @@ def _prepare_store(path, meta, grid, overwrite, options):
     _create_store(path, meta, grid, options)
 
 
+def _local_blas_threads(client, n_tasks):
+    """Share the cores between the block tasks that Dask's local scheduler runs at once (in memory or into a store).
+
+    A context manager limiting BLAS to ``cores / tasks running at once``
+    threads (never more than it has): each task makes one BLAS call, then
+    element-wise passes and file writes, and further BLAS threads only take
+    the cores from the other tasks (OpenBLAS threads also spin while they
+    wait for work). Products computed with other thread counts may differ in
+    the last bit, so such a store can differ from an in-memory Gram by
+    rounding. A no-op with a distributed client (its workers set their own
+    limits).
+    """
+    if client is not None:
+        return contextlib.nullcontext()
+    from dask.system import CPU_COUNT
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    current = [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
+    if not current:
+        return contextlib.nullcontext()
+    if dask.config.get("scheduler", None) in ("sync", "synchronous", "single-threaded"):
+        running = 1
+    else:
+        running = dask.config.get("num_workers", None) or CPU_COUNT
+    share = max(1, CPU_COUNT // max(1, min(running, n_tasks)))
+    return threadpool_limits(limits=min(share, max(current)), user_api="blas")
+
+
 def _compute_into_store(X, Z, kernel, grid, dtype, meta, path, overwrite, client, options):
     _prepare_store(path, meta, grid, overwrite, options)
     blocks = _ZarrBlocks(path, "r+")
@@ -1083,15 +1144,10 @@ def _compute_into_store(X, Z, kernel, grid, dtype, meta, path, overwrite, client
     try:
         if pairs:
             Xk, Zk = _data_keys(X, Z, grid, client)
-            buffers = _BlockBuffers() if os.environ.get("DK_BUF") == "1" else None
+            buffers = _BlockBuffers()
             tasks = [dask.delayed(_write_block, pure=False)(Xk, Zk, kernel, grid, i, j, dtype, path, buffers)
                      for i, j in pairs]
-            blas = os.environ.get("DK_BLAS")
-            if blas:
-                from threadpoolctl import threadpool_limits
-                with threadpool_limits(int(blas), "blas"):
-                    n_computed = sum(compute_with_progress(tasks, client, options.progress))
-            else:
+            with _local_blas_threads(client, len(tasks)):
                 n_computed = sum(compute_with_progress(tasks, client, options.progress))
     finally:
         done = blocks.done(refresh=True)

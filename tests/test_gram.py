@@ -163,6 +163,91 @@ def test_store_equals_memory_over_shapes_and_chunks(n, chunk, seed):
         assert np.array_equal(stored.submatrix(idx, start, n), K[idx, start:])
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("symmetric", [False, True], ids=["cross", "diagonal"])
+def test_block_evaluated_into_a_buffer_is_the_kernel_block_to_the_bit(dtype, symmetric):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(150, 7)).astype(dtype)  # element-wise passes over strips of 64, 64 and 22 rows
+    Z = X if symmetric else rng.normal(size=(97, 7)).astype(dtype)
+    kernel = RBFKernel(gamma=0.3)
+    out = np.full((len(X), len(Z)), np.nan, dtype=dtype)
+    assert gram_module._evaluates_into(kernel, X, Z, out)
+    K = gram_module._rbf_block_into(kernel, X, Z, symmetric, out)
+    expected = kernel.block(X, Z, symmetric=symmetric)
+    assert K is out and K.dtype == expected.dtype
+    assert np.array_equal(K.view(np.uint8), expected.view(np.uint8))  # same bits, signs of zeros included
+
+
+def test_only_the_builtin_rbf_on_dense_data_is_evaluated_into_a_buffer():
+    X = np.ones((4, 2))
+    out = np.empty((4, 4))
+    assert gram_module._evaluates_into(RBFKernel(gamma=1.0), X, X, out)
+    assert not gram_module._evaluates_into(FlakyRBFKernel(gamma=1.0), X, X, out)  # subclasses keep their block()
+    assert not gram_module._evaluates_into(PolynomialKernel(gamma=1.0), X, X, out)
+    assert not gram_module._evaluates_into(RBFKernel(gamma=1.0), sp.csr_matrix(X), sp.csr_matrix(X), out)
+    X32 = X.astype(np.float32)
+    assert not gram_module._evaluates_into(RBFKernel(gamma=1.0), X32, X32, out)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_store_equals_memory_with_blocks_of_several_strips(dtype, tmp_path):
+    """Blocks larger than one element-wise pass and one transposed strip (300 > 256 rows)."""
+    X = np.random.default_rng(5).normal(size=(600, 6)).astype(dtype)
+    with dask.config.set(scheduler="synchronous"):  # one task at a time: BLAS keeps its thread count
+        memory = GramMatrix.compute(X, kernel="rbf", chunk=300, progress=False).to_numpy()
+        stored = GramMatrix.compute(X, kernel="rbf", chunk=300, store=tmp_path / "K.zarr", progress=False)
+    K = stored.to_numpy()
+    assert K.dtype == dtype
+    assert np.array_equal(K, memory) and np.array_equal(K, K.T)
+    assert np.array_equal(zarr.open_array(str(tmp_path / "K.zarr"), path="K", mode="r")[:], memory)
+    # Tasks run side by side: BLAS threads are shared out, products may differ in the last bit.
+    threaded = GramMatrix.compute(X, kernel="rbf", chunk=300, store=tmp_path / "T.zarr", progress=False)
+    T = threaded.to_numpy()
+    np.testing.assert_allclose(T, memory, rtol=1e-12 if dtype == "float64" else 1e-5, atol=0)
+    assert np.array_equal(T, T.T)
+
+
+def test_block_buffers_are_reused_and_not_shipped():
+    buffers = gram_module._BlockBuffers()
+    a = buffers.take((3, 4), np.float64)
+    buffers.give(a)
+    assert buffers.take((3, 4), np.float64) is a
+    assert buffers.take((3, 4), np.float64) is not a  # none free: a new one
+    assert buffers.take((3, 4), np.float32).dtype == np.float32
+    buffers.give(a)
+    assert cloudpickle.loads(cloudpickle.dumps(buffers))._free == {}  # a cluster's workers get an empty pool
+
+
+@register_kernel
+class BlasRecordingRBFKernel(RBFKernel):
+    """RBF that records the BLAS thread count seen by each block evaluation."""
+
+    name = "test-blas-recording-rbf"
+    seen = []
+
+    def block(self, X, Z, *, symmetric=False, **kwargs):
+        from threadpoolctl import threadpool_info
+
+        type(self).seen.append(max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"))
+        return super().block(X, Z, symmetric=symmetric, **kwargs)
+
+
+def test_store_tasks_share_the_cores_with_blas(X, tmp_path, monkeypatch):
+    from dask.system import CPU_COUNT
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas_threads()
+    monkeypatch.setattr(BlasRecordingRBFKernel, "seen", [])
+    GramMatrix.compute(X, kernel=BlasRecordingRBFKernel(gamma=0.4), chunk=5, store=tmp_path / "K.zarr",
+                       progress=False)
+    assert len(BlasRecordingRBFKernel.seen) == 55  # 10 x 10 grid, upper triangle
+    assert max(BlasRecordingRBFKernel.seen) <= max(1, CPU_COUNT // min(CPU_COUNT, 55))
+    assert blas_threads() == before  # restored after the run
+
+
 # --------------------------------------------------------------------------- #
 # Store round trip and reading
 # --------------------------------------------------------------------------- #
