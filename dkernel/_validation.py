@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from .exceptions import EmptyInputError, FeatureMismatchError, NonFiniteInputError
 
-__all__ = ["check_data", "check_same_features", "first_nonfinite"]
+__all__ = ["check_data", "check_finite", "check_same_features", "first_nonfinite"]
 
 FLOAT_DTYPES = (np.float64, np.float32)
 
@@ -58,14 +58,12 @@ def check_data(X, *, name="X", what="computing a Gram matrix", dtype=None, allow
         target = dtype or (X.dtype if X.dtype in FLOAT_DTYPES else np.float64)
         X = X.astype(target, copy=False)
         X.sort_indices()
-        data = X.data
     else:
         X = np.asarray(X)
         if X.dtype == object:
             raise TypeError(f"{name} has dtype object; pass a numeric array.")
         target = dtype or (X.dtype if X.dtype in FLOAT_DTYPES else np.float64)
         X = np.ascontiguousarray(X, dtype=target)
-        data = X
     if X.ndim != 2:
         raise ValueError(
             f"{name} must be a 2-D array of shape (n_samples, n_features); got {X.ndim}-D "
@@ -75,19 +73,27 @@ def check_data(X, *, name="X", what="computing a Gram matrix", dtype=None, allow
         raise EmptyInputError(
             f"{name} is empty (shape {X.shape}); at least one sample and one feature are required."
         )
-    if sp.issparse(X):
-        if not np.isfinite(data).all():
-            bad = ~np.isfinite(data)
-            rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-            n_nan = int(np.isnan(data).sum())
-            raise NonFiniteInputError(
-                _describe_nonfinite(name, n_nan, int(bad.sum()) - n_nan, int(rows[bad][0]), what)
-            )
-    else:
-        bad = first_nonfinite(data)
-        if bad is not None:
-            raise NonFiniteInputError(_describe_nonfinite(name, *bad, what))
+    check_finite(X, name=name, what=what)
     return X
+
+
+def check_finite(X, *, name="X", what="computing a Gram matrix"):
+    """Raise :class:`NonFiniteInputError` if a dense or CSR matrix holds NaN or infinite values.
+
+    The message gives the number of NaN and infinite values and the first
+    offending row.
+    """
+    if sp.issparse(X):
+        data = X.data
+        if np.isfinite(data).all():
+            return
+        bad = ~np.isfinite(data)
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        n_nan = int(np.isnan(data).sum())
+        raise NonFiniteInputError(_describe_nonfinite(name, n_nan, int(bad.sum()) - n_nan, int(rows[bad][0]), what))
+    bad = first_nonfinite(np.asarray(X))
+    if bad is not None:
+        raise NonFiniteInputError(_describe_nonfinite(name, *bad, what))
 
 
 def check_same_features(X, Z, x_name="X", z_name="Z"):

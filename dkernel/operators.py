@@ -79,10 +79,6 @@ class GrafThresholdError(DKernelError, ValueError):
 # --------------------------------------------------------------------------- #
 
 
-def _row_chunks(n, c):
-    return tuple(min(c, n - s) for s in range(0, n, c))
-
-
 class DenseGram:
     """A small square Gram matrix held in memory, with the Gram reading interface.
 

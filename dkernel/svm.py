@@ -22,8 +22,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._dense import dense_symmetric_gram
+from ._validation import check_finite
 from .centering import Centering, delta_b
-from .exceptions import NonFiniteInputError
 from .kernels import Kernel, NormalizedKernel, get_kernel, kernel_from_dict
 from .operators import CenteredGram, KernelGram, NormalizedGram, graf_intercept
 from .solver import DenseRows, KernelRows, solve_qp
@@ -101,6 +101,9 @@ class _SubsetGram:
 
     @property
     def dask(self):
+        if hasattr(self.base, "columns"):
+            # Only the columns of the subset: n × m kernel work, not n × n.
+            return self.base.columns(self.index)[self.index]
         return self.base.dask[self.index][:, self.index]
 
 
@@ -350,7 +353,7 @@ class SVC(ClassifierMixin, BaseEstimator):
             ensure_all_finite=False,
             order="C",
         )
-        _check_finite(X, "X")
+        check_finite(X, name="X", what="fitting or predicting")
         return X, y
 
     def _validate_precomputed_fit(self, X, y):
@@ -372,7 +375,7 @@ class SVC(ClassifierMixin, BaseEstimator):
                 f"a precomputed Gram matrix must be square (n_samples, n_samples); got shape {X.shape}. "
                 f"Pass K(X_train, X_train) to fit and K(X_test, X_train) to predict."
             )
-        _check_finite(X, "the precomputed Gram matrix")
+        check_finite(X, name="the precomputed Gram matrix", what="fitting")
         scale = max(1.0, float(np.abs(X).max()))
         if not np.allclose(X, X.T, rtol=1e-10, atol=1e-10 * scale):
             raise ValueError(
@@ -653,11 +656,11 @@ class SVC(ClassifierMixin, BaseEstimator):
                     f"X should be a kernel matrix of shape (n_test, {n_train}) between test and training "
                     f"points; got {X.shape}."
                 )
-            _check_finite(X, "the precomputed test kernel")
+            check_finite(X, name="the precomputed test kernel", what="predicting")
             return X
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False,
                           ensure_all_finite=False, order="C")
-        _check_finite(X, "X")
+        check_finite(X, name="X", what="fitting or predicting")
         return X
 
     def _lazy(self, X, fn, n_out):
@@ -860,21 +863,6 @@ def _materialize(X):
     if _is_dask(X):
         return X.compute()
     return X
-
-
-def _check_finite(X, name):
-    data = X.data if sp.issparse(X) else X
-    finite = np.isfinite(data)
-    if finite.all():
-        return
-    if sp.issparse(X):
-        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))[~finite]
-    else:
-        rows = np.flatnonzero(~finite.all(axis=1)) if data.ndim == 2 else np.flatnonzero(~finite)
-    raise NonFiniteInputError(
-        f"{name} has {int((~finite).sum())} NaN or infinite values (first in row {int(rows[0])}); "
-        f"remove or impute them before fitting or predicting."
-    )
 
 
 def _check_labels(y):

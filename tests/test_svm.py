@@ -359,3 +359,13 @@ def test_sparse_data_with_rows_computed_on_the_fly():
     centered = SVC(kernel="rbf", gamma=0.02, C=1.0, cache_size=0.5, centering="class-balanced",
                    normalize=True).fit(sp.csr_matrix(X), y)
     assert centered.score(sp.csr_matrix(X), y) > 0.9
+
+
+def test_multiclass_centering_on_the_fly_equals_whole_gram():
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:500], y[:500]
+    whole = SVC(kernel="rbf", gamma=0.001, C=10, centering="class-balanced", client=False).fit(X, y)
+    # 0.5 MB holds neither Gram of 500 points: each pair's centering reads only its columns K(X, X_pair).
+    rows = SVC(kernel="rbf", gamma=0.001, C=10, centering="class-balanced", cache_size=0.5, client=False).fit(X, y)
+    assert whole.gram_dtype_ == "float64" and rows.gram_dtype_ == "on-the-fly"
+    np.testing.assert_allclose(rows.decision_function(X), whole.decision_function(X), atol=1e-6)
