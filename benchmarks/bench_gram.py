@@ -7,7 +7,12 @@ same data for each dtype, and the ratios:
   :func:`sklearn.metrics.pairwise_kernels` (target >= 1.0: dkernel evaluates
   only the blocks on and above the diagonal);
 * ``zarr / memory``: time of a run that writes the store relative to the
-  in-memory run (target <= 1.5), for each chunk codec.
+  in-memory run (target <= 1.5), for each chunk codec;
+
+and, as the floor of any store, the time to write the same number of bytes
+from an already computed array. Each figure is the median of ``--repeat``
+interleaved runs; by default each run starts after touching twice the Gram's
+size of memory (``--pages warm``, see :func:`touch_free_memory`).
 
 It also times ``rows(idx)`` on the store for scattered indices, the access
 pattern of the SVM solver, and ``submatrix(idx, n // 2, n)``, the column slab
@@ -20,6 +25,7 @@ Usage::
     python benchmarks/bench_gram.py                    # n=20000, d=64 (a few minutes, ~8 GB RAM)
     python benchmarks/bench_gram.py --n 5000 --d 32    # quick
     python benchmarks/bench_gram.py --inner-rows 4     # rows per inner zarr chunk
+    python benchmarks/bench_gram.py --pages as-is      # no memory touched between runs
 """
 
 import argparse
@@ -38,56 +44,107 @@ from dkernel._options import inner_rows as inner_rows_of
 from dkernel.gram import GramMatrix, store_size_bytes
 
 
-def timed(fn):
+def touch_free_memory(nbytes):
+    """Write to ``nbytes`` of fresh memory and free it again.
+
+    On a virtual machine, memory the guest has left free for a few seconds
+    may be handed back to the host, and the next use of those pages faults
+    them in again (here: writes into such pages ran at about a quarter of
+    the speed). Touching as much memory as the next run will use before each
+    timed run puts scikit-learn, the in-memory Gram and the store in the same
+    state: that of a process that keeps working.
+    """
+    if nbytes > 0:
+        np.ones(int(nbytes) // 8).fill(0.0)
+
+
+def timed(fn, warm_bytes=0):
+    touch_free_memory(warm_bytes)
     gc.collect()
     start = time.perf_counter()
     result = fn()
     return result, time.perf_counter() - start
 
 
-def bench_dtype(X, dtype, codecs, chunk, tmpdir, n_rows, inner_rows):
+def write_floor(nbytes, folder, warm_bytes=0, block_bytes=2**27):
+    """Seconds to write ``nbytes`` of an already computed array into files under ``folder`` (no kernel work).
+
+    The same volume a store of the Gram holds, written from one buffer in
+    pieces of a block's size: what the page cache costs on this machine
+    before any kernel is evaluated.
+    """
+    buffer = np.random.default_rng(1).random(block_bytes // 8)
+    os.makedirs(folder, exist_ok=True)
+    touch_free_memory(warm_bytes)
+    gc.collect()
+    start = time.perf_counter()
+    for k in range(-(-nbytes // buffer.nbytes)):
+        piece = buffer[: min(buffer.size, (nbytes - k * buffer.nbytes) // 8)]
+        with open(os.path.join(folder, f"piece-{k}"), "wb") as f:
+            f.write(piece)
+    seconds = time.perf_counter() - start
+    shutil.rmtree(folder)
+    return seconds
+
+
+def bench_dtype(X, dtype, codecs, chunk, tmpdir, n_rows, inner_rows, repeat, warm_pages):
     n, d = X.shape
     X = X.astype(dtype)
     gamma = 1.0 / d
     entries = float(n) * n
-    print(f"\n== {np.dtype(dtype).name}: n={n}, d={d}, rbf gamma={gamma:g}, chunk={chunk or 'default'} ==")
-
-    K, t_sklearn = timed(lambda: pairwise_kernels(X, metric="rbf", gamma=gamma))
-    assert K.dtype == dtype
-    del K
+    itemsize = np.dtype(dtype).itemsize
+    warm = 2 * n * n * itemsize if warm_pages else 0
+    print(f"\n== {np.dtype(dtype).name}: n={n}, d={d}, rbf gamma={gamma:g}, chunk={chunk or 'default'}, "
+          f"median of {repeat} runs, " + (f"{warm / 1e9:.1f} GB of memory touched before each run ==" if warm
+                                          else "memory as left by the previous run =="))
 
     options = GramOptions(chunk=chunk, progress=False)
-    gram, t_memory = timed(lambda: GramMatrix.compute(X, kernel="rbf", gamma=gamma, options=options))
-    chunks = gram.chunks
-    del gram
+    times = {"sklearn": [], "memory": [], "floor": [], **{codec: [] for codec in codecs}}
+    sizes, reads = {}, {}
+    # The runs are interleaved (scikit-learn, memory, each store, the raw write, then again), so
+    # that a change of the machine's state during the benchmark affects every column alike.
+    for run in range(repeat):
+        K, t = timed(lambda: pairwise_kernels(X, metric="rbf", gamma=gamma), warm)
+        assert K.dtype == dtype
+        times["sklearn"].append(t)
+        del K
+        gram, t = timed(lambda: GramMatrix.compute(X, kernel="rbf", gamma=gamma, options=options), warm)
+        times["memory"].append(t)
+        chunks = gram.chunks
+        del gram
+        for codec in codecs:
+            path = os.path.join(tmpdir, f"bench-{codec}.zarr")
+            shutil.rmtree(path, ignore_errors=True)
+            codec_options = GramOptions(chunk=chunk, progress=False, codec=codec, inner_rows=inner_rows)
+            _, t = timed(lambda: GramMatrix.compute(X, kernel="rbf", gamma=gamma, store=path,
+                                                     options=codec_options), warm)
+            times[codec].append(t)
+            if run == repeat - 1:
+                sizes[codec] = store_size_bytes(path)
+                idx = np.random.default_rng(0).choice(n, size=min(n_rows, n), replace=False)
+                reader = GramMatrix.open(path)
+                _, t_rows = timed(lambda: reader.rows(idx))
+                _, t_slab = timed(lambda: reader.submatrix(idx, n // 2, n))
+                reads[codec] = (t_rows, t_slab, len(idx))
+                reader = None
+            shutil.rmtree(path, ignore_errors=True)
+        times["floor"].append(write_floor(n * n * itemsize, os.path.join(tmpdir, "floor"), warm))
 
-    rows = [("scikit-learn pairwise_kernels", t_sklearn, ""), ("dkernel in memory", t_memory, "")]
-    store_results = []
-    for codec in codecs:
-        path = os.path.join(tmpdir, f"bench-{codec}.zarr")
-        shutil.rmtree(path, ignore_errors=True)
-        codec_options = GramOptions(chunk=chunk, progress=False, codec=codec, inner_rows=inner_rows)
-        _, t_store = timed(lambda: GramMatrix.compute(X, kernel="rbf", gamma=gamma, store=path,
-                                                         options=codec_options))
-        size = store_size_bytes(path)
-        idx = np.random.default_rng(0).choice(n, size=min(n_rows, n), replace=False)
-        reader = GramMatrix.open(path)
-        _, t_rows = timed(lambda: reader.rows(idx))
-        _, t_slab = timed(lambda: reader.submatrix(idx, n // 2, n))
-        rows.append((f"dkernel into zarr ({codec})", t_store, f"{size / 1e9:.2f} GB on disk"))
-        store_results.append((codec, t_store, t_rows, t_slab, len(idx)))
-        reader = None
-        shutil.rmtree(path, ignore_errors=True)
-
+    med = {key: float(np.median(values)) for key, values in times.items()}
+    spread = {key: f"{min(values):.2f}-{max(values):.2f}" for key, values in times.items()}
     print(f"blocks: {chunks[0]}x{chunks[1]}, inner chunks of {inner_rows_of(chunks[0], inner_rows)} rows")
-    print(f"{'':32s} {'seconds':>8s} {'entries/s':>11s}")
-    for label, seconds, note in rows:
-        print(f"{label:32s} {seconds:8.2f} {entries / seconds:11.3e}  {note}")
-    print(f"ratio memory / sklearn (speed):  {t_sklearn / t_memory:.2f}   (target >= 1.0)")
-    for codec, t_store, _, _, _ in store_results:
-        print(f"ratio zarr({codec}) / memory (time): {t_store / t_memory:.2f}   (target <= 1.5)")
-    itemsize = np.dtype(dtype).itemsize
-    for codec, _, t_rows, t_slab, n_idx in store_results:
+    print(f"{'':34s} {'seconds':>8s} {'(range)':>11s} {'entries/s':>11s}")
+    rows = [("scikit-learn pairwise_kernels", "sklearn", ""), ("dkernel in memory", "memory", "")]
+    rows += [(f"dkernel into zarr ({codec})", codec, f"{sizes[codec] / 1e9:.2f} GB on disk") for codec in codecs]
+    for label, key, note in rows:
+        print(f"{label:34s} {med[key]:8.2f} {spread[key]:>11s} {entries / med[key]:11.3e}  {note}")
+    print(f"{'write the same bytes (no kernel)':34s} {med['floor']:8.2f} {spread['floor']:>11s} "
+          f"{n * n * itemsize / med['floor'] / 1e9:8.2f} GB/s")
+    print(f"ratio memory / sklearn (speed):  {med['sklearn'] / med['memory']:.2f}   (target >= 1.0)")
+    for codec in codecs:
+        print(f"ratio zarr({codec}) / memory (time): {med[codec] / med['memory']:.2f}   (target <= 1.5); "
+              f"(memory + writing the bytes) / memory: {(med['memory'] + med['floor']) / med['memory']:.2f}")
+    for codec, (t_rows, t_slab, n_idx) in reads.items():
         print(f"rows({n_idx} random indices) from zarr({codec}): {t_rows:.3f} s "
               f"({n_idx * n * itemsize / t_rows / 1e9:.2f} GB/s of rows returned); "
               f"submatrix(same, {n // 2}, {n}): {t_slab:.3f} s")
@@ -103,6 +160,12 @@ def main(argv=None):
     parser.add_argument("--rows", type=int, default=1024, help="indices per rows() call (default: 1024)")
     parser.add_argument("--inner-rows", type=int, default=None,
                         help="rows per inner zarr chunk (default: dkernel's default, at most 16)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement; medians are printed "
+                        "(default: 3)")
+    parser.add_argument("--pages", choices=("warm", "as-is"), default="warm",
+                        help="warm: touch 2 n² itemsize bytes of memory before each timed run (see "
+                        "touch_free_memory); as-is: time each run in the memory state the previous one left "
+                        "(default: warm)")
     parser.add_argument("--tmpdir", default=None, help="folder for the stores (default: the system temp dir)")
     args = parser.parse_args(argv)
 
@@ -119,7 +182,8 @@ def main(argv=None):
     X = np.random.default_rng(0).normal(size=(args.n, args.d))
     with tempfile.TemporaryDirectory(dir=args.tmpdir) as tmpdir:
         for dtype in args.dtypes.split(","):
-            bench_dtype(X, np.dtype(dtype), args.codecs.split(","), args.chunk, tmpdir, args.rows, args.inner_rows)
+            bench_dtype(X, np.dtype(dtype), args.codecs.split(","), args.chunk, tmpdir, args.rows, args.inner_rows,
+                        args.repeat, args.pages == "warm")
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
 
 
