@@ -49,7 +49,6 @@ import time
 
 import dask
 import dask.array as da
-import numba
 import numpy as np
 import scipy.sparse as sp
 import zarr
@@ -263,28 +262,20 @@ class _BlockBuffers:
 
 _NO_CHUNK = 2**64 - 1  # offset and length of an absent inner chunk in a shard index
 _STRIP_ROWS = 256  # rows per file write of a padded or transposed shard (a few MB)
-_TILE = 16  # side of the square tiles of the transpose (2 KB of float64 each way: stays in L1)
+_TILE = 32  # rows of the source per copy of the tiled transpose (tens of KB: stays in L1/L2)
 
 
-@numba.njit(cache=True, nogil=True)
 def _transpose_strip(src, dst, start):
     """``dst[k, :src.shape[0]] = src[:, start + k]`` for each row k of ``dst``.
 
-    Copies square tiles of ``_TILE × _TILE`` values, so that both the rows
-    read and the rows written stay in L1 cache. Compiled without the GIL: a
-    block's mirror is transposed and written while another block is
-    computed. (Tiled numpy copies of transposed views were a third slower
-    and held the GIL between tiles.)
+    Tiled over the rows of ``src`` so that the columns read stay in cache:
+    3-4 times faster than one copy of the whole transposed view. numpy
+    releases the GIL during each tile's copy, so a block's mirror is written
+    while another block is computed.
     """
     n = dst.shape[0]
-    m = src.shape[0]
-    for i0 in range(0, m, _TILE):
-        i1 = min(i0 + _TILE, m)
-        for k0 in range(0, n, _TILE):
-            k1 = min(k0 + _TILE, n)
-            for i in range(i0, i1):
-                for k in range(k0, k1):
-                    dst[k, i] = src[i, start + k]
+    for i0 in range(0, src.shape[0], _TILE):
+        np.copyto(dst[:, i0 : i0 + _TILE], src[i0 : i0 + _TILE, start : start + n].T)
 
 
 _WRITE_BYTES = 2**30  # bytes per write call at most (Linux writes at most 2 GiB - 4 KiB per call)
