@@ -89,8 +89,10 @@ def main(argv=None):
           f"distributed {distributed.__version__}, zarr {zarr.__version__}")
     print(f"{os.cpu_count()} CPUs, load average before: {os.getloadavg()[0]:.2f}")
     n, d = args.n, args.d
-    X_all, y_all = make_classification(n_samples=n + args.n_test, n_features=d, n_informative=min(8, d),
-                                       n_redundant=min(4, d - min(8, d)), class_sep=1.0, flip_y=0.05, random_state=0)
+    informative = min(8, d)
+    X_all, y_all = make_classification(n_samples=n + args.n_test, n_features=d, n_informative=informative,
+                                       n_redundant=min(4, d - informative), class_sep=1.0, flip_y=0.05,
+                                       random_state=0)
     X, y, X_test = X_all[:n], y_all[:n], X_all[n:]
     gamma = 4.0 / (d * X.var())
     print(f"data: n={n}, d={d}, test points {args.n_test}; RBF gamma={gamma:.4g}, C=1, tol={args.tol:g}")
