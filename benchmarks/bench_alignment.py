@@ -29,6 +29,15 @@ from dkernel.alignment import sampled_target_alignment, target_alignment
 from dkernel.centering import Centering
 from dkernel.gram import GramMatrix
 from dkernel.operators import CenteredGram
+from _provenance import print_header  # benchmarks/_provenance.py, beside this script
+
+MEASURES = (  # the modules these figures depend on: re-run and record when one changes
+    "dkernel/alignment.py",
+    "dkernel/centering.py",
+    "dkernel/operators.py",
+    "dkernel/gram.py",
+    "dkernel/kernels.py",
+)
 
 
 def _touch(block):
@@ -51,6 +60,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    print_header()
     dask.config.set(scheduler="threads")
 
     rng = np.random.default_rng(args.seed)

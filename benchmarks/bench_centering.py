@@ -25,6 +25,14 @@ import numpy as np
 from dkernel.alignment import frobenius_norm
 from dkernel.centering import Centering, origin_products
 from dkernel.operators import CenteredGram, KernelGram
+from _provenance import print_header  # benchmarks/_provenance.py, beside this script
+
+MEASURES = (  # the modules these figures depend on: re-run and record when one changes
+    "dkernel/centering.py",
+    "dkernel/operators.py",
+    "dkernel/alignment.py",
+    "dkernel/kernels.py",
+)
 
 
 def centering_difference_norm(h_exact, h0_exact, h_sampled, h0_sampled):
@@ -48,6 +56,7 @@ def main():
     parser.add_argument("--chunk", type=int, default=4096)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    print_header()
     dask.config.set(scheduler="threads")
 
     rng = np.random.default_rng(args.seed)

@@ -42,6 +42,16 @@ from sklearn.metrics import pairwise_kernels
 from dkernel._options import GramOptions
 from dkernel._options import inner_rows as inner_rows_of
 from dkernel.gram import GramMatrix, store_size_bytes
+from _provenance import print_header  # benchmarks/_provenance.py, beside this script
+
+MEASURES = (  # the modules these figures depend on: re-run and record when one changes
+    "dkernel/gram.py",
+    "dkernel/kernels.py",
+    "dkernel/_options.py",
+    "dkernel/_dask.py",
+    "dkernel/_buffers.py",
+    "dkernel/_validation.py",
+)
 
 
 def touch_free_memory(nbytes):
@@ -168,6 +178,7 @@ def main(argv=None):
                         "(default: warm)")
     parser.add_argument("--tmpdir", default=None, help="folder for the stores (default: the system temp dir)")
     args = parser.parse_args(argv)
+    print_header()
 
     import dask
     import sklearn

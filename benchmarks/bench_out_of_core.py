@@ -34,15 +34,32 @@ from sklearn.metrics import pairwise_kernels
 
 from dkernel.gram import GramMatrix, store_size_bytes
 from dkernel.svm import SVC
+from _provenance import print_header  # benchmarks/_provenance.py, beside this script
+
+MEASURES = (  # the modules these figures depend on: re-run and record when one changes
+    "dkernel/gram.py",
+    "dkernel/svm.py",
+    "dkernel/solver",
+    "dkernel/_dask.py",
+    "dkernel/_buffers.py",
+    "dkernel/kernels.py",
+    "dkernel/_options.py",
+)
 
 
 class WorkerMemory:
-    """Peak resident memory of each worker, sampled every ``interval`` seconds in a thread."""
+    """Peak resident memory of each worker during a ``with`` block.
+
+    On Linux the kernel's own peak (``VmHWM``) is reset on entry and read on
+    exit, so no short peak is missed; elsewhere the RSS is sampled every
+    ``interval`` seconds in a thread.
+    """
 
     def __init__(self, client, interval=0.5):
         self.client = client
         self.interval = interval
         self.peak = {}
+        self.exact = os.path.exists("/proc/self/clear_refs")
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -51,6 +68,16 @@ class WorkerMemory:
         import psutil
 
         return psutil.Process().memory_info().rss
+
+    @staticmethod
+    def _reset_peak():
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+
+    @staticmethod
+    def _read_peak():
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
 
     def _sample(self):
         while not self._stop.is_set():
@@ -62,12 +89,18 @@ class WorkerMemory:
             self._stop.wait(self.interval)
 
     def __enter__(self):
-        self._thread.start()
+        if self.exact:
+            self.client.run(self._reset_peak)
+        else:
+            self._thread.start()
         return self
 
     def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
+        if self.exact:
+            self.peak = self.client.run(self._read_peak)
+        else:
+            self._stop.set()
+            self._thread.join()
 
 
 def main(argv=None):
@@ -79,6 +112,7 @@ def main(argv=None):
     parser.add_argument("--memory-limit", default="2GB", help="memory limit of each worker (default: 2GB)")
     parser.add_argument("--tmpdir", default=None, help="folder of the store (default: the system temp dir)")
     args = parser.parse_args(argv)
+    print_header()
 
     import dask
     import distributed

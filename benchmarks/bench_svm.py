@@ -20,6 +20,17 @@ from sklearn.svm import SVC as LibSVC
 
 from dkernel.kernels import RBFKernel
 from dkernel.svm import SVC
+from _provenance import print_header  # benchmarks/_provenance.py, beside this script
+
+MEASURES = (  # the modules these figures depend on: re-run and record when one changes
+    "dkernel/svm.py",
+    "dkernel/solver",
+    "dkernel/_dense.py",
+    "dkernel/kernels.py",
+    "dkernel/operators.py",
+    "dkernel/_dask.py",
+    "dkernel/_validation.py",
+)
 
 N_TEST = 2000
 
@@ -88,6 +99,7 @@ def main(argv=None):
     parser.add_argument("--skip-libsvm-above", type=int, default=10**9,
                         help="do not run scikit-learn above this n (it is quadratic-to-cubic in time)")
     args = parser.parse_args(argv)
+    print_header()
     gamma = args.gamma or 1.0 / args.d
     X_w, y_w = overlapping_classes(500, args.d, np.random.default_rng(args.seed + 1))
     _, t_warm = timed(lambda: SVC(kernel="rbf", gamma=gamma).fit(X_w, y_w))

@@ -1,4 +1,4 @@
-"""Small Dask helpers: which client to use, shipping data once, progress display.
+"""Small Dask helpers: which client to use, shipping data once, running tasks with progress.
 
 ``distributed`` is imported only when a client is involved, so that the
 threaded scheduler works without starting (or importing) anything else.
@@ -6,20 +6,44 @@ threaded scheduler works without starting (or importing) anything else.
 
 import contextlib
 import sys
+import time
 
 import dask
+from dask.callbacks import Callback
+from dask.utils import format_time, parse_timedelta
 
-__all__ = ["resolve_client", "put_data", "compute_with_progress", "start_local_cluster"]
+from .exceptions import ClusterStalledError
+
+__all__ = [
+    "resolve_client",
+    "put_data",
+    "compute_with_progress",
+    "gather_as_completed",
+    "wait_with_progress",
+    "start_local_cluster",
+    "stall_timeout",
+    "local_scheduler",
+    "client_for",
+]
+
+#: Seconds without a finished task, with every worker paused, before a run is
+#: declared stalled (dask config ``dkernel.stall-timeout``).
+DEFAULT_STALL_TIMEOUT = "120s"
+
+_PROGRESS_INTERVAL = 10.0  # seconds between progress lines when the output is not a terminal
 
 
 def resolve_client(client):
-    """Return ``(client, owned)`` for a Client, an address string, or ``None``.
+    """Return ``(client, owned)`` for a Client, an address string, ``None`` or ``False``.
 
     ``None`` means the current default client if one exists (``Client(...)``
     makes itself the default), else no client: Dask's local scheduler.
-    ``owned`` is True when the client was opened here and must be closed by
-    the caller.
+    ``False`` always means no client, even when a default one exists. A
+    string is a scheduler address (``"tcp://127.0.0.1:8786"``); the client
+    opened for it is ``owned``: the caller must close it.
     """
+    if client is False:
+        return None, False
     if client is None:
         if "distributed" not in sys.modules:
             return None, False
@@ -32,8 +56,23 @@ def resolve_client(client):
     if isinstance(client, str):
         from distributed import Client
 
-        return Client(client), True
+        return Client(client, set_as_default=False), True
+    if not hasattr(client, "submit"):
+        raise TypeError(
+            f"client must be a distributed.Client, a scheduler address string, None or False; got {client!r}."
+        )
     return client, False
+
+
+@contextlib.contextmanager
+def client_for(client):
+    """:func:`resolve_client` as a context manager: a client opened from an address is closed on exit."""
+    client, owned = resolve_client(client)
+    try:
+        yield client
+    finally:
+        if owned:
+            client.close()
 
 
 def put_data(array, client, name):
@@ -45,62 +84,249 @@ def put_data(array, client, name):
     memory) does not lose the data that the remaining tasks need.
     """
     if client is not None:
-        return client.scatter(array, broadcast=True, hash=False)
+        try:
+            return client.scatter(array, broadcast=True, hash=False, timeout=stall_timeout())
+        except (TimeoutError, ValueError):
+            # distributed scatters only to running workers: it times out when all are paused, and a
+            # worker pausing while the replicas are made fails the broadcast ("Can not use replicate").
+            _raise_if_stalled(client, stall_timeout(), what="no worker accepted the data")
+            raise
     return dask.delayed(array, name=name, pure=True)
 
 
-def compute_with_progress(tasks, client, progress):
+_LOCAL_SCHEDULERS = ("sync", "synchronous", "single-threaded", "threads", "threading", "processes", "multiprocessing")
+
+
+def local_scheduler():
+    """The scheduler for work that must run in this process: the configured local one, else threads.
+
+    A distributed client makes itself Dask's default scheduler; work given
+    ``client=False`` (or no client) must not go to it.
+    """
+    configured = dask.config.get("scheduler", None)
+    return configured if configured in _LOCAL_SCHEDULERS else "threads"
+
+
+def stall_timeout():
+    """Seconds a cluster run may go without a finished task while all its workers are paused."""
+    return parse_timedelta(dask.config.get("dkernel.stall-timeout", DEFAULT_STALL_TIMEOUT), default="s")
+
+
+# --------------------------------------------------------------------------- #
+# Progress display
+# --------------------------------------------------------------------------- #
+
+
+class TextProgress:
+    """A one-line progress display: an updating bar on a terminal, a plain line every few seconds otherwise.
+
+    ``update(done)`` is cheap to call often; ``close()`` prints the final line.
+    """
+
+    def __init__(self, total, label="tasks", stream=None, enabled=True, interval=_PROGRESS_INTERVAL):
+        self.total = int(total)
+        self.label = label
+        self.stream = sys.stderr if stream is None else stream
+        self.enabled = bool(enabled) and self.total > 0
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.interval = 0.1 if self.tty else float(interval)
+        self.started = time.monotonic()
+        self.done = 0
+        self._shown = None
+        self._closed = False
+
+    def _line(self):
+        fraction = self.done / self.total if self.total else 1.0
+        elapsed = format_time(time.monotonic() - self.started)
+        if self.tty:
+            width = 30
+            filled = int(round(width * fraction))
+            return f"[{'#' * filled}{' ' * (width - filled)}] {fraction:4.0%} | {self.done}/{self.total} " \
+                   f"{self.label} | {elapsed}"
+        return f"{self.done}/{self.total} {self.label} ({fraction:.0%}) after {elapsed}"
+
+    def update(self, done):
+        self.done = int(done)
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if self._shown is None or now - self._shown >= self.interval or self.done == self.total:
+            self._shown = now
+            self._write()
+
+    def _write(self, final=False):
+        if self.tty:
+            self.stream.write("\r" + self._line() + ("\n" if final else ""))
+        else:
+            self.stream.write(self._line() + "\n")
+        self.stream.flush()
+
+    def close(self):
+        if self.enabled and not self._closed:
+            self._closed = True
+            self._write(final=True)
+
+
+class _LocalProgress(Callback):
+    """Reports the finished tasks of a local-scheduler run to a :class:`TextProgress`."""
+
+    def __init__(self, progress):
+        super().__init__()
+        self.progress = progress
+        self.n_tasks = 0
+
+    def _start_state(self, dsk, state):
+        self.n_tasks = len(dsk)
+
+    def _posttask(self, key, result, dsk, state, worker_id):
+        done = len(state["finished"]) * self.progress.total // max(self.n_tasks, 1)
+        if done:
+            self.progress.update(done)
+
+
+# --------------------------------------------------------------------------- #
+# Running tasks
+# --------------------------------------------------------------------------- #
+
+
+def compute_with_progress(tasks, client, progress, label="tasks"):
     """Compute a list of Delayed objects and return their results in order.
 
-    With a client, the tasks run on the cluster and :func:`distributed.progress`
-    shows a text bar; without one, Dask's local scheduler runs them under a
-    :class:`dask.diagnostics.ProgressBar`. On any error the remaining tasks are
-    cancelled and the error is raised.
+    Without a client, Dask's local scheduler runs them. With one, they run on
+    the cluster and each result is gathered, and its future released, as soon
+    as it finishes (:func:`gather_as_completed`): the cluster forgets a
+    finished task and its arguments at once, so a long run holds no memory
+    for the tasks it has done. On any error the remaining tasks are cancelled
+    and the error is raised; a run whose workers are all paused (memory above
+    their pause threshold) and finish nothing for :func:`stall_timeout`
+    seconds raises :class:`ClusterStalledError` instead of waiting forever.
     """
     if not tasks:
         return []
-    if client is None:
-        bar = contextlib.nullcontext()
-        if progress:
-            from dask.diagnostics import ProgressBar
-
-            bar = ProgressBar()
-        with bar:
-            return list(dask.compute(*tasks))
-    from distributed import wait
-
-    futures = client.compute(tasks)
+    bar = TextProgress(len(tasks), label, enabled=progress)
     try:
-        if progress:
-            from distributed import progress as distributed_progress
-
-            distributed_progress(futures, notebook=False)
-        try:
-            wait(futures)
-        except Exception:  # noqa: BLE001
-            # A lost worker can surface here as a cancellation of some other task;
-            # the first failed task's own error (KilledWorker, ...) is raised below.
-            pass
-        _raise_first_task_error(futures)
-        return client.gather(futures)
+        if client is None:
+            with _LocalProgress(bar):
+                results = list(dask.compute(*tasks, scheduler=local_scheduler()))
+            bar.update(len(results))
+            return results
+        futures = client.compute(tasks)
+        del tasks
+        return gather_as_completed(client, futures, bar)
     finally:
-        client.cancel([f for f in futures if not f.done()])
+        bar.close()
 
 
-def _raise_first_task_error(futures):
-    """Raise the error of the first failed task (e.g. KilledWorker), not a later cancellation."""
-    for future in futures:
-        if future.status == "error":
-            future.result()
-    cancelled = [f for f in futures if f.status == "cancelled"]
-    if cancelled:
+def gather_as_completed(client, futures, progress=None):
+    """The results of ``futures`` in their order, each gathered and released as it completes.
+
+    Takes ownership of the list ``futures`` (it is emptied). ``progress`` is a
+    :class:`TextProgress` or None. Raises the first failed task's error,
+    :class:`ClusterStalledError` when every worker stays paused with nothing
+    finishing, and cancels whatever is left on any error.
+    """
+    from distributed import as_completed
+
+    position = {future.key: k for k, future in enumerate(futures)}
+    results = [None] * len(futures)
+    pending = as_completed(futures, loop=client.loop, with_results=True, raise_errors=False)
+    futures.clear()
+    n_done = 0
+    last_finished = time.monotonic()
+    timeout = stall_timeout()
+    try:
+        while not pending.is_empty():
+            batch = pending.next_batch(block=False)
+            if not batch:
+                if time.monotonic() - last_finished > timeout:
+                    _raise_if_stalled(client, timeout)
+                    last_finished = time.monotonic()
+                time.sleep(0.05)
+                continue
+            for future, result in batch:
+                _raise_task_error(future, result, len(position))
+                results[position[future.key]] = result
+            n_done += len(batch)
+            del batch, future, result
+            last_finished = time.monotonic()
+            if progress is not None:
+                progress.update(n_done)
+        return results
+    finally:
+        left = list(pending.futures)
+        if left:
+            client.cancel(left)
+
+
+def wait_with_progress(client, futures, progress=None):
+    """Wait for ``futures`` that stay held afterwards (a persisted collection), with progress and stall checks.
+
+    Raises the first failed task's error, or :class:`ClusterStalledError`
+    like :func:`gather_as_completed`.
+    """
+    timeout = stall_timeout()
+    last_done, last_change = -1, time.monotonic()
+    while True:
+        n_done = 0
+        for future in futures:
+            if future.status in ("error", "cancelled"):
+                _raise_task_error(future, future.exception() if future.status == "error" else None, len(futures))
+            n_done += future.status == "finished"
+        now = time.monotonic()
+        if n_done != last_done:
+            last_done, last_change = n_done, now
+            if progress is not None:
+                progress.update(n_done)
+        if n_done == len(futures):
+            return
+        if now - last_change > timeout:
+            _raise_if_stalled(client, timeout)
+            last_change = now
+        time.sleep(0.05)
+
+
+def _raise_task_error(future, result, n_tasks):
+    if future.status == "error":
+        if isinstance(result, BaseException):
+            raise result
+        _, exc, tb = result
+        raise exc.with_traceback(tb)
+    if future.status == "cancelled":
         raise RuntimeError(
-            f"{len(cancelled)} of {len(futures)} tasks were cancelled before they finished (a worker died or the "
-            f"client disconnected); run the same computation again to resume from the blocks already written."
+            f"a task of {n_tasks} was cancelled before it finished (a worker died or the client disconnected); "
+            f"run the same computation again to resume from what was already written."
         )
 
 
-def start_local_cluster(n_workers=None, threads_per_worker=None):
+def _raise_if_stalled(client, timeout, what="no task finished"):
+    """Raise :class:`ClusterStalledError` when no worker of ``client`` can run tasks (all paused, or none)."""
+    workers = client.scheduler_info(n_workers=-1).get("workers", {})
+    if not workers:
+        raise ClusterStalledError(
+            f"{what} in {format_time(timeout)} and the cluster has no workers; start workers "
+            f"(or a larger cluster) and run again: the blocks already written are kept."
+        )
+    paused = {address: info for address, info in workers.items() if str(info.get("status", "")).endswith("paused")}
+    if len(paused) < len(workers):
+        return  # some worker is running: slow tasks, not a stall
+    details = "; ".join(
+        f"{address}: {_gib(info.get('metrics', {}).get('memory'))} of {_gib(info.get('memory_limit'))}"
+        for address, info in sorted(paused.items())
+    )
+    threshold = dask.config.get("distributed.worker.memory.pause", 0.8)
+    raise ClusterStalledError(
+        f"{what} in {format_time(timeout)}: all {len(workers)} workers are paused because their "
+        f"memory is above the pause threshold ({threshold:.0%} of the memory limit) ({details}). Give the "
+        f"workers a larger memory_limit, use smaller blocks (chunk=, CLI --chunk) or fewer threads per "
+        f"worker; the blocks already written are kept and a new run resumes from them."
+    )
+
+
+def _gib(nbytes):
+    return "?" if not nbytes else f"{nbytes / 2**30:.2f} GiB"
+
+
+def start_local_cluster(n_workers=None, threads_per_worker=None, **kwargs):
     """A :class:`distributed.LocalCluster` of worker processes bound to 127.0.0.1, and its client.
 
     The dashboard is not started, so that nothing listens beyond the scheduler
@@ -114,5 +340,6 @@ def start_local_cluster(n_workers=None, threads_per_worker=None):
         processes=True,
         host="127.0.0.1",
         dashboard_address=None,
+        **kwargs,
     )
     return cluster, Client(cluster)

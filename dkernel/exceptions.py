@@ -14,6 +14,7 @@ __all__ = [
     "StoreMismatchError",
     "IncompleteStoreError",
     "InputFileError",
+    "ClusterStalledError",
 ]
 
 
@@ -47,3 +48,7 @@ class IncompleteStoreError(DKernelError, RuntimeError):
 
 class InputFileError(DKernelError, OSError):
     """An input file is missing, unreadable or in an unknown format."""
+
+
+class ClusterStalledError(DKernelError, RuntimeError):
+    """A cluster run stopped making progress: every worker is paused (memory) or there are none."""

@@ -44,8 +44,8 @@ solver worker), plus ``block(i, j)``, a lazy ``.dask`` array aligned with the za
 import contextlib
 import hashlib
 import os
-import threading
 import time
+import uuid
 
 import dask
 import dask.array as da
@@ -53,7 +53,8 @@ import numpy as np
 import scipy.sparse as sp
 import zarr
 
-from ._dask import compute_with_progress, put_data, resolve_client
+from ._buffers import block_buffer, release_pool
+from ._dask import TextProgress, compute_with_progress, put_data, resolve_client, wait_with_progress
 from ._options import GramOptions
 from ._validation import check_data, check_same_features
 from .exceptions import IncompleteStoreError, StoreMismatchError
@@ -226,34 +227,6 @@ def _rbf_block_into(kernel, X, Z, symmetric, out):
         S *= -gamma
         np.exp(S, out=S)
     return D
-
-
-class _BlockBuffers:
-    """Block-sized arrays shared by the block tasks of one run, so that each block does not allocate its own.
-
-    A task takes a buffer, evaluates its block into it and gives it back once
-    the block is written; a run holds as many buffers as tasks run at once.
-    Pickled (sent to a cluster's workers) it arrives empty.
-    """
-
-    def __init__(self):
-        self._free = {}
-        self._lock = threading.Lock()
-
-    def take(self, shape, dtype):
-        key = (tuple(int(s) for s in shape), np.dtype(dtype).str)
-        with self._lock:
-            free = self._free.get(key)
-            if free:
-                return free.pop()
-        return np.empty(key[0], dtype=dtype)
-
-    def give(self, array):
-        with self._lock:
-            self._free.setdefault((array.shape, array.dtype.str), []).append(array)
-
-    def __reduce__(self):
-        return (type(self), ())
 
 
 # --------------------------------------------------------------------------- #
@@ -456,22 +429,26 @@ class _ShardFiles:
         return out[:h, :w]
 
 
-def _write_block(X, Z, kernel, grid, i, j, dtype, path, buffers=None):
+def _write_block(X, Z, kernel, grid, i, j, dtype, path, run_id):
     """Evaluate block (i, j), write it (and its mirror) into the store, then flag it done.
 
-    With ``buffers`` (a :class:`_BlockBuffers`) and an uncompressed store, the
-    block is evaluated into a buffer taken from it and given back once written.
-    Returns the number of blocks evaluated (1), so a run can count its work.
+    For an uncompressed store the block is evaluated into a buffer of this
+    process's pool for ``run_id`` (:mod:`dkernel._buffers`), reused by the
+    run's next block on this thread; the task's arguments hold no block
+    memory. Returns the number of blocks evaluated (1), so a run can count
+    its work.
     """
     rows, cols = grid.rows(i), grid.cols(j)
     store = zarr.open_array(store=path, path="K", mode="r+", config=_ARRAY_CONFIG)
     shards = _ShardFiles.of(store, os.path.join(path, "K"))
     mirrored = grid.symmetric and i != j
-    buffer = None
-    if shards is not None and buffers is not None:
-        buffer = buffers.take((rows.stop - rows.start, cols.stop - cols.start), dtype)
-    try:
-        K = _evaluate_block(X, Z, kernel, grid, i, j, dtype, out=buffer)
+    shape = (rows.stop - rows.start, cols.stop - cols.start)
+    if shards is not None:
+        buffer = block_buffer(run_id, shape, dtype, grid.rc * grid.cc * np.dtype(dtype).itemsize)
+    else:
+        buffer = contextlib.nullcontext()
+    with buffer as out:
+        K = _evaluate_block(X, Z, kernel, grid, i, j, dtype, out=out)
         if shards is not None:
             shards.write(i, j, K)
             if mirrored:
@@ -484,9 +461,7 @@ def _write_block(X, Z, kernel, grid, i, j, dtype, path, buffers=None):
                 store[cols, rows] = np.ascontiguousarray(K.T)
         if grid.symmetric and i == j:
             zarr.open_array(store=path, path="diag", mode="r+", config=_ARRAY_CONFIG)[rows] = np.diagonal(K)
-    finally:
-        if buffer is not None:
-            buffers.give(buffer)
+        del K
     # The flags come last: only chunks whose writes returned are marked complete.
     done = zarr.open_array(store=path, path="done", mode="r+", config=_ARRAY_CONFIG)
     done[i, j] = 1
@@ -693,10 +668,10 @@ class GramMatrix:
         overwrite : bool, default=False
             Replace a store built from other data or another kernel instead
             of raising :class:`StoreMismatchError`.
-        client : distributed.Client or str, default=None
+        client : distributed.Client, str or False, default=None
             Client or scheduler address (``"tcp://127.0.0.1:8786"``). ``None``
             uses the current default client if any, else Dask's threaded
-            scheduler.
+            scheduler; ``False`` always runs in this process (threads).
         progress : bool, default=None
             Show a progress bar (``None``: the options' value, True by default).
         options : GramOptions, default=None
@@ -983,16 +958,13 @@ def _compute_in_memory(X, Z, kernel, grid, dtype, client, owned, options):
     tasks = [dask.delayed(_evaluate_block, pure=False)(Xk, Zk, kernel, grid, i, j, dtype) for i, j in pairs]
     if client is None:
         with _local_blas_threads(client, len(tasks)):
-            results = compute_with_progress(tasks, None, options.progress)
+            results = compute_with_progress(tasks, None, options.progress, label="blocks")
         blocks = {}
         for (i, j), K in zip(pairs, results):
             blocks[i, j] = K
             if grid.symmetric and i != j:
                 blocks[j, i] = K.T
         return _MemoryBlocks(blocks), len(pairs)
-
-    from distributed import progress as distributed_progress
-    from distributed import wait
 
     row_sizes, col_sizes = grid.dask_chunks()
     by_pair = dict(zip(pairs, tasks))
@@ -1009,12 +981,11 @@ def _compute_in_memory(X, Z, kernel, grid, dtype, client, owned, options):
         grid_arrays.append(row)
     array = client.persist(da.block(grid_arrays))
     futures = _futures_of(array)
-    if options.progress:
-        distributed_progress(array, notebook=False)
-    wait(futures)
-    for f in futures:
-        if f.status == "error":
-            f.result()
+    bar = TextProgress(len(futures), "blocks", enabled=options.progress)
+    try:
+        wait_with_progress(client, futures, bar)
+    finally:
+        bar.close()
     return _ClusterBlocks(array, client, owned), len(pairs)
 
 
@@ -1134,6 +1105,15 @@ def _local_blas_threads(client, n_tasks):
     return threadpool_limits(limits=min(share, max(current)), user_api="blas")
 
 
+def _release_buffers(client, run_id):
+    """Drop the block buffers of a finished run, in this process or on every worker."""
+    if client is None:
+        release_pool(run_id)
+        return
+    with contextlib.suppress(Exception):  # a worker that died took its buffers with it
+        client.run(release_pool, run_id)
+
+
 def _compute_into_store(X, Z, kernel, grid, dtype, meta, path, overwrite, client, options):
     _prepare_store(path, meta, grid, overwrite, options)
     blocks = _ZarrBlocks(path, "r+")
@@ -1144,11 +1124,14 @@ def _compute_into_store(X, Z, kernel, grid, dtype, meta, path, overwrite, client
     try:
         if pairs:
             Xk, Zk = _data_keys(X, Z, grid, client)
-            buffers = _BlockBuffers()
-            tasks = [dask.delayed(_write_block, pure=False)(Xk, Zk, kernel, grid, i, j, dtype, path, buffers)
+            run_id = "gram-run-" + uuid.uuid4().hex
+            tasks = [dask.delayed(_write_block, pure=False)(Xk, Zk, kernel, grid, i, j, dtype, path, run_id)
                      for i, j in pairs]
-            with _local_blas_threads(client, len(tasks)):
-                n_computed = sum(compute_with_progress(tasks, client, options.progress))
+            try:
+                with _local_blas_threads(client, len(tasks)):
+                    n_computed = sum(compute_with_progress(tasks, client, options.progress, label="blocks"))
+            finally:
+                _release_buffers(client, run_id)
     finally:
         done = blocks.done(refresh=True)
         blocks.group.attrs.update({

@@ -21,6 +21,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._dask import client_for
 from ._dense import dense_symmetric_gram
 from ._validation import check_finite
 from .centering import Centering, delta_b
@@ -107,20 +108,6 @@ class _SubsetGram:
         return self.base.dask[self.index][:, self.index]
 
 
-def _current_client(client):
-    """The client to use: the one given, none for ``False``, else the current distributed client if any."""
-    if client is False:
-        return None
-    if client is not None:
-        return client
-    try:
-        from distributed import default_client
-
-        return default_client()
-    except (ImportError, ValueError):
-        return None
-
-
 class SVC(ClassifierMixin, BaseEstimator):
     """C-Support Vector Classification on Dask, with feature-space centering and normalization.
 
@@ -190,11 +177,13 @@ class SVC(ClassifierMixin, BaseEstimator):
         fits (as libsvm's single-precision kernel cache); otherwise rows are
         computed on the fly with a cache of this size. ``None``: half of the
         available memory for the whole Gram, 1 GiB of row cache.
-    client : distributed.Client or False, default=None
+    client : distributed.Client, str or False, default=None
         Run the Gram computation (and the solver's gradient updates, without
-        ``centering``/``normalize``) on this cluster. ``None`` uses the current
-        client if one exists, else this process; ``False`` always runs in
-        this process.
+        ``centering``/``normalize``) on this cluster: a client, or a
+        scheduler address (``"tcp://127.0.0.1:8786"``; the client opened for
+        it is closed when ``fit`` returns). ``None`` uses the current client
+        if one exists, else this process; ``False`` always runs in this
+        process.
     random_state : int, RandomState or None, default=None
         Sampling of ``centering_sample``.
     verbose : bool, default=False
@@ -461,20 +450,19 @@ class SVC(ClassifierMixin, BaseEstimator):
         n = y.shape[0]
         C_i = self._upper_bounds(y_index, n, sample_weight)
 
-        client = _current_client(self.client)
         kernel = self._resolve_kernel(X)
         self._kernel = kernel
-        base = self._training_gram(X, kernel, client)
-        if self.normalize:
-            base = NormalizedGram(base)
-
         # A zero weight removes the sample, as in libsvm.
         keep = np.flatnonzero(C_i > 0)
         if np.unique(y_index[keep]).shape[0] < 2:
             raise ValueError("the samples with non-zero weight contain a single class; an SVM needs two.")
         problems = self._binary_problems(y_index, classes.shape[0], keep)
         rng = np.random.default_rng(_seed_from(self.random_state))
-        fits = [self._fit_binary(base, index, y_pm, C_i[index], client, rng) for index, y_pm in problems]
+        with client_for(self.client) as client:
+            base = self._training_gram(X, kernel, client)
+            if self.normalize:
+                base = NormalizedGram(base)
+            fits = [self._fit_binary(base, index, y_pm, C_i[index], client, rng) for index, y_pm in problems]
         self._store_fits(X, problems, fits, y_index)
         return self
 

@@ -19,7 +19,6 @@ gives the same results wherever the tasks run.
 
 import argparse
 import csv
-import functools
 import json
 import math
 import os
@@ -168,33 +167,20 @@ def _run_unit(run_task, task):
         return run_task(task)
 
 
-def _run_threads(run_task, tasks, progress):
+def _run_tasks(client, run_task, tasks, progress):
+    """Run the tasks on ``client`` (None: threads in this process); results are gathered as they finish."""
     import dask
-    from dask.diagnostics import ProgressBar
+
+    from dkernel._dask import compute_with_progress
 
     delayed = [dask.delayed(_run_unit, pure=False)(run_task, task) for task in tasks]
-    if progress:
-        with ProgressBar():
-            return list(dask.compute(*delayed, scheduler="threads"))
-    return list(dask.compute(*delayed, scheduler="threads"))
-
-
-def _run_distributed(client, run_task, tasks, progress):
-    from distributed import progress as distributed_progress
-
-    futures = client.map(
-        functools.partial(_run_unit, run_task), tasks, pure=False, key=[f"task-{i}" for i in range(len(tasks))]
-    )
-    if progress:
-        distributed_progress(futures, notebook=False)
-        print(file=sys.stderr)
-    return client.gather(futures)
+    return compute_with_progress(delayed, client, progress, label="tasks")
 
 
 def execute(run_task, tasks, config):
     """Run ``run_task`` over ``tasks`` on the configured scheduler; return the results in task order."""
     if config.scheduler == "threads":
-        return _run_threads(run_task, tasks, config.progress)
+        return _run_tasks(None, run_task, tasks, config.progress)
     from distributed import Client, LocalCluster
 
     if config.scheduler == "local":
@@ -206,9 +192,9 @@ def execute(run_task, tasks, config):
             host="127.0.0.1",
             dashboard_address=None,
         ) as cluster, Client(cluster) as client:
-            return _run_distributed(client, run_task, tasks, config.progress)
+            return _run_tasks(client, run_task, tasks, config.progress)
     with Client(config.scheduler) as client:
-        return _run_distributed(client, run_task, tasks, config.progress)
+        return _run_tasks(client, run_task, tasks, config.progress)
 
 
 # -------------------------------------------------------------------- summary

@@ -207,15 +207,50 @@ def test_store_equals_memory_with_blocks_of_several_strips(dtype, tmp_path):
     assert np.array_equal(T, T.T)
 
 
-def test_block_buffers_are_reused_and_not_shipped():
-    buffers = gram_module._BlockBuffers()
-    a = buffers.take((3, 4), np.float64)
-    buffers.give(a)
-    assert buffers.take((3, 4), np.float64) is a
-    assert buffers.take((3, 4), np.float64) is not a  # none free: a new one
-    assert buffers.take((3, 4), np.float32).dtype == np.float32
-    buffers.give(a)
-    assert cloudpickle.loads(cloudpickle.dumps(buffers))._free == {}  # a cluster's workers get an empty pool
+def test_block_buffers_are_reused_per_run_and_released():
+    from dkernel import _buffers
+
+    with _buffers.block_buffer("run-a", (3, 4), np.float64, 3 * 4 * 8) as a:
+        a[:] = 1.0
+        address = a.__array_interface__["data"][0]
+    assert _buffers.pool_nbytes("run-a") == 96
+    # An edge block of the same run: a view on the same full-size buffer.
+    with _buffers.block_buffer("run-a", (2, 3), np.float64, 3 * 4 * 8) as edge:
+        assert edge.shape == (2, 3) and edge.flags.c_contiguous
+        assert edge.__array_interface__["data"][0] == address
+        with _buffers.block_buffer("run-a", (3, 4), np.float64, 96) as other:  # taken at the same time: a new one
+            assert other.__array_interface__["data"][0] != address
+    assert _buffers.pool_nbytes("run-a") == 2 * 96  # at most one per task that ran at once
+    with _buffers.block_buffer("run-b", (3, 4), np.float32, 48) as b:
+        assert b.dtype == np.float32
+    _buffers.release_pool("run-a")
+    assert _buffers.pool_nbytes("run-a") == 0 and _buffers.pool_nbytes("run-b") == 48
+    # A buffer given back after its run was released is dropped, not kept.
+    with _buffers.block_buffer("run-b", (3, 4), np.float32, 48):
+        _buffers.release_pool("run-b")
+    assert _buffers.pool_nbytes() == 0
+
+
+def test_block_tasks_carry_no_buffers(X, tmp_path, monkeypatch):
+    """Each block task's arguments are small: data keys, the kernel, the grid, the path and a run id."""
+    seen = []
+    original = dask.delayed
+
+    def recording_delayed(func, *args, **kwargs):
+        wrapped = original(func, *args, **kwargs)
+        if func is gram_module._write_block:
+            def call(*task_args):
+                seen.append(task_args)
+                return wrapped(*task_args)
+            return call
+        return wrapped
+
+    monkeypatch.setattr(gram_module.dask, "delayed", recording_delayed)
+    GramMatrix.compute(X, kernel="rbf", chunk=20, store=tmp_path / "K.zarr", progress=False)
+    assert seen
+    for args in seen:
+        for arg in args[2:]:
+            assert len(cloudpickle.dumps(arg)) < 2000, type(arg)
 
 
 @register_kernel
@@ -441,7 +476,8 @@ def test_default_chunk_splits_n_into_equal_blocks():
 
 def test_progress_bar_is_shown_when_asked(X, capsys):
     GramMatrix.compute(X, kernel="rbf", chunk=16, progress=True)
-    assert "Completed" in capsys.readouterr().out
+    shown = capsys.readouterr().err.splitlines()
+    assert shown[-1].startswith("10/10 blocks (100%)")  # not a terminal: plain lines
     GramMatrix.compute(X, kernel="rbf", chunk=16, progress=False)
     assert capsys.readouterr().out == ""
 

@@ -82,7 +82,17 @@ class ActorGradients:
                     workers=[worker], actor=True, pure=False,
                 )
             )
+        self.client = client
+        self.futures = futures
         self.actors = [future.result() for future in futures]
+
+    def close(self):
+        """Release the actors and the column slabs they hold on the workers, now rather than at garbage collection."""
+        self.actors = []
+        if self.futures:
+            # Each actor handle holds a future of its own: cancel the keys rather than drop one reference.
+            self.client.cancel(self.futures)
+        self.futures = []
 
     def _all(self, method, *args):
         calls = [getattr(actor, method)(*args) for actor in self.actors]
@@ -142,8 +152,11 @@ def solve_qp_distributed(
         )
     q = _check_solver_options(tol, working_set_size, max_iter, prob)
     gradients = ActorGradients(client, rows, prob, q)
-    out = label_constraint_loop(
-        gradients, prob, tol=tol, q=q, max_iter=max_iter, shrinking=shrinking, callback=callback,
-        verbose=verbose,
-    )
+    try:
+        out = label_constraint_loop(
+            gradients, prob, tol=tol, q=q, max_iter=max_iter, shrinking=shrinking, callback=callback,
+            verbose=verbose,
+        )
+    finally:
+        gradients.close()
     return _result(prob, *out, tol=tol, max_iter=max_iter)
