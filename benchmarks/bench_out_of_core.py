@@ -121,7 +121,6 @@ def main(argv=None):
 
     print(f"python {platform.python_version()}, numpy {np.__version__}, dask {dask.__version__}, "
           f"distributed {distributed.__version__}, zarr {zarr.__version__}")
-    print(f"{os.cpu_count()} CPUs, load average before: {os.getloadavg()[0]:.2f}")
     n, d = args.n, args.d
     informative = min(8, d)
     X_all, y_all = make_classification(n_samples=n + args.n_test, n_features=d, n_informative=informative,

@@ -13,6 +13,8 @@ Importing dkernel runs no computation and starts no cluster.
 from .alignment import AlignmentEstimate, alignment, sampled_target_alignment, target_alignment
 from .centering import Centering, decision_function_original_kernel, delta_b, general_centering
 from .exceptions import (
+    ArtifactPathError,
+    CorruptStoreError,
     DKernelError,
     EmptyInputError,
     FeatureMismatchError,
@@ -21,6 +23,8 @@ from .exceptions import (
     InvalidKernelParameterError,
     NonFiniteInputError,
     StoreMismatchError,
+    UnverifiableStoreError,
+    UnverifiedStoreWarning,
 )
 from .gram import GramMatrix
 from .kernels import (
@@ -42,8 +46,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AlignmentEstimate",
+    "ArtifactPathError",
     "CenteredGram",
     "Centering",
+    "CorruptStoreError",
     "DKernelError",
     "EmptyInputError",
     "FeatureMismatchError",
@@ -63,6 +69,8 @@ __all__ = [
     "ShiftedGram",
     "SigmoidKernel",
     "StoreMismatchError",
+    "UnverifiableStoreError",
+    "UnverifiedStoreWarning",
     "alignment",
     "decision_function_original_kernel",
     "delta_b",

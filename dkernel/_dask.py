@@ -12,7 +12,7 @@ import dask
 from dask.callbacks import Callback
 from dask.utils import format_time, parse_timedelta
 
-from .exceptions import ClusterStalledError
+from .exceptions import ClusterStalledError, SchedulerUnreachableError
 
 __all__ = [
     "resolve_client",
@@ -24,11 +24,18 @@ __all__ = [
     "stall_timeout",
     "local_scheduler",
     "client_for",
+    "connect",
+    "connect_timeout",
+    "StatusLine",
 ]
 
 #: Seconds without a finished task, with every worker paused, before a run is
 #: declared stalled (dask config ``dkernel.stall-timeout``).
 DEFAULT_STALL_TIMEOUT = "120s"
+
+#: Seconds to wait for a scheduler given by address before giving up (dask
+#: config ``dkernel.connect-timeout``).
+DEFAULT_CONNECT_TIMEOUT = "10s"
 
 _PROGRESS_INTERVAL = 10.0  # seconds between progress lines when the output is not a terminal
 
@@ -39,8 +46,9 @@ def resolve_client(client):
     ``None`` means the current default client if one exists (``Client(...)``
     makes itself the default), else no client: Dask's local scheduler.
     ``False`` always means no client, even when a default one exists. A
-    string is a scheduler address (``"tcp://127.0.0.1:8786"``); the client
-    opened for it is ``owned``: the caller must close it.
+    string is a scheduler address (``"tcp://127.0.0.1:8786"``), connected by
+    :func:`connect`; the client opened for it is ``owned``: the caller must
+    close it.
     """
     if client is False:
         return None, False
@@ -54,14 +62,36 @@ def resolve_client(client):
         except ValueError:
             return None, False
     if isinstance(client, str):
-        from distributed import Client
-
-        return Client(client, set_as_default=False), True
+        return connect(client), True
     if not hasattr(client, "submit"):
         raise TypeError(
             f"client must be a distributed.Client, a scheduler address string, None or False; got {client!r}."
         )
     return client, False
+
+
+def connect_timeout():
+    """Seconds to wait for a scheduler given by address (dask config ``dkernel.connect-timeout``, default 10 s)."""
+    return parse_timedelta(dask.config.get("dkernel.connect-timeout", DEFAULT_CONNECT_TIMEOUT), default="s")
+
+
+def connect(address):
+    """A new (not default) client of the scheduler at ``address``.
+
+    Raises :class:`SchedulerUnreachableError` when no scheduler answers
+    within :func:`connect_timeout` seconds (a wrong host or port, or a
+    scheduler that is not running), instead of retrying for minutes.
+    """
+    from distributed import Client
+
+    timeout = connect_timeout()
+    try:
+        return Client(address, timeout=timeout, set_as_default=False)
+    except OSError as exc:  # TimeoutError and refused connections
+        raise SchedulerUnreachableError(
+            f"no Dask scheduler answered at {address} within {format_time(timeout)} ({exc}); check the address, "
+            f"or start the scheduler and its workers first."
+        ) from None
 
 
 @contextlib.contextmanager
@@ -117,6 +147,55 @@ def stall_timeout():
 # --------------------------------------------------------------------------- #
 
 
+class StatusLine:
+    """A status that changes in place: one line rewritten on a terminal, a plain line every few seconds otherwise.
+
+    ``show(text)`` is cheap to call often (it prints at most every
+    ``interval`` seconds; :meth:`due` tells whether it would, so a caller can
+    skip building the text); ``close(text)`` prints the final line once.
+    """
+
+    def __init__(self, stream=None, enabled=True, interval=_PROGRESS_INTERVAL):
+        self.stream = sys.stderr if stream is None else stream
+        self.enabled = bool(enabled)
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.interval = 0.1 if self.tty else float(interval)
+        self.started = time.monotonic()
+        self._shown = None
+        self._width = 0
+
+    @property
+    def elapsed(self):
+        """Seconds since the status line was created."""
+        return time.monotonic() - self.started
+
+    def due(self):
+        """Whether :meth:`show` would print now."""
+        return self.enabled and (self._shown is None or time.monotonic() - self._shown >= self.interval)
+
+    def show(self, text, force=False):
+        """Print ``text`` when :meth:`due` (or ``force``): over the previous one on a terminal."""
+        if not self.enabled or not (force or self.due()):
+            return
+        self._shown = time.monotonic()
+        self._write(text, final=False)
+
+    def close(self, text):
+        """Print the final line ``text`` (ending the updating line on a terminal); later calls print nothing."""
+        if self.enabled:
+            self.enabled = False
+            self._write(text, final=True)
+
+    def _write(self, text, final):
+        if self.tty:
+            # Spaces clear what is left of a longer previous text.
+            self.stream.write("\r" + text + " " * max(0, self._width - len(text)) + ("\n" if final else ""))
+            self._width = 0 if final else len(text)
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+
 class TextProgress:
     """A one-line progress display: an updating bar on a terminal, a plain line every few seconds otherwise.
 
@@ -126,18 +205,14 @@ class TextProgress:
     def __init__(self, total, label="tasks", stream=None, enabled=True, interval=_PROGRESS_INTERVAL):
         self.total = int(total)
         self.label = label
-        self.stream = sys.stderr if stream is None else stream
         self.enabled = bool(enabled) and self.total > 0
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.interval = 0.1 if self.tty else float(interval)
-        self.started = time.monotonic()
+        self._status = StatusLine(stream, self.enabled, interval)
+        self.stream, self.tty, self.interval = self._status.stream, self._status.tty, self._status.interval
         self.done = 0
-        self._shown = None
-        self._closed = False
 
     def _line(self):
         fraction = self.done / self.total if self.total else 1.0
-        elapsed = format_time(time.monotonic() - self.started)
+        elapsed = format_time(self._status.elapsed)
         if self.tty:
             width = 30
             filled = int(round(width * fraction))
@@ -147,24 +222,12 @@ class TextProgress:
 
     def update(self, done):
         self.done = int(done)
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if self._shown is None or now - self._shown >= self.interval or self.done == self.total:
-            self._shown = now
-            self._write()
-
-    def _write(self, final=False):
-        if self.tty:
-            self.stream.write("\r" + self._line() + ("\n" if final else ""))
-        else:
-            self.stream.write(self._line() + "\n")
-        self.stream.flush()
+        if self.enabled and (self._status.due() or self.done == self.total):
+            self._status.show(self._line(), force=True)
 
     def close(self):
-        if self.enabled and not self._closed:
-            self._closed = True
-            self._write(final=True)
+        if self.enabled:
+            self._status.close(self._line())
 
 
 class _LocalProgress(Callback):
@@ -327,19 +390,30 @@ def _gib(nbytes):
 
 
 def start_local_cluster(n_workers=None, threads_per_worker=None, **kwargs):
-    """A :class:`distributed.LocalCluster` of worker processes bound to 127.0.0.1, and its client.
+    """A :class:`distributed.LocalCluster` of worker processes with every server on 127.0.0.1, and its client.
 
-    The dashboard is not started, so that nothing listens beyond the scheduler
-    and worker ports on the loopback interface.
+    The scheduler, the workers, their nannies and the HTTP servers that
+    distributed starts beside them (the scheduler's on a free port instead
+    of 8787) all listen on the loopback interface only; the dashboard is not
+    started. Keyword arguments go to ``LocalCluster`` (``memory_limit=``
+    ...); ``host=`` or ``scheduler_kwargs=`` given there replace these
+    choices.
     """
     from distributed import Client, LocalCluster
 
-    cluster = LocalCluster(
-        n_workers=n_workers,
-        threads_per_worker=threads_per_worker,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=None,
+    options = {
+        "processes": True,
+        "host": "127.0.0.1",
+        # None: no dashboard, and no dashboard=True on the workers either; their HTTP servers bind to ``host``.
+        "dashboard_address": None,
+        "worker_dashboard_address": None,
+        # The scheduler's HTTP server starts even without a dashboard; bind it explicitly.
+        "scheduler_kwargs": {"dashboard": False, "dashboard_address": "127.0.0.1:0"},
         **kwargs,
-    )
-    return cluster, Client(cluster)
+    }
+    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, **options)
+    try:
+        return cluster, Client(cluster)
+    except BaseException:
+        cluster.close()
+        raise

@@ -11,6 +11,8 @@ import dask
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from ._dask import TextProgress, _LocalProgress
+
 __all__ = ["dense_symmetric_gram"]
 
 #: Rows per band; small enough that bands balance over the threads.
@@ -45,7 +47,8 @@ def dense_symmetric_gram(X, kernel, *, dtype=np.float64, band_rows=BAND_ROWS, nu
     num_workers : int, default=None
         Threads of Dask's threaded scheduler (default: the number of cores).
     progress : bool, default=False
-        Show a :class:`dask.diagnostics.ProgressBar`.
+        Show the bands done on stderr (:class:`dkernel._dask.TextProgress`: an
+        updating bar on a terminal, plain lines every few seconds otherwise).
 
     Returns
     -------
@@ -60,12 +63,11 @@ def dense_symmetric_gram(X, kernel, *, dtype=np.float64, band_rows=BAND_ROWS, nu
         for start in range(0, n, band_rows)
     ]
     # One BLAS thread per band: the bands themselves run in parallel.
-    with threadpool_limits(limits=1, user_api="blas"):
-        if progress:
-            from dask.diagnostics import ProgressBar
-
-            with ProgressBar():
-                dask.compute(*tasks, scheduler="threads", num_workers=num_workers)
-        else:
+    bar = TextProgress(len(tasks), "row bands of the Gram", enabled=progress)
+    try:
+        with threadpool_limits(limits=1, user_api="blas"), _LocalProgress(bar):
             dask.compute(*tasks, scheduler="threads", num_workers=num_workers)
+        bar.update(len(tasks))
+    finally:
+        bar.close()
     return K

@@ -88,6 +88,18 @@ class GramOptions:
         Show a progress bar while blocks are computed.
     to_numpy_max_bytes : int, default=2 GiB
         Size above which :meth:`GramMatrix.to_numpy` refuses unless forced.
+    verify : bool, default=True
+        When a computation resumes an existing store, first check the blocks
+        it already holds against their checksums (one read of those blocks)
+        and recompute the corrupted ones with the missing ones. ``False``
+        skips the check: corrupted blocks are then left as they are (reads
+        still detect them).
+    checksum_bytes : int, default=16384
+        Bytes per checksum segment: each row of a block is checksummed in
+        segments of ``checksum_bytes // itemsize`` columns (CRC-32C). A read
+        of part of a row reads the whole segments it touches, so smaller
+        segments keep narrow column ranges cheap, while larger ones mean
+        fewer checksum calls when blocks are written.
     """
 
     chunk: int | None = None
@@ -96,6 +108,8 @@ class GramOptions:
     inner_rows: int | None = None
     progress: bool = True
     to_numpy_max_bytes: int = 2 * 2**30
+    verify: bool = True
+    checksum_bytes: int = 16384
 
     def __post_init__(self):
         if self.chunk is not None and (
@@ -112,6 +126,9 @@ class GramOptions:
             if name not in _DTYPES:
                 raise ValueError(f"dtype must be one of {list(_DTYPES)} or None; got {self.dtype!r}.")
             object.__setattr__(self, "dtype", name)
+        if (isinstance(self.checksum_bytes, bool) or not isinstance(self.checksum_bytes, (int, np.integer))
+                or self.checksum_bytes < 8):
+            raise ValueError(f"checksum_bytes must be an integer >= 8; got {self.checksum_bytes!r}.")
         if self.codec not in _CODECS:
             raise ValueError(f"codec must be one of {list(_CODECS)}; got {self.codec!r}.")
 

@@ -7,13 +7,86 @@ pair ``_add_<name>_parser(subparsers)`` / ``_run_<name>(args)`` registered in
 
 import argparse
 import json
+import re
 import sys
 
-from .exceptions import DKernelError
+from .exceptions import CorruptStoreError, DKernelError, SchedulerUnreachableError
+from .kernels import ESTIMATOR_DEFAULTS
 
 __all__ = ["build_parser", "main"]
 
 DEMO_SHAPE = (4000, 16)
+
+
+# --------------------------------------------------------------------------- #
+# Options shared by commands, and their checks (before any work, naming the flag)
+# --------------------------------------------------------------------------- #
+
+#: The kernel parameters that each kernel of --kernel takes.
+_KERNEL_PARAMS = {"linear": (), "rbf": ("gamma",), "sigmoid": ("gamma", "coef0"), "poly": ("gamma", "coef0", "degree")}
+
+_GAMMA_HELP = ("float > 0, 'scale' = 1/(n_features * X.var()) or 'auto' = 1/n_features (default: "
+               f"{ESTIMATOR_DEFAULTS['gamma']}, as scikit-learn's SVC)")
+
+
+def _add_kernel_arguments(group):
+    """--kernel, --gamma, --degree, --coef0: the same choices and defaults for 'gram' and 'fit'."""
+    group.add_argument("--kernel", default="rbf", choices=list(_KERNEL_PARAMS),
+                       help="kernel function (default: %(default)s); rbf is exp(-gamma |x - z|^2), poly "
+                            "(gamma x'z + coef0)^degree, sigmoid tanh(gamma x'z + coef0)")
+    group.add_argument("--gamma", default=None, help=_GAMMA_HELP)
+    group.add_argument("--degree", type=int, default=None,
+                       help=f"degree of poly (default: {ESTIMATOR_DEFAULTS['degree']})")
+    group.add_argument("--coef0", type=float, default=None,
+                       help=f"offset of poly and sigmoid (default: {ESTIMATOR_DEFAULTS['coef0']:g})")
+
+
+def _kernel_args(args):
+    """``{"gamma", "coef0", "degree"}`` of the kernel options, defaults filled in; a misused option is refused."""
+    given = [name for name in ("gamma", "degree", "coef0") if getattr(args, name) is not None]
+    unused = [name for name in given if name not in _KERNEL_PARAMS[args.kernel]]
+    if unused:
+        takes = ", ".join(f"--{name}" for name in _KERNEL_PARAMS[args.kernel]) or "no parameter"
+        raise ValueError(f"{', '.join(f'--{name}' for name in unused)}: unknown parameter of the {args.kernel} "
+                         f"kernel, which takes {takes}.")
+    values = {name: ESTIMATOR_DEFAULTS[name] if getattr(args, name) is None else getattr(args, name)
+              for name in ("gamma", "degree", "coef0")}  # fmt: skip
+    gamma = values["gamma"]
+    if gamma not in ("scale", "auto"):
+        try:
+            gamma = float(gamma)
+        except ValueError:
+            gamma = None
+        if gamma is None or not (0 < gamma < float("inf")):
+            raise ValueError(f"--gamma must be a number > 0, 'scale' or 'auto'; got {values['gamma']!r}.")
+        values["gamma"] = gamma
+    if values["degree"] < 1:
+        raise ValueError(f"--degree must be an integer >= 1; got {values['degree']}.")
+    return values
+
+
+#: Per command: (option, lowest allowed value) of its numeric options, checked before any work.
+_LOWEST = {
+    "gram": (("chunk", 1), ("workers", 1)),
+    "center": (("sample", 1),),
+    "align": (("sample", 2), ("repeats", 2)),
+    "fit": (("centering_sample", 2), ("working_set_size", 2)),
+}
+_POSITIVE = {"fit": ("C", "tol")}
+
+
+def _check_options(args):
+    """Refuse out-of-range numeric options and misused kernel options with a message that names the flag."""
+    if args.command in ("gram", "fit"):
+        _kernel_args(args)
+    for name, lowest in _LOWEST.get(args.command, ()):
+        value = getattr(args, name)
+        if value is not None and value < lowest:
+            raise ValueError(f"--{name.replace('_', '-')} must be an integer >= {lowest}; got {value}.")
+    for name in _POSITIVE.get(args.command, ()):
+        value = getattr(args, name)
+        if not (0 < value < float("inf")):
+            raise ValueError(f"--{name} must be a finite number > 0; got {value:g}.")
 
 
 # --------------------------------------------------------------------------- #
@@ -35,7 +108,9 @@ examples:
 
 An interrupted run (Ctrl-C, a killed worker) is resumed by running the same
 command again: only the missing blocks are computed. A store built from other
-data or another kernel is refused unless --overwrite is given.
+data or another kernel, or a derived (e.g. centered) store, is refused unless
+--overwrite is given; the replacement is built beside it and swapped in when
+complete. A folder that is not a Gram store is never replaced.
 
 With --scheduler ADDRESS every worker must reach the --out path (one machine,
 or a shared filesystem).
@@ -57,13 +132,8 @@ def _add_gram_parser(subparsers):
     source.add_argument("--demo", action="store_true",
                         help=f"use a generated {DEMO_SHAPE[0]}x{DEMO_SHAPE[1]} two-class blob data set")
     p.add_argument("--out", required=True, metavar="PATH", help="folder of the zarr store to write (e.g. K.zarr)")
-    k = p.add_argument_group("kernel")
-    k.add_argument("--kernel", default="rbf", choices=["linear", "poly", "rbf", "sigmoid"],
-                   help="kernel function (default: rbf)")
-    k.add_argument("--gamma", type=float, default=None,
-                   help="gamma of rbf/poly/sigmoid (default: 1/n_features); rbf is exp(-gamma |x - z|^2)")
-    k.add_argument("--degree", type=int, default=None, help="degree of poly (default: 3)")
-    k.add_argument("--coef0", type=float, default=None, help="coef0 of poly/sigmoid (default: 1)")
+    k = p.add_argument_group("kernel (the defaults of 'dkernel fit' and scikit-learn's SVC)")
+    _add_kernel_arguments(k)
     k.add_argument("--normalize", action="store_true",
                    help="normalize in feature space: K(x,z) / sqrt(K(x,x) K(z,z)) (Graf & Borer 2001)")
     e = p.add_argument_group("execution")
@@ -78,8 +148,12 @@ def _add_gram_parser(subparsers):
                    "tcp://127.0.0.1:8786 uses a running scheduler; default: threads in this process")
     e.add_argument("--workers", type=int, default=None, metavar="N",
                    help="number of worker processes with --scheduler local (default: one per core)")
-    e.add_argument("--overwrite", action="store_true", help="replace a store built from other data or kernel")
+    e.add_argument("--overwrite", action="store_true",
+                   help="replace a Gram store built from other data, kernel or provenance (never another folder)")
     e.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
+    e.add_argument("--no-verify", action="store_true",
+                   help="on an existing store, do not check the blocks already written (by default they are read "
+                        "once and the damaged ones recomputed with the missing ones)")
     p.set_defaults(run=_run_gram)
 
 
@@ -91,50 +165,49 @@ def _demo_data():
     return X
 
 
-def _kernel_from_args(args):
-    from .kernels import NormalizedKernel, get_kernel
+def _kernel_from_args(args, X):
+    """The kernel of --kernel/--gamma/--degree/--coef0 (gamma 'scale' resolved on X), as 'dkernel fit' builds it."""
+    from .kernels import NormalizedKernel, estimator_kernel
 
-    params = {k: getattr(args, k) for k in ("gamma", "degree", "coef0") if getattr(args, k) is not None}
-    kernel = get_kernel(args.kernel, **params)
+    kernel = estimator_kernel(args.kernel, X, **_kernel_args(args))
     return NormalizedKernel(kernel) if args.normalize else kernel
 
 
 def _run_gram(args):
-    from ._dask import start_local_cluster
     from ._options import GramOptions
-    from .gram import GramMatrix
+    from .gram import GramMatrix, check_store_path
 
-    kernel = _kernel_from_args(args)
+    check_store_path(args.out, args.overwrite)  # a path refused whatever the data: before reading them
+
     if args.demo:
         X, source = _demo_data(), f"demo blobs {DEMO_SHAPE[0]}x{DEMO_SHAPE[1]}"
     else:
         from ._io import load_input
+        from ._validation import check_data
 
         X, _ = load_input(args.input)
+        X = check_data(X, name=f"--input {args.input}")
         source = args.input
+    kernel = _kernel_from_args(args, X)
     chunk = args.chunk
     if chunk is None and args.demo:
         chunk = DEMO_SHAPE[0] // 4  # 4 x 4 blocks, so that the demo shows the blockwise computation
-    options = GramOptions(chunk=chunk, dtype=args.dtype, codec=args.codec, progress=not args.no_progress)
-    cluster = client = None
-    if args.scheduler == "local":
-        cluster, client = start_local_cluster(n_workers=args.workers)
-        print(f"dkernel: started a local cluster at {cluster.scheduler_address}", file=sys.stderr)
-    elif args.scheduler:
-        client = args.scheduler
+    options = GramOptions(chunk=chunk, dtype=args.dtype, codec=args.codec, progress=not args.no_progress,
+                          verify=not args.no_verify)
+    cluster, client = _connect(args.scheduler, n_workers=args.workers)
     try:
-        gram = GramMatrix.compute(X, kernel=kernel, store=args.out, overwrite=args.overwrite, client=client,
-                                  options=options)
+        gram = GramMatrix.compute(X, kernel=kernel, store=args.out, overwrite=args.overwrite,
+                                  client=client, options=options)
     finally:
-        if cluster is not None:
-            client.close()
-            cluster.close()
+        _disconnect(cluster, client)
     info = gram.info()
     print(
         f"dkernel: wrote the {info['shape'][0]}x{info['shape'][1]} {info['dtype']} Gram of {source} "
         f"({_describe_kernel(info['kernel'])}) to {info['path']}: {info['blocks_done']}/{info['blocks_total']} "
-        f"blocks complete, {gram.n_blocks_computed} computed in this run, {_format_size(info['bytes_on_disk'])} "
-        f"on disk"
+        f"blocks complete, {gram.n_blocks_computed} computed in this run"
+        + (f" ({len(gram.blocks_repaired)} damaged block(s) repaired: {_block_list(gram.blocks_repaired)})"
+           if gram.blocks_repaired else "")
+        + f", {_format_size(info['bytes_on_disk'])} on disk"
     )
     return 0
 
@@ -172,23 +245,91 @@ def _run_info(args):
         return 0
     n, m = info["shape"]
     rc, cc = info["chunks"]
-    form = "K(X, X), symmetric" if info["symmetric"] else "K(X, Z)"
+    operators = info.get("provenance", {}).get("operators") or []
+    form = info.get("matrix", "K(X, X)" if info["symmetric"] else "K(X, Z)")
+    form += ", symmetric" if info["symmetric"] else ""
     state = "complete" if info["blocks_done"] == info["blocks_total"] else "INCOMPLETE: re-run 'dkernel gram' to finish"
     rows = [
         ("store", info["path"]),
-        ("kernel", _describe_kernel(info["kernel"])),
+        ("kernel", _describe_kernel(info["kernel"]) + (" (of the raw Gram)" if operators else "")),
         ("shape", f"{n} x {m} ({form})"),
         ("dtype", info["dtype"]),
         ("chunks", f"{rc} x {cc} ({-(-n // rc)} x {-(-m // cc)} blocks)"),
         ("blocks", f"{info['blocks_done']}/{info['blocks_total']} ({state})"),
         ("on disk", _format_size(info["bytes_on_disk"])),
+        ("checks", "CRC-32C of every row, checked by each read ('dkernel verify' checks every block)"
+         if info.get("checksums") else "none: written without checksums, read unverified (rebuild with "
+         "'dkernel gram ... --overwrite')"),
         ("data X", info["fingerprint"]["X"]),
     ]
     if info["fingerprint"].get("Z"):
         rows.append(("data Z", info["fingerprint"]["Z"]))
+    for number, step in enumerate(operators, 1):
+        rows.append((f"op {number}", _describe_step(step)))
     for key, value in rows:
         print(f"{key + ':':<9} {value}")
     return 0
+
+
+# --------------------------------------------------------------------------- #
+# verify
+# --------------------------------------------------------------------------- #
+
+_VERIFY_EPILOG = """\
+example:
+  dkernel verify K.zarr
+
+Every computed block is read once (the whole store when it is complete) and
+each of its rows compared with the CRC-32C written with it. Exit status: 0
+when every block is computed and intact; 1 when blocks are damaged or missing
+(they are named, with the 'dkernel gram' command that rewrites exactly them);
+2 on an error (not a Gram store, or a store written without checksums).
+"""
+
+
+def _add_verify_parser(subparsers):
+    p = subparsers.add_parser(
+        "verify",
+        help="check every block of a Gram store against its checksums",
+        description="Check every computed block of a Gram store written by 'dkernel gram' against the "
+                    "checksums written with it, and name the damaged blocks and the command that repairs them.",
+        epilog=_VERIFY_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("store", metavar="PATH", help="folder of the Gram store (e.g. K.zarr)")
+    p.add_argument("--no-progress", action="store_true", help="do not show progress while the blocks are read")
+    p.set_defaults(run=_run_verify)
+
+
+def _block_list(blocks, shown=8):
+    return ", ".join(f"({i}, {j})" for i, j in blocks[:shown]) + (", ..." if len(blocks) > shown else "")
+
+
+def _run_verify(args):
+    import warnings
+
+    from .exceptions import UnverifiedStoreWarning
+    from .gram import GramMatrix, repair_hint
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnverifiedStoreWarning)  # verify() says it, as an error
+        gram = GramMatrix.open(args.store)
+    bad = gram.verify(progress=not args.no_progress)
+    total = gram.n_blocks[0] * gram.n_blocks[1]
+    done = gram.n_blocks_done
+    if not bad and done == total:
+        print(f"dkernel: {gram.path}: all {total} blocks intact")
+        return 0
+    lines = []
+    if bad:
+        lines.append(f"dkernel: {gram.path}: {len(bad)} of {done} computed blocks are DAMAGED: {_block_list(bad)}")
+    else:
+        lines.append(f"dkernel: {gram.path}: the {done} computed blocks are intact")
+    if done < total:
+        lines.append(f"dkernel: {gram.path}: {total - done} of {total} blocks are not computed yet")
+    lines.append("dkernel: " + repair_hint(gram.path, cli=True))
+    print("\n".join(lines))
+    return 1
 
 
 # --------------------------------------------------------------------------- #
@@ -203,9 +344,14 @@ examples:
   # the origin represented by 2000 sampled points (1000 per class); print h0 and h
   dkernel center K.zarr --labels y.npy --sample 2000 --seed 0
 
-The centered store records the origin (scheme, weights, h0) in its 'operator'
-attribute. An SVM trained on it is evaluated with the original kernel after
-subtracting delta_b = sum_i alpha_i y_i h_i from its intercept (Meila eq. 19).
+The centered store records its provenance (the base kernel and data, the
+origin's scheme, weights fingerprint and h0), shown by 'dkernel info'; 'dkernel
+gram' and 'dkernel fit --store' refuse it as a raw Gram. An SVM trained on it
+is evaluated with the original kernel after subtracting
+delta_b = sum_i alpha_i y_i h_i from its intercept (Meila eq. 19).
+
+--out K.zarr (the input store itself) needs --overwrite: the centered store is
+written beside it and replaces it only once complete.
 """
 
 
@@ -229,7 +375,9 @@ def _add_center_parser(subparsers):
     p.add_argument("--seed", type=int, default=0, help="seed of the sample (default: %(default)s)")
     p.add_argument("--out", metavar="PATH", help="write the centered Gram to this store; without it, print h0 "
                    "and a summary of h")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing --out folder")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a Gram store at --out (never another folder); --out may then be the input store, "
+                        "replaced once the centered store is complete")
     p.set_defaults(run=_run_center)
 
 
@@ -249,6 +397,18 @@ def _load_labels(path):
     return y.ravel()
 
 
+def _check_label_count(y, n, store):
+    if y is not None and len(y) != n:
+        raise ValueError(f"--labels has {len(y)} labels but the Gram store {store} has {n} rows; pass one label "
+                         f"per row, in the order of the data the Gram was computed from.")
+
+
+def _check_sample(n_sample, n, store):
+    if n_sample is not None and n_sample > n:
+        raise ValueError(f"--sample {n_sample} is larger than the {n} rows of the Gram store {store}; use "
+                         f"--sample {n} or less.")
+
+
 def _run_center(args):
     import numpy as np
 
@@ -257,9 +417,15 @@ def _run_center(args):
     from .operators import CenteredGram
 
     gram = GramMatrix.open(args.store)
+    if args.out:
+        from .operators import check_output_store
+
+        check_output_store(args.out, args.overwrite, gram)  # before h = K gamma, a pass over the store
     y = _load_labels(args.labels) if args.labels else None
     if y is None and args.scheme != "standard":
         raise ValueError(f"the {args.scheme} scheme needs labels; pass --labels FILE or use --scheme standard.")
+    _check_label_count(y, gram.n, args.store)
+    _check_sample(args.sample, gram.n, args.store)
     if args.sample is not None:
         centering = Centering.sampled(gram.n if y is None or args.scheme == "standard" else y, args.sample,
                                       args.scheme, random_state=args.seed)
@@ -320,6 +486,8 @@ def _run_align(args):
 
     gram = GramMatrix.open(args.store)
     y = _load_labels(args.labels)
+    _check_label_count(y, gram.n, args.store)
+    _check_sample(args.sample, gram.n, args.store)
     if args.sample is None:
         value = target_alignment(gram, y, args.target)
         print(f"alignment ({args.target}): {value:.10g}")
@@ -369,12 +537,9 @@ def _add_fit_parser(subparsers):
                    help="training data: .npy, .npz (array 'X', labels 'y'), .svmlight/.libsvm, .csv")
     p.add_argument("--labels", metavar="FILE", help="labels (.npy or text, one per line); optional for svmlight")
     p.add_argument("--model", required=True, metavar="PATH", help="folder of the model store to write")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing model store")
-    k = p.add_argument_group("kernel and SVM")
-    k.add_argument("--kernel", default="rbf", choices=["linear", "poly", "rbf", "sigmoid"], help="default: rbf")
-    k.add_argument("--gamma", default="scale", help="float > 0, 'scale' (default) or 'auto'")
-    k.add_argument("--degree", type=int, default=3, help="polynomial degree (default 3)")
-    k.add_argument("--coef0", type=float, default=0.0, help="poly/sigmoid offset (default 0)")
+    p.add_argument("--overwrite", action="store_true", help="replace a model at --model (never another folder)")
+    k = p.add_argument_group("kernel (the defaults of 'dkernel gram') and SVM")
+    _add_kernel_arguments(k)
     k.add_argument("--C", type=float, default=1.0, help="regularization, > 0 (default 1)")
     k.add_argument("--tol", type=float, default=1e-3, help="stopping tolerance on the KKT gap (default 1e-3)")
     k.add_argument("--centering", choices=["standard", "class-balanced"], help="feature-space centering (Meila)")
@@ -384,21 +549,15 @@ def _add_fit_parser(subparsers):
     k.add_argument("--multiclass", choices=["ovo", "ovr"], default="ovo", help="one-vs-one (default) or one-vs-rest")
     k.add_argument("--working-set-size", type=int, metavar="Q", help="variables per solver sub-problem")
     x = p.add_argument_group("execution")
-    x.add_argument("--store", metavar="PATH", help="zarr store for the training Gram (reused when it exists)")
+    x.add_argument("--store", metavar="PATH",
+                   help="keep the training Gram on disk: a Gram store written by 'dkernel gram' (used when it "
+                        "holds this data and kernel), or a folder that keeps one store per data and kernel "
+                        "(reused by the next fit of the same data)")
     x.add_argument("--scheduler", metavar="ADDR",
                    help="'local' (a LocalCluster of worker processes on 127.0.0.1) or a scheduler address")
     x.add_argument("--seed", type=int, default=0, help="random seed for sampled centering")
     x.add_argument("--quiet", action="store_true", help="no progress display")
     p.set_defaults(run=_run_fit)
-
-
-def _gamma_arg(value):
-    if value in ("scale", "auto"):
-        return value
-    try:
-        return float(value)
-    except ValueError:
-        raise ValueError(f"--gamma must be a number > 0, 'scale' or 'auto'; got {value!r}.") from None
 
 
 def _read_training_data(args):
@@ -414,26 +573,47 @@ def _read_training_data(args):
     return X, y
 
 
-def _connect(scheduler):
-    """(cluster, client) for --scheduler: a new LocalCluster for 'local', a client for an address."""
+def _connect(scheduler, n_workers=None):
+    """(cluster, client) for --scheduler: a new local cluster for 'local', a client for an address.
+
+    An address where no scheduler answers fails within the connection
+    timeout (10 s) with a message naming --scheduler.
+    """
+    from ._dask import connect, start_local_cluster
+
     if scheduler is None:
         return None, None
     if scheduler == "local":
-        from ._dask import start_local_cluster
-
-        cluster, client = start_local_cluster()
+        cluster, client = start_local_cluster(n_workers=n_workers)
         print(f"dkernel: started a local cluster at {cluster.scheduler_address}", file=sys.stderr)
         return cluster, client
-    from distributed import Client
+    try:
+        return None, connect(scheduler)
+    except SchedulerUnreachableError as exc:
+        raise SchedulerUnreachableError(f"--scheduler {scheduler}: {exc}") from None
 
-    return None, Client(scheduler)
+
+def _disconnect(cluster, client):
+    """Close what :func:`_connect` opened."""
+    if client is not None:
+        client.close()
+    if cluster is not None:
+        cluster.close()
 
 
 def _run_fit(args):
+    import os
+
+    from . import _artifacts
+    from .gram import check_store_path
     from .svm import SVC
 
+    # The output paths first: nothing is read or trained when the model could not be saved.
+    _artifacts.check_target(args.model, "model", args.overwrite)
+    if args.store and os.path.exists(os.path.join(args.store, "zarr.json")):
+        check_store_path(args.store)  # a store used directly must hold a raw Gram
     X, y = _read_training_data(args)
-    clf = SVC(C=args.C, kernel=args.kernel, gamma=_gamma_arg(args.gamma), degree=args.degree, coef0=args.coef0,
+    clf = SVC(C=args.C, kernel=args.kernel, **_kernel_args(args),
               tol=args.tol, centering=args.centering, centering_sample=args.centering_sample,
               normalize=args.normalize, normalize_bias_correction=args.graf_correction, multiclass=args.multiclass,
               working_set_size=args.working_set_size, store=args.store, random_state=args.seed,
@@ -445,13 +625,11 @@ def _run_fit(args):
         clf.set_params(client=None)
         path = clf.save(args.model, overwrite=args.overwrite)
     finally:
-        if client is not None:
-            client.close()
-        if cluster is not None:
-            cluster.close()
+        _disconnect(cluster, client)
     print(
         f"dkernel: trained on {X.shape[0]} samples x {X.shape[1]} features, {len(clf.classes_)} classes, "
-        f"{clf.support_.shape[0]} support vectors, training accuracy {clf.score(X, y):.4f}; model saved to {path}"
+        f"{clf.support_.shape[0]} support vectors, training accuracy {clf.score(X, y):.4f}"
+        + (f", Gram store {clf.store_path_}" if args.store else "") + f"; model saved to {path}"
     )
     return 0
 
@@ -482,6 +660,11 @@ def _run_predict(args):
     X, y = load_input(args.data)
     if args.labels is not None:
         y = _load_labels(args.labels)
+    if X.shape[1] != model.n_features_in_:
+        raise ValueError(f"--data {args.data} has {X.shape[1]} features but the model {args.model} was trained on "
+                         f"{model.n_features_in_}.")
+    if y is not None and len(y) != X.shape[0]:
+        raise ValueError(f"--labels has {len(y)} labels but --data {args.data} has {X.shape[0]} rows.")
     pred = model.predict(X)
     if args.out:
         np.save(args.out, pred, allow_pickle=False)
@@ -518,7 +701,8 @@ def _add_run_parser(subparsers):
         help="run a reproduction pipeline (an experiment of the papers) and write its report",
         description="Run a reproduction pipeline: its tasks go to Dask (a local cluster by default) and its "
         "results, report and figures to results/NAME/. Options after NAME belong to the pipeline: "
-        "[--quick] [--scheduler ADDR|local|threads] [--out DIR] [--repeats R] [--seed S].",
+        "[--quick] [--scheduler ADDR|local|threads] [--out DIR] [--repeats R] [--seed S] [--overwrite] "
+        "(--overwrite replaces the results of an earlier run).",
         epilog=_RUN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -539,6 +723,15 @@ def _run_run(args):
     return main_for(get_pipeline(args.name), args.options)
 
 
+def _describe_step(step):
+    from .gram import describe_step
+
+    text = describe_step(step, full=True)
+    if step.get("h0") is not None and step.get("name") != "normalized":
+        text += f", h0 = {step['h0']:.10g}"
+    return text
+
+
 def _describe_kernel(spec):
     params = spec.get("params", {})
     if spec.get("name") == "normalized":
@@ -555,6 +748,23 @@ def _format_size(nbytes):
     return f"{nbytes:.1f} TB"
 
 
+#: Per command, the library parameters that a flag sets, so that an error raised by the library names the flag.
+_FLAG_NAMES = {
+    "center": {"n_sample": "--sample", "random_state": "--seed"},
+    "align": {"n_sample": "--sample", "n_repeats": "--repeats", "random_state": "--seed"},
+    "fit": {"centering_sample": "--centering-sample", "n_sample": "--centering-sample",
+            "working_set_size": "--working-set-size", "normalize_bias_correction": "--graf-correction",
+            "random_state": "--seed"},
+}
+
+
+def _in_flags(message, names):
+    """``message`` with the library parameter names of ``names`` replaced by flags (``n_sample=5``: ``--sample 5``)."""
+    for name, flag in names.items():
+        message = re.sub(rf"(?<![\w-]){name}\b(=)?", lambda m, flag=flag: flag + (" " if m.group(1) else ""), message)
+    return message
+
+
 def build_parser():
     """The ``dkernel`` argument parser with one subparser per command."""
     parser = argparse.ArgumentParser(
@@ -566,6 +776,7 @@ def build_parser():
     subparsers.required = True
     _add_gram_parser(subparsers)
     _add_info_parser(subparsers)
+    _add_verify_parser(subparsers)
     _add_center_parser(subparsers)
     _add_align_parser(subparsers)
     _add_fit_parser(subparsers)
@@ -578,9 +789,16 @@ def main(argv=None):
     """Run ``dkernel`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
     args = build_parser().parse_args(argv)
     try:
+        _check_options(args)
         return args.run(args)
+    except CorruptStoreError as exc:
+        from .gram import corruption_message
+
+        message = corruption_message(exc.path, exc.blocks, exc.detail, cli=True) if exc.path else str(exc)
+        print(f"dkernel: error: {' '.join(message.split())}", file=sys.stderr)
+        return 2
     except (DKernelError, ValueError, OSError) as exc:
-        message = " ".join(str(exc).split())
+        message = _in_flags(" ".join(str(exc).split()), _FLAG_NAMES.get(args.command, {}))
         print(f"dkernel: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

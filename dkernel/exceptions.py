@@ -15,6 +15,11 @@ __all__ = [
     "IncompleteStoreError",
     "InputFileError",
     "ClusterStalledError",
+    "SchedulerUnreachableError",
+    "ArtifactPathError",
+    "CorruptStoreError",
+    "UnverifiableStoreError",
+    "UnverifiedStoreWarning",
 ]
 
 
@@ -46,9 +51,45 @@ class IncompleteStoreError(DKernelError, RuntimeError):
     """A Gram store is read where some of its blocks have not been computed yet."""
 
 
+class CorruptStoreError(DKernelError, OSError):
+    """Stored data do not match the checksums written with them, or a stored file cannot be decoded.
+
+    ``path`` is the store, ``blocks`` the ``(i, j)`` blocks found bad and
+    ``detail`` what was found. The message names the command that rewrites
+    exactly those blocks.
+    """
+
+    def __init__(self, message, path=None, blocks=(), detail=None):
+        super().__init__(message)
+        self.path = path
+        self.blocks = [tuple(int(v) for v in b) for b in blocks]
+        self.detail = detail
+
+
+class UnverifiableStoreError(DKernelError, ValueError):
+    """A Gram store written without checksums (by an older dkernel) cannot be verified."""
+
+
+class UnverifiedStoreWarning(UserWarning):
+    """A Gram store written without checksums is read without verifying its data."""
+
+
 class InputFileError(DKernelError, OSError):
     """An input file is missing, unreadable or in an unknown format."""
 
 
 class ClusterStalledError(DKernelError, RuntimeError):
     """A cluster run stopped making progress: every worker is paused (memory) or there are none."""
+
+
+class SchedulerUnreachableError(DKernelError, OSError):
+    """No Dask scheduler answered at the given address within the connection timeout."""
+
+
+class ArtifactPathError(DKernelError, FileExistsError):
+    """An output path holds something dkernel does not replace.
+
+    A file, a folder that is not a dkernel artifact, an artifact of another
+    kind (a model where a Gram store is asked), or an artifact of the same
+    kind without ``overwrite``. Nothing at the path is deleted.
+    """

@@ -33,6 +33,7 @@ References
    DAGM 2001.
 """
 
+import hashlib
 import math
 import os
 import warnings
@@ -42,6 +43,7 @@ import dask.array as da
 import numpy as np
 import zarr
 
+from . import _artifacts
 from ._validation import check_data, check_same_features
 from .centering import (
     Centering,
@@ -51,7 +53,7 @@ from .centering import (
     _source_columns,
     origin_products,
 )
-from .exceptions import DKernelError, StoreMismatchError
+from .exceptions import ArtifactPathError, DKernelError, StoreMismatchError
 from .kernels import get_kernel
 
 __all__ = [
@@ -62,9 +64,13 @@ __all__ = [
     "NormalizedGram",
     "ShiftedGram",
     "as_gram",
+    "check_output_store",
     "graf_intercept",
+    "operator_chain",
+    "steps_from_description",
     "graf_threshold",
     "weight_norm",
+    "weights_fingerprint",
 ]
 
 _DEFAULT_CHUNK = 2048
@@ -258,9 +264,22 @@ def as_gram(source):
     return source
 
 
+def _refuse_derived_store(base):
+    operators = getattr(base, "operators", None)
+    if operators:
+        from .gram import matrix_form
+
+        raise ValueError(
+            f"kernel values for new points cannot be computed from the store {getattr(base, 'path', '')}: it holds "
+            f"{matrix_form(operators)}, a derived matrix, and its kernel is that of the raw Gram. Build the view on "
+            f"the raw Gram store (or on KernelGram(X, kernel)) instead."
+        )
+
+
 def _base_cross(base, X_new, X_train, columns=None):
     if hasattr(base, "cross"):
         return base.cross(X_new, X_train, columns=columns)
+    _refuse_derived_store(base)
     kernel = getattr(base, "kernel", None)
     if kernel is None or X_train is None:
         raise ValueError(
@@ -278,6 +297,7 @@ def _base_cross(base, X_new, X_train, columns=None):
 def _base_cross_diag(base, X_new, X_train):
     if hasattr(base, "cross_diag"):
         return base.cross_diag(X_new, X_train)
+    _refuse_derived_store(base)
     kernel = getattr(base, "kernel", None)
     if kernel is None:
         raise ValueError("kernel values for new points need the kernel; build the view on KernelGram(X, kernel).")
@@ -292,7 +312,119 @@ def _base_describe(base):
         desc["path"] = base.path
     if getattr(base, "kernel", None) is not None:
         desc["kernel"] = base.kernel.to_dict()
+    if getattr(base, "operators", None):
+        desc["operators"] = list(base.operators)
     return desc
+
+
+# --------------------------------------------------------------------------- #
+# Provenance: the operator chain of a view
+# --------------------------------------------------------------------------- #
+
+
+def weights_fingerprint(centering):
+    """SHA-256 of an origin's weights: ``n``, the support indices and the weights (float64).
+
+    Two :class:`~dkernel.centering.Centering` objects with the same
+    fingerprint define the same origin ``a = Σ γ_i φ(x_i)`` on the same points.
+    """
+    h = hashlib.sha256()
+    h.update(f"centering:{int(centering.n)}:".encode())
+    indices = centering.indices
+    h.update(b"all" if indices is None else np.ascontiguousarray(indices, dtype="<i8").tobytes())
+    h.update(b":")
+    h.update(np.ascontiguousarray(centering.weights, dtype="<f8").tobytes())
+    return "sha256:" + h.hexdigest()
+
+
+def _origin_step(name, centering, h0, length=None):
+    step = {"name": name}
+    if name != "shifted":
+        step["scheme"] = centering.scheme
+    else:
+        step["length"] = float(length)
+    step.update({"n": int(centering.n), "n_support": int(centering.n_support),
+                 "weights": weights_fingerprint(centering), "h0": float(h0)})
+    return step
+
+
+def operator_chain(source):
+    """The operators applied to the raw Gram to give ``source``, innermost first (a list of dicts).
+
+    Each step is ``{"name": "centered", "scheme", "n", "n_support",
+    "weights", "h0"}`` (``weights`` is :func:`weights_fingerprint` of the
+    origin), ``{"name": "shifted", "length", "n", "n_support", "weights",
+    "h0"}`` or ``{"name": "normalized"}``. A raw Gram (a store computed by
+    :meth:`~dkernel.gram.GramMatrix.compute`, a :class:`KernelGram`, a
+    :class:`DenseGram`) has an empty chain; a store written by
+    :meth:`to_zarr` keeps the chain of the view it was written from.
+    """
+    if isinstance(source, _GramView):
+        return operator_chain(source.base) + [source._step()]
+    return list(getattr(source, "operators", None) or [])
+
+
+def steps_from_description(description):
+    """The operator chain of a view from its :meth:`describe` dict (how older derived stores recorded it)."""
+    if not isinstance(description, dict):
+        return []
+    name = description.get("name")
+    base = description.get("base")
+    if name in ("centered", "shifted"):
+        centering = Centering.from_dict(description["centering"])
+        step = _origin_step(name, centering, description.get("h0", float("nan")), description.get("length"))
+    elif name == "normalized":
+        step = {"name": "normalized"}
+    else:
+        return list(description.get("operators") or [])
+    return steps_from_description(base) + [step]
+
+
+def _chain_root(source):
+    while isinstance(source, _GramView):
+        source = source.base
+    return source
+
+
+def check_output_store(path, overwrite=False, source=None):
+    """Check, before any work, that a derived store may be written at ``path``.
+
+    ``path`` must be free, an empty folder, or (with ``overwrite``) a Gram
+    store (:func:`dkernel._artifacts.check_target`). When it is the store that
+    ``source`` (a view, or the Gram a view will be built on) reads, it is
+    accepted only with ``overwrite``: the derived store is then written
+    beside it and swapped in once complete. Returns the stored Gram of
+    ``source`` that reads ``path`` (or None).
+
+    Raises
+    ------
+    ArtifactPathError
+    """
+    path = os.path.abspath(os.fspath(path))
+    root = _chain_root(source) if source is not None else None
+    root_path = getattr(root, "path", None)
+    reader = root if root_path and os.path.abspath(root_path) == path else None
+    if reader is not None and not overwrite:
+        raise ArtifactPathError(
+            f"{path} is the Gram store this view reads; writing the derived store there replaces it. Pass "
+            f"overwrite=True (CLI: --overwrite) to replace it once the derived store is complete, or choose "
+            f"another path."
+        )
+    _artifacts.check_target(path, "gram", overwrite)
+    return reader
+
+
+class _ReplacedStore:
+    """The blocks of a stored Gram whose store was replaced in place by a derived store: reading raises."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __getattr__(self, name):
+        raise StoreMismatchError(
+            f"the Gram store {self.path} was replaced by the derived store written there, so this object no longer "
+            f"reads the matrix it was opened on; open the new store with GramMatrix.open(path)."
+        )
 
 
 # --------------------------------------------------------------------------- #
@@ -386,9 +518,21 @@ class _GramView:
         """Materialize the view blockwise into a new Gram store and open it.
 
         The store has the layout of :class:`dkernel.gram.GramMatrix` (so
-        ``GramMatrix.open(path)`` reads it) with the chunks of the base; its
-        ``kernel`` attribute is the kernel of the underlying Gram and its
-        ``operator`` attribute describes the view (:meth:`describe`).
+        ``GramMatrix.open(path)`` reads it) with the chunks of the base. Its
+        ``kernel`` and ``fingerprint`` attributes are those of the underlying
+        raw Gram; its ``provenance`` attribute adds the operator chain
+        (:func:`operator_chain`: each centering with the fingerprint of its
+        origin weights, normalization, shift), and its ``operator``
+        attribute describes the view (:meth:`describe`). Code that needs a raw
+        Gram (``GramMatrix.compute(store=...)``, ``SVC(store=...)``) refuses
+        the store.
+
+        The store is written in a folder beside ``path`` and moved into place
+        when complete (:mod:`dkernel._artifacts`), so an interrupted write
+        leaves ``path`` as it was. ``path`` may be the store this view reads
+        only with ``overwrite``: the view is read in full, then the new store
+        replaces the old one, and the stored Gram at the root of the view
+        (and so the view itself) can no longer be read.
 
         Parameters
         ----------
@@ -396,13 +540,20 @@ class _GramView:
         dtype : {"float32", "float64"}, default=None
             The base's dtype by default.
         overwrite : bool, default=False
-            Replace an existing folder at ``path``.
+            Replace a Gram store at ``path``. Anything else at ``path`` (a
+            model, a folder of other files) is refused and left as is.
 
         Returns
         -------
         GramMatrix
+
+        Raises
+        ------
+        ArtifactPathError
+            If ``path`` holds anything but a Gram store, or a Gram store
+            without ``overwrite``; checked before anything is computed.
         """
-        from .gram import STORE_FORMAT, STORE_VERSION, GramMatrix, data_fingerprint
+        from .gram import STORE_FORMAT, STORE_VERSION, GramMatrix, data_fingerprint, write_checked_blocks
 
         kernel = self.kernel
         if kernel is None:
@@ -411,8 +562,7 @@ class _GramView:
                 "one. Build it on a GramMatrix or a KernelGram(X, kernel)."
             )
         path = os.path.abspath(os.fspath(path))
-        if os.path.exists(path) and os.listdir(path) and not overwrite:
-            raise StoreMismatchError(f"{path} exists; pass overwrite=True to replace it, or choose another path.")
+        reader = check_output_store(path, overwrite, self)
         dtype = np.dtype(dtype or getattr(_root_base(self), "dtype", np.float64))
         rc, cc = self.chunks
         n = self.n
@@ -421,28 +571,35 @@ class _GramView:
         fingerprint = getattr(root_base, "fingerprint", None)
         if fingerprint is None and hasattr(root_base, "X"):
             fingerprint = {"X": data_fingerprint(root_base.X), "Z": None}
-        root = zarr.open_group(path, mode="w")
-        K = root.create_array("K", shape=(n, n), chunks=(rc, cc), dtype=dtype, fill_value=np.nan, compressors=None)
-        done = root.create_array("done", shape=nb, chunks=(1, 1), dtype="uint8", fill_value=0, compressors=None)
-        diag = root.create_array("diag", shape=(n,), chunks=(rc,), dtype=dtype, fill_value=np.nan, compressors=None)
-        # Dask chunks equal the zarr chunks, so every task writes whole chunks: no lock needed.
-        values = self.dask.rechunk((rc, cc)).astype(dtype)
-        dask.compute(da.store(values, K, lock=False, compute=False))
-        diag[:] = self.diag().astype(dtype)
-        done[:] = np.ones(nb, dtype="uint8")
-        root.attrs.update({
-            "format": STORE_FORMAT,
-            "format_version": STORE_VERSION,
-            "kernel": kernel.to_dict(),
-            "shape": [n, n],
-            "dtype": dtype.name,
-            "chunks": [rc, cc],
-            "symmetric": True,
-            "fingerprint": fingerprint,
-            "n_blocks": list(nb),
-            "blocks_done": int(nb[0] * nb[1]),
-            "operator": self.describe(),
-        })
+        provenance = {"kernel": kernel.to_dict(), "fingerprint": fingerprint, "operators": operator_chain(self)}
+        with _artifacts.writing(path, "gram", overwrite) as tmp:
+            root = zarr.open_group(tmp, mode="w")
+            root.create_array("K", shape=(n, n), chunks=(rc, cc), dtype=dtype, fill_value=np.nan, compressors=None)
+            done = root.create_array("done", shape=nb, chunks=(1, 1), dtype="uint8", fill_value=0, compressors=None)
+            root.create_array("diag", shape=(n,), chunks=(rc,), dtype=dtype, fill_value=np.nan, compressors=None)
+            # Dask chunks equal the zarr chunks, so every task writes whole chunks (and their checksums).
+            values = self.dask.rechunk((rc, cc)).astype(dtype)
+            checksums = write_checked_blocks(tmp, values, self.diag().astype(dtype))
+            done[:] = np.ones(nb, dtype="uint8")
+            root.attrs.update({
+                "format": STORE_FORMAT,
+                "format_version": STORE_VERSION,
+                "kernel": kernel.to_dict(),
+                "shape": [n, n],
+                "dtype": dtype.name,
+                "chunks": [rc, cc],
+                "symmetric": True,
+                "fingerprint": fingerprint,
+                "provenance": provenance,
+                "n_blocks": list(nb),
+                "blocks_done": int(nb[0] * nb[1]),
+                "operator": self.describe(),
+                "checksums": checksums,
+            })
+        if reader is not None:
+            # Its store now holds the derived matrix: reading it as the base would give wrong values.
+            reader._blocks = _ReplacedStore(path)
+            reader._diag = None
         return GramMatrix.open(path)
 
     def __repr__(self):
@@ -551,6 +708,9 @@ class CenteredGram(_GramView):
         h_test = self.test_products(_base_cross(self.base, X_new, X_train, columns=self.centering.support))
         return np.asarray(_base_cross_diag(self.base, X_new, X_train), dtype=np.float64) - 2 * h_test + self.h0
 
+    def _step(self):
+        return _origin_step("centered", self.centering, self.h0)
+
     def describe(self):
         return {
             "name": "centered",
@@ -602,6 +762,9 @@ class ShiftedGram(CenteredGram):
         scale = length / math.sqrt(norm_sq)
         self.length = length
         super().__init__(base, direction.scaled(scale, "shift"), h=h_beta * scale, h0=length**2)
+
+    def _step(self):
+        return _origin_step("shifted", self.centering, self.h0, self.length)
 
     def describe(self):
         return {**super().describe(), "name": "shifted", "length": self.length}
@@ -657,6 +820,9 @@ class NormalizedGram(_GramView):
 
     def cross_diag(self, X_new, X_train=None):
         return (np.asarray(_base_cross_diag(self.base, X_new, X_train)) > 0).astype(np.float64)
+
+    def _step(self):
+        return {"name": "normalized"}
 
     def describe(self):
         return {"name": "normalized", "base": _base_describe(self.base)}

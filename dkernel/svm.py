@@ -9,8 +9,6 @@ original kernel (Meilă eq. 16, Graf & Borer eq. 3).
 
 import json
 import os
-import shutil
-import tempfile
 import warnings
 from numbers import Integral, Real
 
@@ -21,11 +19,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from . import _artifacts
 from ._dask import client_for
 from ._dense import dense_symmetric_gram
 from ._validation import check_finite
 from .centering import Centering, delta_b
-from .kernels import Kernel, NormalizedKernel, get_kernel, kernel_from_dict
+from .kernels import ESTIMATOR_DEFAULTS, Kernel, NormalizedKernel, estimator_kernel, get_kernel, kernel_from_dict
 from .operators import CenteredGram, KernelGram, NormalizedGram, graf_intercept
 from .solver import DenseRows, KernelRows, solve_qp
 
@@ -62,6 +61,9 @@ EXPECTED_FAILED_CHECKS = {
 
 #: Test rows evaluated per block in prediction.
 PREDICT_BLOCK_ROWS = 4096
+
+#: Bytes of a stored test kernel ``K(X_test, X_train)`` read at once in prediction.
+PREDICT_BLOCK_BYTES = 2**28
 
 
 class _SubsetGram:
@@ -167,8 +169,16 @@ class SVC(ClassifierMixin, BaseEstimator):
     normalize_bias_correction : bool, default=False
         Replace the intercept by Graf & Borer's b' (eq. 3); needs ``normalize``.
     store : str or path-like, default=None
-        Zarr store for the training Gram matrix. An existing store of the same
-        data and kernel is reused (only missing blocks are computed).
+        Where the training Gram matrix is kept on disk. A folder (created
+        when missing) that holds one zarr Gram store per training set and
+        kernel, ``store/gram-<fingerprint>.zarr``, named by a digest of the
+        data and the resolved kernel: fitting the same data again reuses its
+        store (only missing blocks are computed), and each fold of
+        ``cross_val_score`` or ``GridSearchCV`` gets a store of its own. A
+        path that is itself a Gram store (``dkernel gram --out``,
+        :meth:`GramMatrix.compute`) is used directly when it holds the Gram of
+        this data and kernel, and refused otherwise. The path used is
+        ``store_path_``.
     working_set_size : int, default=None
         Variables per solver sub-problem (default chosen by the solver).
     cache_size : float, default=None
@@ -217,6 +227,11 @@ class SVC(ClassifierMixin, BaseEstimator):
         How the training Gram was held: ``"float64"`` or ``"float32"`` (whole,
         in memory), ``"on-the-fly"`` (rows computed as needed), ``"store"``
         (zarr) or ``"precomputed"``.
+    store_path_ : str
+        The Gram store used for training (only with ``store``).
+    fit_status_ : int
+        0 when every binary problem converged to ``tol``, 1 when one stopped
+        at ``max_iter``.
 
     References
     ----------
@@ -263,9 +278,9 @@ class SVC(ClassifierMixin, BaseEstimator):
         self,
         C=1.0,
         kernel="rbf",
-        degree=3,
-        gamma="scale",
-        coef0=0.0,
+        degree=ESTIMATOR_DEFAULTS["degree"],
+        gamma=ESTIMATOR_DEFAULTS["gamma"],
+        coef0=ESTIMATOR_DEFAULTS["coef0"],
         tol=1e-3,
         class_weight=None,
         max_iter=-1,
@@ -379,16 +394,7 @@ class SVC(ClassifierMixin, BaseEstimator):
             return None
         if isinstance(self.kernel, (Kernel, dict)):
             return get_kernel(self.kernel).resolve(X.shape[1])
-        if self.gamma == "scale":
-            var = (X.multiply(X)).mean() - X.mean() ** 2 if sp.issparse(X) else X.var()
-            gamma = 1.0 / (X.shape[1] * var) if var != 0 else 1.0
-        elif self.gamma == "auto":
-            gamma = 1.0 / X.shape[1]
-        else:
-            gamma = float(self.gamma)
-        params = {"linear": {}, "rbf": {"gamma": gamma}, "sigmoid": {"gamma": gamma, "coef0": self.coef0},
-                  "poly": {"gamma": gamma, "coef0": self.coef0, "degree": self.degree}}[self.kernel]
-        return get_kernel(self.kernel, **params)
+        return estimator_kernel(self.kernel, X, gamma=self.gamma, coef0=self.coef0, degree=self.degree)
 
     def _training_gram(self, X, kernel, client):
         """The Gram source of the training data, before views; records how it is held in ``gram_dtype_``."""
@@ -400,7 +406,9 @@ class SVC(ClassifierMixin, BaseEstimator):
         n = X.shape[0]
         if self.store is not None:
             self.gram_dtype_ = "store"
-            return GramMatrix.compute(X, kernel=kernel, store=self.store, client=client, progress=bool(self.verbose))
+            self.store_path_ = self._store_path(X, kernel)
+            return GramMatrix.compute(X, kernel=kernel, store=self.store_path_, client=client,
+                                      progress=bool(self.verbose))
         budget = _gram_memory_budget(self.cache_size)
         if client is None:
             # float64 when it fits; else float32, as libsvm's single-precision kernel cache.
@@ -412,6 +420,26 @@ class SVC(ClassifierMixin, BaseEstimator):
         # On a cluster without a store, each worker computes the kernel columns of its own
         # row range from X (shipped once), so no Gram matrix travels over the network.
         return KernelGram(X, kernel)
+
+    def _store_path(self, X, kernel):
+        """The Gram store of ``K(X, X)`` that ``store`` designates.
+
+        ``store`` itself when it is a zarr store (a Gram written by ``dkernel
+        gram`` or :meth:`GramMatrix.compute`: used when it holds this Gram,
+        refused otherwise); else the subfolder ``gram-<fingerprint>.zarr`` of
+        the folder ``store``, named by a digest of the data, their dtype and
+        the resolved kernel, so that each training set (a cross-validation
+        fold) has its own store and fitting the same data again reuses it.
+        """
+        import hashlib
+
+        from .gram import data_fingerprint
+
+        path = os.path.abspath(os.fspath(self.store))
+        if os.path.exists(os.path.join(path, "zarr.json")):
+            return path
+        key = json.dumps({"X": data_fingerprint(X), "kernel": kernel.to_dict()}, sort_keys=True)
+        return os.path.join(path, f"gram-{hashlib.sha256(key.encode()).hexdigest()[:16]}.zarr")
 
     # -------------------------------------------------------------- fitting
     @_fit_context(prefer_skip_nested_validation=True)
@@ -438,8 +466,8 @@ class SVC(ClassifierMixin, BaseEstimator):
         classes, y_index = np.unique(y, return_inverse=True)
         if classes.shape[0] < 2:
             raise ValueError(
-                f"the training labels contain a single class ({classes[0]!r}): one class is not enough, an SVM "
-                f"needs at least two classes."
+                f"the training labels contain a single class ({_scalar(classes[0])!r}): one class is not enough, "
+                f"an SVM needs at least two classes."
             )
         if isinstance(self.centering, Centering) and classes.shape[0] > 2:
             raise ValueError(
@@ -622,6 +650,17 @@ class SVC(ClassifierMixin, BaseEstimator):
 
     def _pairwise_decision(self, X):
         """Decision values of every binary problem, shape (n_test, n_problems), blockwise over test rows."""
+        if self._precomputed and _is_gram_source(X):
+            # A stored K(X_test, X_train): read by row blocks of at most PREDICT_BLOCK_BYTES.
+            n_test, n_train = X.shape
+            step = max(1, min(PREDICT_BLOCK_ROWS, PREDICT_BLOCK_BYTES // (8 * n_train)))
+            out = np.empty((n_test, self._pair_coef.shape[0]))
+            for start in range(0, n_test, step):
+                stop = min(start + step, n_test)
+                K = np.asarray(X.rows(np.arange(start, stop)), dtype=np.float64)[:, self.support_]
+                check_finite(K, name="the precomputed test kernel", what="predicting")
+                out[start:stop] = K @ self._pair_coef.T + self.intercept_
+            return out
         if self._precomputed:
             K = np.asarray(X, dtype=np.float64)[:, self.support_]
             return K @ self._pair_coef.T + self.intercept_
@@ -636,6 +675,14 @@ class SVC(ClassifierMixin, BaseEstimator):
 
     def _validate_predict_data(self, X):
         check_is_fitted(self)
+        if self._precomputed and _is_gram_source(X):
+            n_train = self.shape_fit_[0]
+            if len(X.shape) != 2 or X.shape[1] != n_train:
+                raise ValueError(
+                    f"X should be a kernel matrix of shape (n_test, {n_train}) between test and training "
+                    f"points; got a Gram matrix of shape {tuple(X.shape)}."
+                )
+            return X
         if self._precomputed:
             X = validate_data(self, _materialize(X), dtype=np.float64, reset=False, ensure_all_finite=False)
             n_train = self.shape_fit_[0]
@@ -665,7 +712,11 @@ class SVC(ClassifierMixin, BaseEstimator):
         ----------
         X : array-like, sparse matrix or dask array of shape (n_samples, n_features)
             A dask array stays lazy: the result is a dask array computed
-            blockwise over its row chunks.
+            blockwise over its row chunks. With ``kernel="precomputed"``, the
+            kernel ``K(X_test, X_train)`` of shape (n_samples, n_train): an
+            ndarray, or a :class:`~dkernel.gram.GramMatrix` (e.g. a store
+            computed by ``GramMatrix.compute(X_test, X_train, ...)``), read by
+            row blocks.
 
         Returns
         -------
@@ -698,7 +749,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         return k
 
     def predict(self, X):
-        """Class labels of ``X`` (a dask array stays lazy)."""
+        """Class labels of ``X`` (a dask array stays lazy; a precomputed ``GramMatrix`` is read by row blocks)."""
         if _is_dask(X):
             check_is_fitted(self)
             return self._lazy(X, self.predict, None)
@@ -722,19 +773,29 @@ class SVC(ClassifierMixin, BaseEstimator):
     def save(self, path, *, overwrite=False):
         """Write the fitted model to a zarr store (arrays) with JSON attributes; no pickle.
 
-        The store is written to a temporary folder and renamed into place, so
-        an interrupted save never leaves a half-written model.
+        The store is written to a folder beside ``path`` and renamed into
+        place when complete (:mod:`dkernel._artifacts`), so an interrupted
+        save never leaves a half-written model and never loses the model it
+        replaces.
+
+        Parameters
+        ----------
+        path : str or path-like
+        overwrite : bool, default=False
+            Replace a dkernel model at ``path``. Anything else (a Gram store,
+            a folder of other files, a file) is refused and left as is.
+
+        Raises
+        ------
+        ArtifactPathError
+            A ``FileExistsError``: ``path`` holds anything but a model, or a
+            model without ``overwrite``.
         """
         import zarr
 
         check_is_fitted(self)
         path = os.path.abspath(os.fspath(path))
-        if os.path.exists(path) and not overwrite:
-            raise FileExistsError(f"{path} exists; pass overwrite=True to replace it.")
-        parent = os.path.dirname(path) or "."
-        os.makedirs(parent, exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=".model-", dir=parent)
-        try:
+        with _artifacts.writing(path, "model", overwrite) as tmp:
             group = zarr.open_group(tmp, mode="w")
             arrays = {
                 "support": self.support_,
@@ -768,13 +829,8 @@ class SVC(ClassifierMixin, BaseEstimator):
                 "sparse_support_vectors": bool(sp.issparse(self.support_vectors_)),
                 "sv_shape": list(self.support_vectors_.shape),
                 "centering": _centering_description(self.centering),
+                "fit_status": int(self.fit_status_),
             })
-            if os.path.exists(path):
-                shutil.rmtree(path)
-            os.replace(tmp, path)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
         return path
 
     @classmethod
@@ -826,7 +882,8 @@ def load_model(path):
         model.dual_coef_ = model._libsvm_dual_coef(y_index, model.support_)
     else:
         model.dual_coef_ = model._pair_coef
-    model.fit_status_ = 0
+    # Models written before the status was saved carry no record of it: 0, as they were reported.
+    model.fit_status_ = int(attrs.get("fit_status", 0))
     return model
 
 
@@ -844,6 +901,11 @@ def _is_dask(X):
     except ImportError:  # pragma: no cover - dask is a dependency
         return False
     return isinstance(X, da.Array)
+
+
+def _is_gram_source(X):
+    """A Gram matrix read by rows (:class:`~dkernel.gram.GramMatrix` or an operator view), not an array."""
+    return hasattr(X, "rows") and hasattr(X, "shape") and not isinstance(X, np.ndarray) and not sp.issparse(X)
 
 
 def _materialize(X):
@@ -865,6 +927,11 @@ def _check_labels(y):
             f"y has {bad.size} NaN or infinite labels (first at position {bad[0]}); drop those samples."
         )
     return y
+
+
+def _scalar(value):
+    """A numpy scalar as the Python value it holds (``1``, not ``np.int64(1)``, in messages)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _seed_from(random_state):

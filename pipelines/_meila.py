@@ -29,8 +29,10 @@ __all__ = [
     "SVMFit",
     "alignment",
     "alignment_limit",
+    "client_data",
     "data_home",
     "dataset_source",
+    "digits_sentence",
     "error_rate",
     "fit_svm",
     "kernel_params",
@@ -123,11 +125,12 @@ def data_home():
     """The data folder: ``$DKERNEL_DATA``, else ``../shared/data`` beside the repository, else None.
 
     None leaves the look-up to :func:`dkernel.datasets.load` (its cache folder,
-    then a download).
+    then a download). A relative ``$DKERNEL_DATA`` is taken from the current
+    directory.
     """
     env = os.environ.get("DKERNEL_DATA")
     if env:
-        return Path(env)
+        return Path(env).absolute()
     beside = Path(__file__).resolve().parents[1].parent / "shared" / "data"
     return beside if beside.is_dir() else None
 
@@ -139,15 +142,34 @@ def dataset_source(name):
     ``load_breast_cancer``, the same 569 × 30 values and labels as the UCI
     file. cmc and glass need the UCI files (data folder, cache or download).
     """
-    from dkernel.datasets import DatasetNotFoundError, load
+    return client_data(name)[0]
+
+
+def client_data(name):
+    """``(source, data)`` of a Table 1 data set, read in this process (the client of a cluster).
+
+    ``source`` is as :func:`dataset_source`. ``data`` is ``{"X": ..., "y":
+    ...}`` wrapped in one ``dask.delayed`` key, to be put in every task of the
+    data set and passed to :func:`load_split`: the tasks then receive the
+    arrays from the client (each worker fetches them once), so workers need
+    neither the data folder nor ``$DKERNEL_DATA``. ``data`` is None for
+    digits, which scikit-learn bundles, and for an unavailable data set.
+    """
+    import dask
+    from dkernel.datasets import DatasetNotFoundError
 
     if name == "digits":
-        return "sklearn"
+        return "sklearn", None
     try:
-        load(name, data_home=data_home())
+        X, y = _load_xy(name, "file")
+        source = "file"
     except (DatasetNotFoundError, OSError):
-        return "sklearn" if name == "wdbc" else None
-    return "file"
+        if name != "wdbc":
+            return None, None
+        source = "sklearn"
+        X, y = _load_xy(name, source)
+    key = f"pipeline-data-{name}-{dask.base.tokenize(X, y)}"
+    return source, dask.delayed({"X": X, "y": y}, name=key, traverse=False, pure=True)
 
 
 def _load_xy(name, source):
@@ -163,7 +185,7 @@ def _load_xy(name, source):
     return data.X, binary_task(data.y, TABLE1[name]["positive"])
 
 
-def load_split(name, rng, *, source="file", pair=None, n_train=None, n_test=None):
+def load_split(name, rng, *, source="file", pair=None, n_train=None, n_test=None, data=None):
     """A random train/test split of a Table 1 task, with labels ±1.
 
     Parameters
@@ -179,6 +201,9 @@ def load_split(name, rng, *, source="file", pair=None, n_train=None, n_test=None
         Default: Table 1's sizes. The test set is capped at the points left
         after the training set (the 8 × 8 digits have about 180 images per
         class, so a pair leaves about 160 test points, not 400).
+    data : dict, optional
+        ``{"X": ..., "y": ...}`` already read (by :func:`client_data`);
+        otherwise the data set is read here.
 
     Returns
     -------
@@ -192,6 +217,8 @@ def load_split(name, rng, *, source="file", pair=None, n_train=None, n_test=None
 
         data = load("digits")
         X, y = pair_task(data.X, data.y, *pair)
+    elif data is not None:
+        X, y = data["X"], data["y"]
     else:
         X, y = _load_xy(name, source)
     n_train = spec["n_train"] if n_train is None else n_train
@@ -200,6 +227,22 @@ def load_split(name, rng, *, source="file", pair=None, n_train=None, n_test=None
     train = order[:n_train]
     test = order[n_train : n_train + n_test]
     return X[train], y[train], X[test], y[test]
+
+
+def digits_sentence(records):
+    """What the digits pairs of ``records`` (data sets ``digiab``) were: the sizes their splits really had."""
+    digits = [r for r in records if str(r.get("dataset", "")).startswith("digi")]
+    if not digits:
+        return ""
+
+    def span(values):
+        values = sorted(set(values))
+        return f"{values[0]}" if len(values) == 1 else f"{values[0]}–{values[-1]}"
+
+    spec = TABLE1["digits"]
+    return (f"The digits pairs use the 8 × 8 digits bundled with scikit-learn (about 180 images per digit): "
+            f"{span(r['n_train'] for r in digits)} training points and the {span(r['n_test'] for r in digits)} "
+            f"others as test set (Table 1: {spec['n_train']} training and {spec['n_test']} test points).")
 
 
 def seed_from(rng):

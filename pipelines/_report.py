@@ -6,9 +6,12 @@ __all__ = [
     "STYLES",
     "cell",
     "fmt_mean_se",
+    "listing",
     "markdown_table",
     "one",
     "paired_difference",
+    "plural",
+    "run_line",
     "save_figure",
     "select",
     "subplots",
@@ -113,6 +116,26 @@ def paired_difference(records, key, match_a, match_b, pair_on=("repeat",)):
     d = np.asarray(diffs)
     se = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else 0.0
     return float(d.mean()), se, int(d.size)
+
+
+def run_line(result):
+    """The report's ``Run:`` line: the command that produced ``result`` (as run), its seed and its duration."""
+    from ._runner import command_line
+
+    return f"Run: `{command_line(result.name, result.config)}` (seed {result.config.seed}; {result.seconds:.0f} s)."
+
+
+def plural(count, word, words=None):
+    """``"1 data set"``, ``"3 data sets"``: a count with its noun."""
+    return f"{count} {word if count == 1 else (words or word + 's')}"
+
+
+def listing(items, empty="none"):
+    """``"a"``, ``"a and b"``, ``"a, b and c"``; ``empty`` for no items."""
+    items = [str(item) for item in items]
+    if not items:
+        return empty
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def yes_no(flag):

@@ -3,16 +3,28 @@
 A pipeline module defines
 
 * ``NAME`` and ``DESCRIPTION``;
-* ``make_tasks(config) -> list[dict]``: one small, JSON-serializable parameter
-  dict per independent unit of work (a data set × kernel × repeat, ...);
+* ``make_tasks(config) -> list[dict]``: one small parameter dict per
+  independent unit of work (a data set × kernel × repeat, ...). Data files
+  are read here, on the client, and put in the tasks as ``dask.delayed``
+  values (one graph key per data set, replaced by its value when the task
+  runs), so that workers never read the data folder or ``$DKERNEL_DATA``;
 * ``run_task(task) -> list[dict]``: the records of one unit, computed where it
-  runs (a Dask worker loads its own data: nothing large travels in the graph);
-* ``write_report(result, outdir)``: ``report.md`` and the figures.
+  runs;
+* ``write_report(result, outdir)``: ``report.md`` and the figures, written
+  into ``outdir`` (a folder beside ``result.outdir`` that is moved into place
+  once everything is written).
 
 :func:`run_pipeline` submits the tasks through Dask (a threaded local run, a
-``LocalCluster`` or a remote scheduler), shows a progress bar, and writes
+local cluster of :func:`dkernel._dask.start_local_cluster`, every server on
+127.0.0.1, or a remote scheduler), shows a progress bar, and writes
 ``results.csv`` and ``results.json`` (the tidy records plus a ``summary`` of
-means and standard errors). Each task draws its randomness from
+means and standard errors). The results folder ``out/NAME`` is written under
+the rules of :mod:`dkernel._artifacts`: checked before any task runs (an
+existing folder that is not this kind of results is refused; earlier results
+are replaced only with ``overwrite``, and only when the folder holds nothing
+but the files their run wrote), built beside its target and moved into place
+when complete. ``results.json`` records ``format: "dkernel-results"`` and the
+list of files the run wrote. Each task draws its randomness from
 ``numpy.random.SeedSequence(seed).spawn`` by task index, so that the same seed
 gives the same results wherever the tasks run.
 """
@@ -35,6 +47,7 @@ __all__ = [
     "build_parser",
     "run_pipeline",
     "main_for",
+    "command_line",
     "summarize",
     "task_rng",
 ]
@@ -51,6 +64,9 @@ MEASURES = (
     "delta_b", "decision_gap", "kernel_max_abs", "float32_error",
 )  # fmt: skip
 MEASURE_PREFIXES = ("test_error", "alignment", "n_sv")
+
+#: The ``format`` recorded in results.json: what marks a folder as results written by a pipeline run.
+RESULTS_FORMAT = "dkernel-results"
 
 
 @dataclass(frozen=True)
@@ -74,6 +90,8 @@ class PipelineConfig:
         Output folder; results go to ``out / NAME``.
     n_workers : int or None
         Workers of the LocalCluster (default: the number of cores).
+    overwrite : bool
+        Replace the results of an earlier run in ``out / NAME``.
     """
 
     quick: bool = False
@@ -83,6 +101,7 @@ class PipelineConfig:
     out: Path = Path("results")
     n_workers: int | None = None
     progress: bool = True
+    overwrite: bool = False
 
 
 @dataclass
@@ -130,6 +149,9 @@ def build_parser(name, description):
     parser.add_argument("--seed", type=int, default=0, help="root random seed (default: 0)")
     parser.add_argument("--workers", type=int, default=None, help="LocalCluster workers (default: cores)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the results of an earlier run in OUT/NAME (a folder holding other files is "
+                        "never replaced)")
     return parser
 
 
@@ -150,7 +172,30 @@ def config_from_args(args):
         out=args.out if args.out is not None else default_out(args.quick),
         n_workers=args.workers,
         progress=not args.no_progress,
+        overwrite=args.overwrite,
     )
+
+
+def command_line(name, config):
+    """The ``dkernel run`` command that runs ``config`` (the options that differ from the defaults)."""
+    import shlex
+
+    words = ["dkernel", "run", name]
+    if config.quick:
+        words.append("--quick")
+    if config.repeats is not None:
+        words += ["--repeats", str(config.repeats)]
+    if config.seed != 0:
+        words += ["--seed", str(config.seed)]
+    if config.scheduler != "local":
+        words += ["--scheduler", str(config.scheduler)]
+    if config.n_workers is not None:
+        words += ["--workers", str(config.n_workers)]
+    if Path(config.out) != default_out(config.quick):
+        words += ["--out", str(config.out)]
+    if getattr(config, "overwrite", False):
+        words.append("--overwrite")
+    return " ".join(shlex.quote(word) for word in words)
 
 
 # ------------------------------------------------------------------ execution
@@ -179,21 +224,21 @@ def _run_tasks(client, run_task, tasks, progress):
 
 def execute(run_task, tasks, config):
     """Run ``run_task`` over ``tasks`` on the configured scheduler; return the results in task order."""
+    from dkernel._dask import resolve_client, start_local_cluster
+    from dkernel.exceptions import SchedulerUnreachableError
+
     if config.scheduler == "threads":
         return _run_tasks(None, run_task, tasks, config.progress)
-    from distributed import Client, LocalCluster
-
     if config.scheduler == "local":
         n_workers = config.n_workers or max(1, min(os.cpu_count() or 1, len(tasks)))
-        with LocalCluster(
-            n_workers=n_workers,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=None,
-        ) as cluster, Client(cluster) as client:
+        cluster, client = start_local_cluster(n_workers=n_workers, threads_per_worker=1)
+        with cluster, client:
             return _run_tasks(client, run_task, tasks, config.progress)
-    with Client(config.scheduler) as client:
+    try:
+        client, _ = resolve_client(config.scheduler)
+    except SchedulerUnreachableError as exc:
+        raise SchedulerUnreachableError(f"--scheduler {config.scheduler}: {exc}") from None
+    with client:
         return _run_tasks(client, run_task, tasks, config.progress)
 
 
@@ -275,6 +320,7 @@ def write_tables(name, config, records, summary, outdir):
             writer.writerow(rec)
     json_path = outdir / "results.json"
     payload = {
+        "format": RESULTS_FORMAT,
         "pipeline": name,
         "config": {
             "quick": config.quick,
@@ -290,9 +336,26 @@ def write_tables(name, config, records, summary, outdir):
     return [csv_path, json_path]
 
 
+def _record_files(folder):
+    """List in ``results.json`` every file the run wrote into ``folder`` (what a later overwrite may replace)."""
+    json_path = folder / "results.json"
+    payload = json.loads(json_path.read_text())
+    payload["files"] = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+    json_path.write_text(json.dumps(payload, indent=1, allow_nan=False))
+
+
 def run_pipeline(module, config):
-    """Run a pipeline module end to end and write its results; returns a :class:`PipelineResult`."""
+    """Run a pipeline module end to end and write its results; returns a :class:`PipelineResult`.
+
+    The output folder is checked before any task runs; the results are
+    written beside it and moved into place when complete
+    (:mod:`dkernel._artifacts`).
+    """
+    from dkernel import _artifacts
+
     start = time.perf_counter()
+    outdir = Path(config.out) / module.NAME
+    _artifacts.check_target(outdir, "results", config.overwrite)
     tasks = module.make_tasks(config)
     for index, task in enumerate(tasks):
         task.setdefault("seed_index", index)
@@ -300,18 +363,22 @@ def run_pipeline(module, config):
     results = execute(module.run_task, tasks, config)
     records = [rec for task_records in results for rec in task_records]
     summary = summarize(records)
-    outdir = Path(config.out) / module.NAME
-    files = write_tables(module.NAME, config, records, summary, outdir)
-    result = PipelineResult(
-        name=module.NAME,
-        config=config,
-        records=records,
-        summary=summary,
-        outdir=outdir,
-        seconds=time.perf_counter() - start,
-        files=files,
-    )
-    result.files += list(module.write_report(result, outdir) or [])
+    with _artifacts.writing(outdir, "results", config.overwrite) as tmp:
+        tmp = Path(tmp)
+        files = write_tables(module.NAME, config, records, summary, tmp)
+        result = PipelineResult(
+            name=module.NAME,
+            config=config,
+            records=records,
+            summary=summary,
+            outdir=outdir,
+            seconds=time.perf_counter() - start,
+            files=files,
+        )
+        result.files += list(module.write_report(result, tmp) or [])
+        _record_files(tmp)
+    result.files = [outdir / Path(f).relative_to(tmp) if Path(f).is_relative_to(tmp) else Path(f)
+                    for f in result.files]
     return result
 
 

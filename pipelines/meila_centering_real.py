@@ -25,7 +25,7 @@ import sys
 import numpy as np
 
 from . import _meila
-from ._report import cell, markdown_table, one, paired_difference, save_figure, subplots
+from ._report import cell, listing, markdown_table, one, paired_difference, plural, run_line, save_figure, subplots
 from ._runner import main_for, task_rng
 
 NAME = "meila_centering_real"
@@ -52,10 +52,11 @@ def experiments(quick=False):
 def make_tasks(config):
     """One task per experiment × split; data sets whose files cannot be found are skipped with a note."""
     repeats = config.repeats or (QUICK_REPEATS if config.quick else REPEATS)
-    sources, tasks = {}, []
+    sources, data, tasks = {}, {}, []
     for k, (label, name, kernel, pair) in enumerate(experiments(config.quick)):
         if name not in sources:
-            sources[name] = _meila.dataset_source(name)
+            # Read here, on the client: the tasks carry the arrays, so workers need no data folder.
+            sources[name], data[name] = _meila.client_data(name)
             if sources[name] is None:
                 print(f"{NAME}: skipping {name}: its data file was not found (set DKERNEL_DATA to the folder "
                       "holding uci/).", file=sys.stderr)  # fmt: skip
@@ -64,7 +65,8 @@ def make_tasks(config):
         for r in range(repeats):
             # The split depends on the data set and the repeat only: both kernels of a data set share splits.
             tasks.append({"label": label, "dataset": name, "kernel": kernel, "pair": list(pair) if pair else None,
-                          "source": sources[name], "repeat": r, "split_key": f"{name}{pair or ''}"})  # fmt: skip
+                          "source": sources[name], "data": data[name], "repeat": r,
+                          "split_key": f"{name}{pair or ''}"})  # fmt: skip
     keys = sorted({t["split_key"] for t in tasks})
     for t in tasks:
         t["seed_index"] = keys.index(t["split_key"]) * repeats + t["repeat"]
@@ -80,7 +82,7 @@ def run_task(task):
     name = task["dataset"]
     spec = _meila.TABLE1[name]
     X, y, X_test, y_test = _meila.load_split(
-        name, rng, source=task["source"], pair=tuple(task["pair"]) if task["pair"] else None
+        name, rng, source=task["source"], pair=tuple(task["pair"]) if task["pair"] else None, data=task["data"]
     )
     params = _meila.kernel_params(task["kernel"], sigma2=spec["sigma2"] if task["kernel"] == "rbf" else None)
     setting = {"experiment": task["label"], "dataset": task["label"].split("/")[0], **params, "C": spec["C"],
@@ -167,11 +169,57 @@ def _figure(comparison, outdir):
     return save_figure(fig, outdir / "fig6_centering_real.png")
 
 
+def _composition(comparison):
+    """The experiments by data set: ``cmc (rbf); glass (poly2, rbf); 6 digits pairs (rbf)``."""
+    kernels, digits = {}, set()
+    for c in comparison:
+        dataset, kernel = c["label"].split("/")
+        if dataset.startswith("digi"):
+            digits.add(kernel)
+            kernels.setdefault("digits", []).append(dataset)
+        else:
+            kernels.setdefault(dataset, []).append(kernel)
+    parts = [f"{name} ({', '.join(found)})" for name, found in kernels.items() if name != "digits"]
+    if "digits" in kernels:
+        parts.append(f"{plural(len(kernels['digits']), 'digits pair')} ({', '.join(sorted(digits))})")
+    return "; ".join(parts)
+
+
+def _numerics(comparison):
+    """The paragraph on solver numerics, stated from the measured convergence and paired differences."""
+    text = ("Where centering changes the result it is through numerics, not the model: in exact arithmetic the "
+            "centered SVM with b − Δb is the original SVM (the maximum-margin hyperplane is translation "
+            "invariant). The column max |K| / max |K_c| shows the scale libsvm works at; its single-precision "
+            "kernel cache keeps about 7 significant digits of these entries.")
+    unconverged = [c for c in comparison if min(c["original"]["converged_mean"], c["centered"]["converged_mean"]) < 1]
+    converged = [c for c in comparison if c not in unconverged]
+    if unconverged:
+        details = [f"{c['label']} (max |K| = {c['original']['kernel_max_abs_mean']:.1e}; converged on "
+                   f"{c['original']['converged_mean']:.0%} / {c['centered']['converged_mean']:.0%} of the splits, "
+                   f"original / centered; Δerr {c['d_err'][0]:+.3f} ± {c['d_err'][1]:.3f}, "
+                   f"{_verdict(*c['d_err'][:2])})" for c in unconverged]  # fmt: skip
+        text += (f" libsvm stopped at its iteration cap ({_meila.LIBSVM_MAX_ITER:,} SMO steps) before meeting the "
+                 f"tolerance on some splits of {plural(len(unconverged), 'experiment')}: {listing(details)}. "
+                 "There the test errors are those of unconverged solutions, and a difference between the centered "
+                 "and the original SVM reflects where each run of the solver stopped, not the centered model.")
+    else:
+        text += " libsvm met the tolerance on every split of every experiment, with and without centering."
+    if converged:
+        same = [c["label"] for c in converged if c["d_err"][0] == 0 and c["d_err"][1] == 0]
+        differ = [f"{c['label']} (Δerr {c['d_err'][0]:+.4f} ± {c['d_err'][1]:.4f})" for c in converged
+                  if c["label"] not in same]  # fmt: skip
+        text += (f" Of the {plural(len(converged), 'experiment')} where libsvm converged on every split, the "
+                 f"centered and the original SVM made the same test errors on every split in {len(same)}"
+                 + (f"; they differ in {listing(differ)}" if differ else "") + ".")
+    return text
+
+
 def write_report(result, outdir):
     """Write ``report.md`` and ``fig6_centering_real.png``."""
     comparison = _comparison(result)
     fig = _figure(comparison, outdir)
     planned = [e[0] for e in experiments(result.config.quick)]
+    table1 = [e[0] for e in experiments(False)]
     missing = [label for label in planned if label not in _labels(result.summary)]
     repeats = len({r["repeat"] for r in result.records})
     rows = []
@@ -232,17 +280,16 @@ def write_report(result, outdir):
         "the original kernel (eq. 16). *Δerr* is the mean paired difference centered − original over the splits "
         "with its standard error; a change counts as significant beyond 2 standard errors.",
         "",
-        f"We ran {n} experiments on {len({c['original']['dataset'] for c in comparison})} data sets (cmc; glass and "
-        "wdbc with two kernels each; six digits pairs). The paper reports 12 experiments with 10 data sets; "
-        "Table 1 lists only the 11 experiments run here (the twelfth and the tenth data set are not described). "
-        "The digits pairs use the 8 × 8 digits bundled with scikit-learn, whose pairs have about 360 points: "
-        "200 train and the ~160 others as test set, instead of Table 1's 400.",
+        f"We ran {plural(n, 'experiment')} on {plural(len({c['original']['dataset'] for c in comparison}), 'data set')}"
+        f": {_composition(comparison)}. The paper reports 12 experiments with 10 data sets; its Table 1 describes "
+        f"{len(table1)} of them (the twelfth experiment and the tenth data set are not described), of which this "
+        f"run covers {len([c for c in comparison if c['label'] in table1])}. {_meila.digits_sentence(result.records)}",
         "",
     ]
     if missing:
         parts += [f"Not run (data files not found): {', '.join(missing)}.", ""]
     parts += [
-        f"Run: `dkernel run {NAME}` (seed {result.config.seed}; {result.seconds:.0f} s).",
+        run_line(result),
         "",
         "![Fig. 6](fig6_centering_real.png)",
         "",
@@ -254,18 +301,7 @@ def write_report(result, outdir):
         "",
         markdown_table(rows, [(k, k) for k in rows[0]]) if rows else "",
         "",
-        "Where centering changes the result it is through numerics, not the model: in exact arithmetic the "
-        "centered SVM with b − Δb is the original SVM (the maximum-margin hyperplane is translation invariant). "
-        "The column max |K| / max |K_c| shows the scale libsvm works at. With raw features the poly2 Grams "
-        "reach ~10⁷ (glass) and ~10¹⁴ (wdbc), dominated by the diagonal (1 + |x|²)² of the points with large "
-        "features, which centering hardly reduces. libsvm's single-precision kernel cache keeps about 7 "
-        "significant digits of such a matrix and, on both poly2 experiments, it stops at the iteration cap "
-        f"({_meila.LIBSVM_MAX_ITER:,} SMO steps) on most splits with and without centering (the *libsvm "
-        "converged* column: the fraction of splits that met the tolerance). Their test errors are those of "
-        "unconverged solutions and vary widely between splits; whether centering then helps (wdbc, as in the "
-        "paper, though here within about 2 standard errors) or hurts (glass) reflects where each run of the "
-        "solver stopped, not the centered model, which in exact arithmetic is the original one. With the RBF "
-        "kernels (entries in [0, 1]) libsvm converges and the centered and original SVMs coincide.",
+        _numerics(comparison),
         "",
         "Files: `results.csv`, `results.json` (records and summary), `fig6_centering_real.png`.",
         "",

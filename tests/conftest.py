@@ -18,12 +18,14 @@ import pytest
 def data_home():
     """Folder holding the benchmark data sets (usps/, uci/, 20newsgroups/ ...).
 
-    ``$DKERNEL_DATA`` if set, else ``<repo>/../shared/data``; tests that use
-    this fixture are skipped when neither exists.
+    ``$DKERNEL_DATA`` if set (a relative path is taken from the current
+    directory, as the README's ``DKERNEL_DATA=../shared/data``, and made
+    absolute), else ``<repo>/../shared/data``; tests that use this fixture
+    are skipped when neither exists.
     """
     env = os.environ.get("DKERNEL_DATA")
     if env:
-        return Path(env)
+        return Path(env).absolute()
     default = Path(__file__).resolve().parents[1].parent / "shared" / "data"
     if default.is_dir():
         return default
@@ -49,28 +51,36 @@ def _wait_until(predicate, timeout, what, process):
 
 
 @pytest.fixture
-def scheduler_address(tmp_path):
+def scheduler_address(tmp_path, request):
     """``tcp://127.0.0.1:PORT`` of a scheduler and two one-thread workers, each its own process.
 
     They are started as a user would (``python -m distributed.cli.dask_scheduler`` /
-    ``dask_worker``) and terminated afterwards; the workers can import this
-    repository (the pipelines), as workers of a real deployment would.
+    ``dask_worker``, every server on 127.0.0.1 as in ``cluster/README.md``)
+    and terminated afterwards; the workers can import this repository (the
+    pipelines), as workers of a real deployment would, and run without
+    ``$DKERNEL_DATA``: only the client knows where the data sets are.
+    Parametrized indirectly, the parameter is a dict of environment
+    variables set for the workers only.
     """
     from distributed import Client
 
     scheduler_file = tmp_path / "scheduler.json"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    env = {key: value for key, value in os.environ.items() if key != "DKERNEL_DATA"}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
     common = {"cwd": REPO, "env": env, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    worker_env = {**env, **getattr(request, "param", {})}
     processes = [subprocess.Popen(
         [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-         "--scheduler-file", str(scheduler_file), "--no-dashboard"], **common)]  # fmt: skip
+         "--scheduler-file", str(scheduler_file), "--no-dashboard", "--dashboard-address", "127.0.0.1:0"],
+        **common)]  # fmt: skip
     try:
         _wait_until(scheduler_file.exists, 60, "the dask scheduler", processes[0])
         time.sleep(0.2)
         address = json.loads(scheduler_file.read_text())["address"]
         processes.append(subprocess.Popen(
             [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers", "2", "--nthreads", "1",
-             "--host", "127.0.0.1", "--no-dashboard"], **common))  # fmt: skip
+             "--host", "127.0.0.1", "--no-dashboard", "--dashboard-address", "127.0.0.1:0"],
+            **{**common, "env": worker_env}))  # fmt: skip
         with Client(address, timeout=30) as client:
             client.wait_for_workers(2, timeout=60)
         yield address

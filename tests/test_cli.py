@@ -131,7 +131,15 @@ def test_gram_demo_and_info(tmp_path, capsys):
 
     code, stdout, _ = run(["info", out], capsys)
     assert code == 0
-    assert "rbf(gamma=0.0625)" in stdout
+    # gamma='scale' by default, as scikit-learn's SVC (and 'dkernel fit') computes it for the same data.
+    from sklearn.svm import SVC as SklearnSVC
+
+    from dkernel.cli import _demo_data
+
+    X = _demo_data()
+    with pytest.warns(Warning):  # one iteration: only the gamma it resolves is used
+        reference = SklearnSVC(gamma="scale", max_iter=1).fit(X, np.arange(len(X)) % 2)._gamma
+    assert f"rbf(gamma={reference:g})" in stdout
     assert "4000 x 4000" in stdout and "float64" in stdout
     assert "1000 x 1000 (4 x 4 blocks)" in stdout
     assert "16/16 (complete)" in stdout

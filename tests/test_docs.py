@@ -23,3 +23,19 @@ def test_readme_examples_run(tmp_path, monkeypatch):
 def test_docstring_examples_run(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
+
+
+def test_ci_runs_the_readme_commands_as_written():
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    main_command, test_command = (block.split("```", 1)[0].strip() for block in readme.split("```bash\n")[1:3])
+    assert "DKERNEL_DATA=../shared/data" in main_command and "pytest" in test_command
+    ci = (ROOT / ".ci" / "run").read_text()
+    lines = ci.splitlines()
+    # Each README command is a line of .ci/run, run from the repository root, with nothing exported around it.
+    assert main_command in lines and test_command in lines
+    assert lines.index(main_command) < lines.index(test_command)
+    assert lines.index('cd "$(dirname "$0")/.."') < lines.index(main_command)
+    assert "export DKERNEL_DATA" not in ci and "unset DKERNEL_DATA" in ci
+    assert re.findall(r"\brm\b.*", ci) == ["rm -rf .venv"]

@@ -22,6 +22,7 @@ from sklearn.metrics import pairwise_kernels
 import dkernel.gram as gram_module
 from dkernel._options import GramOptions, default_chunk, inner_rows
 from dkernel.exceptions import (
+    ArtifactPathError,
     EmptyInputError,
     FeatureMismatchError,
     IncompleteStoreError,
@@ -406,7 +407,9 @@ def test_cross_gram_store_rows_and_submatrix(X, Z, tmp_path):
 
 def test_row_reads_fetch_only_the_requested_rows_of_the_requested_columns(X, tmp_path, monkeypatch):
     path = tmp_path / "K.zarr"
-    GramMatrix.compute(X, kernel="rbf", gamma=0.3, chunk=16, store=path, progress=False)
+    # Checksum segments of 2 columns: a read of columns 18:30 reads exactly them (whole segments).
+    GramMatrix.compute(X, kernel="rbf", gamma=0.3, chunk=16, store=path, progress=False,
+                       options=GramOptions(checksum_bytes=16))
     stored = GramMatrix.open(path)
     reads, shards = [], []
     real_preadv, real_read = os.preadv, gram_module._ShardFiles.read
@@ -431,6 +434,9 @@ def test_row_reads_fetch_only_the_requested_rows_of_the_requested_columns(X, tmp
     stored.submatrix(idx, 18, 30)
     assert sum(reads) == 4 * 12 * 8
     assert sorted(set(shards)) == [(0, 1), (1, 1), (2, 1)]  # only the shards of columns 16:32
+    reads.clear()
+    stored.submatrix(idx, 19, 31)  # columns 18 and 31 are read too: they complete the segments 18:20 and 30:32
+    assert sum(reads) == 4 * 14 * 8
 
 
 def test_store_of_format_version_1_is_read_and_resumed(X, tmp_path):
@@ -689,7 +695,7 @@ def test_folder_that_is_not_a_store_is_refused(X, tmp_path):
     folder = tmp_path / "results"
     folder.mkdir()
     (folder / "notes.txt").write_text("keep me")
-    with pytest.raises(StoreMismatchError, match="not a dkernel Gram store"):
+    with pytest.raises(ArtifactPathError, match="not a dkernel Gram store .* not deleted"):
         GramMatrix.compute(X, store=folder, progress=False, overwrite=True)
     assert (folder / "notes.txt").read_text() == "keep me"
     with pytest.raises(StoreMismatchError, match="not a dkernel Gram store"):

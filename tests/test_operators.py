@@ -8,6 +8,7 @@ import pytest
 import zarr
 
 from dkernel.centering import Centering
+from dkernel.exceptions import ArtifactPathError
 from dkernel.gram import GramMatrix
 from dkernel.kernels import NormalizedKernel, PolynomialKernel
 from dkernel.operators import (
@@ -132,7 +133,7 @@ def test_materialized_view_is_a_gram_store_describing_the_operator(tmp_path):
     operator = dict(zarr.open_group(str(tmp_path / "view.zarr")).attrs)["operator"]
     assert operator["name"] == "normalized" and operator["base"]["name"] == "centered"
     assert operator["base"]["centering"]["scheme"] == "sampled-class-balanced"
-    with pytest.raises(ValueError, match="exists"):
+    with pytest.raises(ArtifactPathError, match="already holds a dkernel Gram store"):
         view.to_zarr(tmp_path / "view.zarr")
 
 

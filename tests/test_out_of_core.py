@@ -8,6 +8,7 @@ import dask
 from dkernel import GramMatrix
 from dkernel._dask import TextProgress, compute_with_progress, resolve_client
 from dkernel.exceptions import ClusterStalledError
+from _streams import RecordingStream
 
 
 def _reset_peak_rss():
@@ -155,28 +156,14 @@ def test_resolve_client_rejects_other_values():
         resolve_client(3)
 
 
-class _Stream:
-    def __init__(self, tty):
-        self.tty, self.text = tty, ""
-
-    def isatty(self):
-        return self.tty
-
-    def write(self, s):
-        self.text += s
-
-    def flush(self):
-        pass
-
-
 def test_progress_is_a_bar_on_a_terminal_and_lines_otherwise():
-    tty = _Stream(True)
+    tty = RecordingStream(True)
     bar = TextProgress(4, "blocks", stream=tty, interval=0)
     for k in range(1, 5):
         bar.update(k)
     bar.close()
     assert "\r[" in tty.text and "4/4 blocks" in tty.text and tty.text.endswith("\n")
-    plain = _Stream(False)
+    plain = RecordingStream(False)
     bar = TextProgress(4, "blocks", stream=plain, interval=3600)
     for k in range(1, 5):
         bar.update(k)
@@ -185,6 +172,6 @@ def test_progress_is_a_bar_on_a_terminal_and_lines_otherwise():
     lines = plain.text.splitlines()
     assert lines[0].startswith("1/4 blocks") and lines[-1].startswith("4/4 blocks")
     assert len(lines) <= 3  # the first, the last, the closing line: not one per task
-    silent = _Stream(True)
+    silent = RecordingStream(True)
     TextProgress(4, stream=silent, enabled=False).update(2)
     assert silent.text == ""

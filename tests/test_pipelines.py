@@ -273,3 +273,191 @@ def test_remote_scheduler_gives_the_threaded_results(quick_runs, scheduler_addre
     assert scheduler_address.startswith("tcp://127.0.0.1:")
     result = _quick("meila_shift_uci", tmp_path, scheduler=scheduler_address)
     assert_same_results(_load(quick_runs["meila_shift_uci"]), _load(result))
+
+
+# --------------------------------------------------------------------------- #
+# Reports: every count and verdict of the text comes from the records
+# --------------------------------------------------------------------------- #
+
+
+def _rewritten(result, tmp_path, change):
+    """report.md written from the records of ``result`` as modified by ``change(record)``."""
+    import dataclasses
+
+    records = [change(dict(rec)) for rec in result.records]
+    altered = dataclasses.replace(result, records=records, summary=summarize(records), outdir=tmp_path)
+    get_pipeline(result.name).write_report(altered, tmp_path)
+    return (tmp_path / "report.md").read_text()
+
+
+@pytest.mark.parametrize("name", PIPELINES)
+def test_report_run_line_is_the_command_that_ran(quick_runs, name):
+    result = quick_runs[name]
+    report = (result.outdir / "report.md").read_text()
+    out = result.outdir.parent
+    assert f"Run: `dkernel run {name} --quick --scheduler threads --out {out}` (seed 0; " in report
+
+
+def test_cli_run_report_names_its_options(tmp_path):
+    from dkernel.cli import main
+
+    assert main(["run", "meila_imbalanced", "--quick", "--scheduler", "threads", "--repeats", "1", "--seed", "3",
+                 "--out", str(tmp_path), "--no-progress"]) == 0  # fmt: skip
+    report = (tmp_path / "meila_imbalanced" / "report.md").read_text()
+    assert (f"Run: `dkernel run meila_imbalanced --quick --repeats 1 --seed 3 --scheduler threads --out {tmp_path}` "
+            "(seed 3; ") in report  # fmt: skip
+    assert "(1 repeats;" in report
+
+
+def test_centering_real_report_text_follows_the_records(quick_runs, tmp_path):
+    result = quick_runs["meila_centering_real"]
+    report = (result.outdir / "report.md").read_text()
+    labels = sorted({r["experiment"] for r in result.records})
+    sets = {r["dataset"] for r in result.records}
+    assert f"We ran {len(labels)} experiments on {len(sets)} data sets" in report
+    unconverged = sorted({r["experiment"] for r in result.records if not r["converged"]})
+    if unconverged:
+        assert "libsvm stopped at its iteration cap" in report and f"{unconverged[0]} (max |K| = " in report
+    test_sizes = sorted({r["n_test"] for r in result.records if r["dataset"].startswith("digi")})
+    assert f"and the {test_sizes[0]}" in report
+    # Every split converged, and centering changed every test error: the text says so.
+    original = {(r["experiment"], r["repeat"]): r["test_error"] for r in _by(result.records, variant="original")}
+    converged = _rewritten(result, tmp_path, lambda r: {**r, "converged": True, "test_error": (
+        original[r["experiment"], r["repeat"]] + (0.25 if r["variant"] == "centered" else 0.0))})
+    assert "libsvm met the tolerance on every split of every experiment" in converged
+    assert "libsvm stopped at its iteration cap" not in converged
+    assert "made the same test errors on every split in 0; they differ in " in converged
+    assert all(f"{label} (Δerr +0.2500 ± 0.0000)" in converged for label in labels)
+    assert f"centering significantly worse (paired difference > 2 SE) in {len(labels)}/{len(labels)}" in converged
+
+
+def test_shift_uci_report_text_follows_the_records(quick_runs, tmp_path):
+    result = quick_runs["meila_shift_uci"]
+    n = len({r["dataset"] for r in result.records})
+
+    def degraded(rec):
+        if rec["variant"] == "shifted" and rec["solver"] == "libsvm" and rec["shift"] == 1000.0:
+            rec["test_error"] += 0.3 + 0.1 * rec["repeat"]
+        return rec
+
+    report = _rewritten(result, tmp_path, degraded)
+    assert f"their test error is higher by more than 2 SE on {n}/{n}" in report
+    assert "The paper reports a degradation at this shift, as measured here." in report
+    assert "We cannot check the cause" not in report
+
+    def same(rec):
+        if rec["variant"] == "shifted":
+            original = _by(result.records, dataset=rec["dataset"], repeat=rec["repeat"], shift=rec["shift"],
+                           variant="original")[0]  # fmt: skip
+            rec["test_error"], rec["n_sv"] = original["test_error"], original["n_sv"]
+        return rec
+
+    report = _rewritten(result, tmp_path, same)
+    assert f"fewer support vectors than the original ones on 0/{n} data sets" in report
+    assert "it appears at neither |a| = 1000 nor |a| = 10000" in report
+
+
+def test_shift_synthetic_report_text_follows_the_records(quick_runs, tmp_path):
+    result = quick_runs["meila_shift_synthetic"]
+    top = max(r["shift"] for r in result.records)
+
+    def dkernel_fails_at_the_top(rec):
+        if rec["solver"] == "dkernel" and rec["shift"] == top:
+            rec["test_error"] = 0.5 + 0.01 * rec["repeat"]
+        return rec
+
+    report = _rewritten(result, tmp_path, dkernel_fails_at_the_top)
+    assert report.count("dkernel's solver in float64 gives the original test error within 1 SE at 2/3 shifts") == 2
+    report = (result.outdir / "report.md").read_text()
+    assert report.count("dkernel's solver in float64 gives the original test error within 1 SE at 3/3 shifts") == 2
+
+
+def test_imbalanced_report_text_follows_the_records(quick_runs, tmp_path):
+    result = quick_runs["meila_imbalanced"]
+    top = max(r["shift"] for r in result.records)
+    report = (result.outdir / "report.md").read_text()
+    assert "Kernels (the paper does not name its four): poly2 `(1 + xᵀz)²`, RBF" in report  # the quick run's two
+    differ = [r for r in result.records
+              if r["variant"].startswith("recentered") and r["test_error"] != r["test_error_kc"]]
+    assert ("they classify every test point alike" in report) == (not differ)
+
+    def routes_differ(rec):
+        if rec["variant"] == "recentered-standard" and rec["shift"] == top and rec["kernel"] == "rbf":
+            rec["test_error_kc"] = rec["test_error"] + 0.01
+        return rec
+
+    report = _rewritten(result, tmp_path, routes_differ)
+    assert f"they classify some test point differently at rbf |a| = {top:g}, and agree on every test point up to" \
+           in report
+
+
+# --------------------------------------------------------------------------- #
+# Data read on the client: workers need no data folder
+# --------------------------------------------------------------------------- #
+
+
+def _no_data_anywhere(monkeypatch, folder):
+    """This process as a worker without the data: an empty data folder and cache, and no network."""
+    import urllib.error
+    import urllib.request
+
+    folder.mkdir(exist_ok=True)
+    monkeypatch.setenv("DKERNEL_DATA", str(folder))
+    monkeypatch.setenv("DKERNEL_CACHE", str(folder))
+
+    def no_network(url, *args, **kwargs):
+        raise urllib.error.URLError("network is unreachable")
+
+    monkeypatch.setattr(urllib.request, "urlopen", no_network)
+
+
+@pytest.mark.data
+def test_pipeline_tasks_carry_the_data_read_on_the_client(data_home, monkeypatch, tmp_path):
+    import dask
+
+    from dkernel.datasets import DatasetNotFoundError
+    from pipelines import meila_centering_real
+
+    monkeypatch.setenv("DKERNEL_DATA", str(data_home))
+    tasks = meila_centering_real.make_tasks(PipelineConfig(repeats=1, out=tmp_path))
+    first = {}
+    for task in tasks:
+        first.setdefault(task["dataset"], {**task, "seed": 0})
+    assert set(first) == {"cmc", "glass", "wdbc", "digits"}
+    assert all(first[name]["source"] == "file" for name in ("cmc", "glass", "wdbc"))
+    # Read where the task runs, while the data folder is there: the reference records.
+    expected = {name: meila_centering_real.run_task({**first[name], "data": None}) for name in ("cmc", "glass")}
+
+    _no_data_anywhere(monkeypatch, tmp_path / "empty")
+    with pytest.raises(DatasetNotFoundError):
+        meila_centering_real.run_task({**first["cmc"], "data": None})
+    for name in ("cmc", "glass"):
+        (records,) = dask.compute(dask.delayed(meila_centering_real.run_task)(first[name]), scheduler="sync")
+        assert _timeless(records) == _timeless(expected[name])
+
+
+@pytest.mark.slow
+@pytest.mark.data
+@pytest.mark.parametrize(
+    "scheduler_address",
+    [{}, {"DKERNEL_DATA": "/nonexistent/dkernel-data", "DKERNEL_CACHE": "/nonexistent/dkernel-cache",
+          "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9"}],
+    ids=["workers-without-DKERNEL_DATA", "workers-without-any-data"],
+    indirect=True,
+)  # fmt: skip
+def test_run_on_a_scheduler_reads_the_data_on_the_client(scheduler_address, data_home, tmp_path):
+    """`dkernel run ... --scheduler tcp://...` with the data folder known to the client only (a relative path)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "DKERNEL_DATA": os.path.relpath(data_home, REPO)}
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "dkernel"), "run", "meila_centering_real", "--quick", "--scheduler",
+         scheduler_address, "--out", str(tmp_path), "--no-progress"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    payload = json.loads((tmp_path / "meila_centering_real" / "results.json").read_text())
+    wdbc = [r for r in payload["records"] if r["dataset"] == "wdbc"]
+    assert wdbc and all(r["source"] == "file" for r in wdbc)

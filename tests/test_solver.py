@@ -1,5 +1,6 @@
 """Tests of dkernel.solver against libsvm (scikit-learn), SciPy and NumPy references."""
 
+import re
 import warnings
 
 import numpy as np
@@ -15,6 +16,7 @@ from dkernel.solver import DenseRows, KernelRows, solve_qp
 from dkernel.solver._active_set import solve_box_equality_qp
 from dkernel.solver._select import candidate_lists, merge_candidates, top_k, violation_sets
 from dkernel.solver._smo import select_pair, update_pair
+from _streams import RecordingStream
 
 
 # ---------------------------------------------------------------- data sets
@@ -391,3 +393,41 @@ def test_distributed_matches_single_process():
         assert res.converged and res.n_iter == single.n_iter
         np.testing.assert_allclose(res.alpha, single.alpha, atol=1e-10)
         np.testing.assert_allclose(res.decision_function(K, y), single.decision_function(K, y), atol=1e-6)
+
+
+# ---------------------------------------------------------------- progress
+@pytest.mark.parametrize("several_rows", [False, True], ids=["labels", "general"])
+def test_verbose_progress_is_one_updating_line_on_a_terminal(monkeypatch, several_rows):
+    import sys
+
+    X, y = _wdbc()
+    K = rbf_kernel(X, gamma=0.05)
+    E = np.vstack([y, y * X[:, 0]]) if several_rows else None
+    tty = RecordingStream(True)
+    monkeypatch.setattr(sys, "stderr", tty)
+    res = solve_qp(DenseRows(K), y, 10.0, E=E, working_set_size=16, verbose=True)
+    assert res.converged
+    # Updated in place: every status starts with \r, and only the final line ends with a newline.
+    assert tty.text.startswith("\r[dkernel.solver] iter 0  gap ") and tty.text.count("\n") == 1
+    status = tty.text.split("\r")[1]
+    assert re.fullmatch(r"\[dkernel\.solver\] iter 0  gap \S+ \(tol 0\.001\)  SV \d+  free SV \d+  [\d.]+ [mu]?s *",
+                        status)
+    final = tty.text.split("\r")[-1]
+    n_free = int(np.count_nonzero((res.alpha > 0) & (res.alpha < 10.0)))
+    assert final.startswith(f"[dkernel.solver] converged: gap {res.gap:.3e} <= tol 0.001 after {res.n_iter} "
+                            f"iterations  SV {np.count_nonzero(res.alpha)}  free SV {n_free}  ")  # fmt: skip
+
+
+def test_verbose_progress_says_when_the_solver_did_not_converge(monkeypatch):
+    import sys
+
+    X, y = _wdbc()
+    plain = RecordingStream(False)
+    monkeypatch.setattr(sys, "stderr", plain)
+    with pytest.warns(ConvergenceWarning):
+        res = solve_qp(DenseRows(rbf_kernel(X, gamma=0.05)), y, 10.0, working_set_size=2, max_iter=3, verbose=True)
+    assert not res.converged and "\r" not in plain.text
+    lines = plain.text.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("[dkernel.solver] iter 0  gap ")
+    assert lines[1].startswith(f"[dkernel.solver] NOT converged: max_iter=3 reached with gap {res.gap:.3e} > tol "
+                               "0.001 after 3 iterations")  # fmt: skip

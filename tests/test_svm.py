@@ -238,6 +238,96 @@ def test_precomputed_cross_validation_slices_the_gram():
     np.testing.assert_allclose(ours, ref, atol=0.01)
 
 
+def _wdbc_standardized():
+    X, y = load_breast_cancer(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+def test_store_folder_under_cross_validation_equals_the_storeless_run(tmp_path):
+    from sklearn.model_selection import KFold, cross_validate
+
+    from dkernel.gram import GramMatrix
+
+    X, y = _wdbc_standardized()
+    params = {"kernel": "rbf", "gamma": 0.05, "C": 10.0}
+    folder = tmp_path / "grams"
+    cv = KFold(5, shuffle=True, random_state=0)
+    stored = cross_validate(SVC(store=folder, **params), X, y, cv=cv, return_estimator=True)
+    plain = cross_validate(SVC(**params), X, y, cv=cv, return_estimator=True)
+    np.testing.assert_array_equal(stored["test_score"], plain["test_score"])
+    for (train, test), a, b in zip(cv.split(X, y), stored["estimator"], plain["estimator"]):
+        assert a.gram_dtype_ == "store" and b.gram_dtype_ != "store"
+        np.testing.assert_allclose(a.decision_function(X[test]), b.decision_function(X[test]), rtol=0, atol=1e-6)
+        # The fold's store holds the Gram of exactly its training rows.
+        K = GramMatrix.open(a.store_path_)
+        np.testing.assert_allclose(K.rows([0, 5]), pairwise_kernels(X[train][[0, 5]], X[train], metric="rbf",
+                                                                    gamma=0.05), rtol=1e-12, atol=1e-12)
+    stores = sorted(folder.iterdir())
+    assert len(stores) == 5 and {e.store_path_ for e in stored["estimator"]} == {str(p) for p in stores}
+    # Fitting a fold's data again finds its store; scores agree with cross_val_score as well.
+    train0 = next(iter(cv.split(X, y)))[0]
+    again = SVC(store=folder, **params).fit(X[train0], y[train0])
+    assert again.store_path_ == stored["estimator"][0].store_path_ and len(list(folder.iterdir())) == 5
+    np.testing.assert_array_equal(cross_val_score(SVC(store=folder, **params), X, y, cv=cv), plain["test_score"])
+
+
+def test_store_folder_under_grid_search_and_an_existing_gram_store(tmp_path):
+    from dkernel.exceptions import StoreMismatchError
+    from dkernel.gram import GramMatrix
+
+    X, y = _wdbc_standardized()
+    folder = tmp_path / "grams"
+    grid = GridSearchCV(SVC(store=folder, C=10.0), {"gamma": [0.01, 0.05]}, cv=3).fit(X, y)
+    plain = GridSearchCV(SVC(C=10.0), {"gamma": [0.01, 0.05]}, cv=3).fit(X, y)
+    np.testing.assert_array_equal(grid.cv_results_["mean_test_score"], plain.cv_results_["mean_test_score"])
+    assert len(list(folder.iterdir())) == 2 * 3 + 1  # two kernels x three folds, and the refit on all data
+    # A path that is itself a Gram store is used as it is when it holds this Gram, refused otherwise.
+    path = tmp_path / "K.zarr"
+    GramMatrix.compute(X, kernel="rbf", gamma=0.05, store=path, progress=False)
+    clf = SVC(kernel="rbf", gamma=0.05, C=10.0, store=path).fit(X, y)
+    assert clf.store_path_ == str(path)
+    np.testing.assert_allclose(clf.decision_function(X), SVC(kernel="rbf", gamma=0.05, C=10.0).fit(X, y)
+                               .decision_function(X), rtol=0, atol=1e-6)
+    with pytest.raises(StoreMismatchError, match="gamma"):
+        SVC(kernel="rbf", gamma=0.01, C=10.0, store=path).fit(X, y)
+
+
+def test_saved_model_keeps_its_convergence_status(tmp_path):
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = _wdbc_standardized()
+    with pytest.warns(ConvergenceWarning):
+        stopped = SVC(kernel="rbf", gamma=0.05, C=10.0, max_iter=1, working_set_size=2).fit(X, y)
+    converged = SVC(kernel="rbf", gamma=0.05, C=10.0).fit(X, y)
+    assert (stopped.fit_status_, converged.fit_status_) == (1, 0)
+    assert load_model(stopped.save(tmp_path / "stopped.zarr")).fit_status_ == 1
+    assert load_model(converged.save(tmp_path / "converged.zarr")).fit_status_ == 0
+
+
+def test_precomputed_gram_matrix_accepted_for_prediction(tmp_path, monkeypatch):
+    import dkernel.svm
+    from dkernel.gram import GramMatrix
+
+    X, y = _wdbc_standardized()
+    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, random_state=0)
+    K_train = GramMatrix.compute(X_tr, kernel="rbf", gamma=0.05, store=tmp_path / "train.zarr", progress=False)
+    K_test = GramMatrix.compute(X_te, X_tr, kernel="rbf", gamma=0.05, store=tmp_path / "test.zarr", chunk=64,
+                                progress=False)
+    clf = SVC(kernel="precomputed", C=10.0).fit(K_train, y_tr)
+    direct = SVC(kernel="rbf", gamma=0.05, C=10.0).fit(X_tr, y_tr)
+    dense = pairwise_kernels(X_te, X_tr, metric="rbf", gamma=0.05)
+    # Several row blocks of the stored test kernel.
+    monkeypatch.setattr(dkernel.svm, "PREDICT_BLOCK_BYTES", 8 * X_tr.shape[0] * 7)
+    decision = clf.decision_function(K_test)
+    np.testing.assert_allclose(decision, clf.decision_function(dense), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(decision, direct.decision_function(X_te), rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(clf.predict(K_test), direct.predict(X_te))
+    assert clf.score(K_test, y_te) == direct.score(X_te, y_te)
+    wrong = GramMatrix.compute(X_te, kernel="rbf", gamma=0.05, progress=False)  # K(X_test, X_test)
+    with pytest.raises(ValueError, match=r"shape \(n_test, 398\)"):
+        clf.predict(wrong)
+
+
 def test_check_estimator_passes():
     from sklearn.utils.estimator_checks import check_estimator
 

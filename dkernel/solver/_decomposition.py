@@ -13,11 +13,13 @@ active-set method (:mod:`._active_set`). The loop follows ThunderSVM's
 ``CSMOSolver::solve`` (select, get rows, local SMO, update f, stop on the gap).
 """
 
-import sys
 import warnings
 
 import numpy as np
+from dask.utils import format_time
 from sklearn.exceptions import ConvergenceWarning
+
+from .._dask import StatusLine
 
 from ._active_set import solve_box_equality_qp
 from ._bias import equality_multipliers, minimax_multipliers, svc_intercept
@@ -106,15 +108,41 @@ def _warn_not_converged(max_iter, gap, tol):
     )
 
 
-def _report(verbose, it, gap, n_sub, alpha, C):
-    """One progress line per outer iteration: KKT gap, support vectors (free ones), inner SMO steps."""
-    if verbose:
+class _Progress:
+    """The solver's verbose display on stderr: one status line, then whether it converged.
+
+    On a terminal the line (iteration, KKT gap against ``tol``, support
+    vectors and free ones, elapsed time) is rewritten in place; otherwise it
+    is printed every few seconds (:class:`dkernel._dask.StatusLine`). The
+    final line says ``converged`` or ``NOT converged`` and why.
+    """
+
+    def __init__(self, verbose, tol, max_iter):
+        self.line = StatusLine(enabled=bool(verbose))
+        self.tol, self.max_iter = tol, max_iter
+
+    def due(self):
+        return self.line.due()
+
+    def _counts(self, alpha, C):
         n_sv = int(np.count_nonzero(alpha))
         n_free = int(np.count_nonzero((alpha > 0) & (alpha < C)))
-        print(
-            f"[dkernel.solver] iter {it:5d}  gap {gap:.4e}  SV {n_sv:6d}  free SV {n_free:6d}  inner {n_sub}",
-            file=sys.stderr,
-        )
+        return f"SV {n_sv}  free SV {n_free}  {format_time(self.line.elapsed)}"
+
+    def show(self, it, gap, alpha, C):
+        self.line.show(f"[dkernel.solver] iter {it}  gap {gap:.3e} (tol {self.tol:g})  {self._counts(alpha, C)}",
+                       force=True)
+
+    def close(self, it, stop_reason, gap, alpha, C):
+        if not self.line.enabled:
+            return
+        verdict = {
+            "tol": f"converged: gap {gap:.3e} <= tol {self.tol:g}",
+            "max_iter": f"NOT converged: max_iter={self.max_iter} reached with gap {gap:.3e} > tol {self.tol:g}",
+            "stalled": f"NOT converged: no working set improves the objective, gap {gap:.3e} > tol {self.tol:g}",
+            "callback": f"stopped by the callback with gap {gap:.3e} (tol {self.tol:g})",
+        }[stop_reason]
+        self.line.close(f"[dkernel.solver] {verdict} after {it} iterations  {self._counts(alpha, C)}")
 
 
 class LocalGradients:
@@ -182,6 +210,7 @@ def label_constraint_loop(gradients, prob, *, tol, q, max_iter, shrinking, callb
     slot_map = SlotMap(q)
     kept = np.empty(0, dtype=np.intp)
     stop_reason, gap, it, n_rows = "max_iter", np.inf, 0, 0
+    progress = _Progress(verbose, tol, max_iter)
     for it in range(max_iter):
         m, M, up_idx, up_v, low_idx, low_v = gradients.candidates(q)
         gap = m - M
@@ -208,12 +237,13 @@ def label_constraint_loop(gradients, prob, *, tol, q, max_iter, shrinking, callb
             Q_BB, y_B, alpha_B, C[B], G_B, 0.1 * tol, INNER_RELATIVE_TOL, INNER_ITER_PER_VARIABLE * B.size
         )
         gradients.update(B, slots, y_B * (alpha_B - old_alpha_B), alpha_B)
-        if verbose:
-            _report(verbose, it, gap, n_sub, gradients.state()[0], C)
+        if progress.due():
+            progress.show(it, gap, gradients.state()[0], C)
         kept = B[B.size - min(q // 2, B.size) :] if q >= 4 else np.empty(0, dtype=np.intp)
     else:
         it = max_iter
     alpha, G = gradients.state()
+    progress.close(it, stop_reason, gap, alpha, C)
     intercept = svc_intercept(alpha, G, y, C)
     return alpha, G, intercept, it, stop_reason, gap, n_rows
 
@@ -226,6 +256,7 @@ def _solve_general(rows, prob, *, tol, q, max_iter, callback, verbose):
     n_rows = int(np.count_nonzero(alpha))
     stop_reason, it = "max_iter", 0
     mu, gap, support = minimax_multipliers(alpha, G, C, E)
+    progress = _Progress(verbose, tol, max_iter)
     for it in range(max_iter):
         if callback is not None and callback(it, alpha, gap):
             stop_reason = "callback"
@@ -245,7 +276,8 @@ def _solve_general(rows, prob, *, tol, q, max_iter, callback, verbose):
         G += y * (K_B.T @ (y_B * delta))
         if not np.isfinite(G).all():
             _raise_nonfinite_rows(B, K_B)
-        _report(verbose, it, gap, n_sub, alpha, C)
+        if progress.due():
+            progress.show(it, gap, alpha, C)
         new_mu, new_gap, support = minimax_multipliers(alpha, G, C, E)
         if not np.any(delta) and new_gap >= gap:
             stop_reason, mu, gap = "stalled", new_mu, new_gap
@@ -253,6 +285,7 @@ def _solve_general(rows, prob, *, tol, q, max_iter, callback, verbose):
         mu, gap = new_mu, new_gap
     else:
         it = max_iter
+    progress.close(it, stop_reason, gap, alpha, C)
     intercept = equality_multipliers(alpha, G, C, E, mu)
     if intercept.shape[0] == 1:
         intercept = float(intercept[0])
@@ -352,7 +385,10 @@ def solve_qp(
         Feasible starting point (warm start). By default zero, or a vertex of
         the feasible set found by linear programming when ``e != 0``.
     verbose : bool, default=False
-        Print the gap of each iteration to stderr.
+        Show the progress on stderr: one status line (KKT gap against
+        ``tol``, support vectors and free ones, elapsed time), rewritten in
+        place on a terminal and printed every few seconds otherwise, then a
+        final line saying whether the solver converged.
     callback : callable, optional
         ``callback(iteration, alpha, gap)`` before each iteration; returning
         True stops the solver (``stop_reason="callback"``).
