@@ -15,6 +15,7 @@ __all__ = [
     "save_figure",
     "select",
     "subplots",
+    "annotate_points",
     "symlog_shift_axis",
     "yes_no",
 ]
@@ -159,7 +160,60 @@ def subplots(nrows, ncols, **kwargs):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    kwargs.setdefault("layout", "constrained")  # titles, labels and the suptitle never overlap
     return plt.subplots(nrows, ncols, **kwargs)
+
+
+def annotate_points(ax, xs, ys, labels, fontsize=7):
+    """Label scatter points without overlapping labels.
+
+    Points that coincide on the plot (closer than a label's height) share one
+    label listing their names; each label is then put at the first of a few
+    offsets around its point where it does not overlap a label already placed.
+    Call after the axis limits are final.
+    """
+    ax.figure.canvas.draw()  # final transforms
+    to_pixels = ax.transData.transform
+    scale = ax.figure.dpi / 72  # points to pixels
+    height, marker = fontsize * 1.3 * scale, 3.5 * scale
+    groups = []
+    for x, y, label in zip(xs, ys, labels):
+        px = to_pixels((x, y))
+        for group in groups:
+            if abs(group["px"][0] - px[0]) < marker and abs(group["px"][1] - px[1]) < marker:
+                group["labels"].append(label)
+                break
+        else:
+            groups.append({"xy": (x, y), "px": px, "labels": [label]})
+    placed = [(g["px"][0] - marker, g["px"][1] - marker, 2 * marker, 2 * marker) for g in groups]
+    for group in sorted(groups, key=lambda g: (-g["px"][1], g["px"][0])):
+        text = _joined_labels(group["labels"])
+        width = 0.55 * fontsize * scale * len(text)
+        right, left, up, down, middle = marker + 1, -width - marker - 1, marker - 2, -height - marker + 2, -height / 2
+        offsets = [(right, up), (right, down), (left, up), (left, down), (right, middle), (left, middle),
+                   (-width / 2, marker + 1), (-width / 2, -height - marker - 1)]
+        for dx, dy in offsets:
+            box = (group["px"][0] + dx, group["px"][1] + dy, width, height)
+            if not any(_boxes_overlap(box, other) for other in placed):
+                break
+        else:
+            dx, dy = offsets[0]
+            box = (group["px"][0] + dx, group["px"][1] + dy, width, height)
+        placed.append(box)
+        ax.annotate(text, group["xy"], fontsize=fontsize, xytext=(dx, dy), textcoords="offset pixels",
+                    va="bottom")
+
+
+def _joined_labels(labels):
+    """``a/k, b/k`` -> ``a, b /k`` when the labels share a ``/suffix``."""
+    suffixes = {label.rpartition("/")[2] for label in labels}
+    if len(labels) > 1 and len(suffixes) == 1 and all("/" in label for label in labels):
+        return ", ".join(label.rpartition("/")[0] for label in labels) + " /" + suffixes.pop()
+    return ", ".join(labels)
+
+
+def _boxes_overlap(a, b):
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
 
 
 #: Line styles of the paper's figures: original dotted, shifted full, recentered dashed.

@@ -25,7 +25,7 @@ import sys
 import numpy as np
 
 from . import _meila
-from ._report import cell, listing, markdown_table, one, paired_difference, plural, run_line, save_figure, subplots
+from ._report import annotate_points, cell, listing, markdown_table, one, paired_difference, plural, run_line, save_figure, subplots
 from ._runner import main_for, task_rng
 
 NAME = "meila_centering_real"
@@ -158,14 +158,15 @@ def _figure(comparison, outdir):
         ax.errorbar(xs, ys, xerr=[c["original"][f"{key}_se"] for c in comparison],
                     yerr=[c["centered"][f"{key}_se"] for c in comparison], linestyle="none", marker="o",
                     capsize=2)  # fmt: skip
-        for c, x, y in zip(comparison, xs, ys):
-            ax.annotate(c["label"], (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
         lo, hi = min(xs + ys + [0.0]), max(xs + ys) * 1.05 + 1e-3
         ax.plot([lo, hi], [lo, hi], color="black", linewidth=0.8, alpha=0.5)
         ax.set_xlabel("original")
         ax.set_ylabel("centered (class-balanced, with Δb)")
         ax.set_title(title, loc="left")
     fig.suptitle("Original versus centered data (Meilă 2002, Fig. 6)")
+    for ax, key in ((axes[0], "test_error"), (axes[1], "alignment")):
+        annotate_points(ax, [c["original"][f"{key}_mean"] for c in comparison],
+                        [c["centered"][f"{key}_mean"] for c in comparison], [c["label"] for c in comparison])
     return save_figure(fig, outdir / "fig6_centering_real.png")
 
 

@@ -127,7 +127,8 @@ def _figure(summary, outdir, key, ylabel, filename, title):
         if key == "alignment":
             limit = _get(summary, kernel, shifts[-1], "shifted")["alignment_limit_mean"]
             ax.axhline(limit, color="black", linewidth=0.8, alpha=0.5)
-            ax.text(shifts[1], limit, f" (n⁺−n⁻)²/n² = {limit:.3f}", va="bottom", fontsize=8)
+            ax.text(0.98, limit - 0.02, f"(n⁺−n⁻)²/n² = {limit:.3f}", ha="right", va="top", fontsize=8,
+                    transform=ax.get_yaxis_transform())
         symlog_shift_axis(ax, shifts)
         ax.set_title(_title(kernel))
         ax.set_ylabel(ylabel)

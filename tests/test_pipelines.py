@@ -461,3 +461,25 @@ def test_run_on_a_scheduler_reads_the_data_on_the_client(scheduler_address, data
     payload = json.loads((tmp_path / "meila_centering_real" / "results.json").read_text())
     wdbc = [r for r in payload["records"] if r["dataset"] == "wdbc"]
     assert wdbc and all(r["source"] == "file" for r in wdbc)
+
+
+def test_point_labels_do_not_overlap_and_coincident_points_share_one():
+    from pipelines._report import annotate_points, save_figure, subplots
+
+    fig, ax = subplots(1, 1, figsize=(5, 4))
+    xs = [0.0, 0.0, 0.0, 0.43, 0.50, 0.47, 0.51, 0.40, 0.32]
+    ys = [0.0, 0.0, 0.0, 0.80, 0.81, 0.75, 0.78, 0.64, 0.51]
+    labels = ["a/rbf", "b/rbf", "c/rbf", "d/rbf", "e/rbf", "f/rbf", "g/rbf", "h/rbf", "i/rbf"]
+    ax.scatter(xs, ys)
+    ax.set_xlim(-0.05, 0.9)
+    ax.set_ylim(-0.05, 0.9)
+    annotate_points(ax, xs, ys, labels)
+    fig.canvas.draw()
+    texts = ax.texts
+    assert sorted(t.get_text() for t in texts)[0] == "a, b, c /rbf"  # one label for three coincident points
+    assert len(texts) == 7
+    boxes = [t.get_window_extent() for t in texts]
+    for k, a in enumerate(boxes):
+        for b in boxes[k + 1:]:
+            assert not a.overlaps(b), (a, b)
+    save_figure(fig, "/dev/null")
