@@ -533,8 +533,9 @@ def _add_fit_parser(subparsers):
         epilog=_FIT_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--data", required=True, metavar="FILE",
-                   help="training data: .npy, .npz (array 'X', labels 'y'), .svmlight/.libsvm, .csv")
+    p.add_argument("--data", "--input", dest="data", required=True, metavar="FILE",
+                   help="training data: .npy, .npz (array 'X', labels 'y'), .svmlight/.libsvm, .csv "
+                        "(--input, as in 'dkernel gram', is the same flag)")
     p.add_argument("--labels", metavar="FILE", help="labels (.npy or text, one per line); optional for svmlight")
     p.add_argument("--model", required=True, metavar="PATH", help="folder of the model store to write")
     p.add_argument("--overwrite", action="store_true", help="replace a model at --model (never another folder)")
@@ -643,7 +644,8 @@ def _add_predict_parser(subparsers):
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--model", required=True, metavar="PATH", help="model store written by 'dkernel fit'")
-    p.add_argument("--data", required=True, metavar="FILE", help="data to classify (same formats as fit)")
+    p.add_argument("--data", "--input", dest="data", required=True, metavar="FILE",
+                   help="data to classify (same formats as fit; --input is the same flag)")
     p.add_argument("--labels", metavar="FILE", help="true labels: report the accuracy")
     p.add_argument("--out", metavar="FILE", help="write the predicted labels (.npy)")
     p.add_argument("--decision", metavar="FILE", help="write the decision values (.npy)")
@@ -759,7 +761,11 @@ _FLAG_NAMES = {
 
 
 def _in_flags(message, names):
-    """``message`` with the library parameter names of ``names`` replaced by flags (``n_sample=5``: ``--sample 5``)."""
+    """``message`` with the library parameter names of ``names`` replaced by flags (``n_sample=5``: ``--sample 5``).
+
+    A library message that names both forms (``overwrite=True (CLI: --overwrite)``) keeps the flag only.
+    """
+    message = re.sub(r"\b\w+=\w+ \(CLI: (--[\w-]+)\)", r"\1", message)
     for name, flag in names.items():
         message = re.sub(rf"(?<![\w-]){name}\b(=)?", lambda m, flag=flag: flag + (" " if m.group(1) else ""), message)
     return message

@@ -134,9 +134,13 @@ def test_predict_refuses_labels_of_another_length(wdbc_files, tmp_path, capsys):
         (["fit", "--data", "{X}", "--labels", "{ones}", "--model", "{m}"], "contain a single class (1)"),
         (["gram", "--input", "{X}", "--kernel", "linear", "--gamma", "1", "--out", "{m}"],
          "--gamma: unknown parameter of the linear kernel, which takes no parameter"),
+        (["center", "{K}", "--labels", "{y}", "--out", "{K}"], "Pass --overwrite to replace it"),
+        (["fit", "--input", "{X}", "--labels", "{y}", "--C", "-1", "--model", "{m}"],
+         "--C must be a finite number > 0"),
     ],
     ids=["center-sample-class", "center-sample-n", "center-sample-0", "center-labels", "align-sample",
-         "align-repeats", "fit-C", "fit-gamma", "fit-degree", "fit-centering-sample", "fit-one-class", "gram-gamma"],
+         "align-repeats", "fit-C", "fit-gamma", "fit-degree", "fit-centering-sample", "fit-one-class", "gram-gamma",
+         "center-in-place", "fit-input-flag"],
 )
 def test_errors_name_flags_not_python_parameters(argv, expected, wdbc_files, tmp_path, capsys):
     from dkernel.gram import GramMatrix
@@ -152,7 +156,8 @@ def test_errors_name_flags_not_python_parameters(argv, expected, wdbc_files, tmp
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("dkernel: error: ") and err.count("\n") == 1, err
     assert expected in err
-    for python_name in ("n_sample", "n_repeats", "centering_sample", "np.int64", "np.float64", "'C' parameter"):
+    for python_name in ("n_sample", "n_repeats", "centering_sample", "np.int64", "np.float64", "'C' parameter",
+                        "overwrite=True"):
         assert python_name not in err
     assert not (tmp_path / "out.zarr").exists()
 
