@@ -355,7 +355,10 @@ def run_pipeline(module, config):
 
     start = time.perf_counter()
     outdir = Path(config.out) / module.NAME
-    _artifacts.check_target(outdir, "results", config.overwrite)
+    # A quick run in the default results/quick/ is a preview: it replaces the previous preview of the
+    # same pipeline (results only, never other files); elsewhere replacing needs --overwrite.
+    replace = config.overwrite or (config.quick and Path(config.out) == default_out(quick=True))
+    _artifacts.check_target(outdir, "results", replace)
     tasks = module.make_tasks(config)
     for index, task in enumerate(tasks):
         task.setdefault("seed_index", index)
@@ -363,7 +366,7 @@ def run_pipeline(module, config):
     results = execute(module.run_task, tasks, config)
     records = [rec for task_records in results for rec in task_records]
     summary = summarize(records)
-    with _artifacts.writing(outdir, "results", config.overwrite) as tmp:
+    with _artifacts.writing(outdir, "results", replace) as tmp:
         tmp = Path(tmp)
         files = write_tables(module.NAME, config, records, summary, tmp)
         result = PipelineResult(
@@ -390,7 +393,9 @@ def main_for(module, argv=None):
         config = config_from_args(args)
         result = run_pipeline(module, config)
     except (ValueError, OSError) as exc:
-        print(f"dkernel run {module.NAME}: error: {exc}", file=sys.stderr)
+        from dkernel.cli import _in_flags
+
+        print(f"dkernel run {module.NAME}: error: {_in_flags(str(exc), {})}", file=sys.stderr)
         return 2
     print(f"{module.NAME}: {len(result.records)} records in {result.seconds:.1f} s")
     print(f"report: {result.outdir / 'report.md'}")

@@ -316,7 +316,27 @@ def test_run_command_line_needs_overwrite(tmp_path, capsys):
     assert main_for(module, argv) == 2
     err = capsys.readouterr().err
     assert "already holds dkernel pipeline results" in err and "--overwrite" in err
+    assert "overwrite=True" not in err  # the command line's words
     assert main_for(module, argv + ["--overwrite"]) == 0
+
+
+def test_a_quick_run_replaces_the_previous_preview_only(tmp_path, monkeypatch, capsys):
+    """``--quick`` in the default results/quick/ may run again (the README's first command, twice)."""
+    monkeypatch.chdir(tmp_path)
+    module = fake_pipeline()
+    argv = ["--quick", "--scheduler", "threads", "--no-progress"]
+    assert main_for(module, argv) == 0
+    assert main_for(module, argv) == 0
+    preview = tmp_path / "results" / "quick" / "fake_pipeline"
+    assert json.loads((preview / "results.json").read_text())["format"] == "dkernel-results"
+    (preview / "my-notes.md").write_text("keep me")
+    capsys.readouterr()
+    assert main_for(module, argv) == 2  # never replaces a folder holding other files
+    assert "my-notes.md" in capsys.readouterr().err and (preview / "my-notes.md").read_text() == "keep me"
+    # A quick run into another folder, and a full run, still need --overwrite.
+    other = ["--quick", "--scheduler", "threads", "--no-progress", "--out", str(tmp_path / "mine")]
+    assert main_for(module, other) == 0
+    assert main_for(module, other) == 2
 
 
 # --------------------------------------------------------------------------- #
