@@ -411,9 +411,34 @@ def start_local_cluster(n_workers=None, threads_per_worker=None, **kwargs):
         "scheduler_kwargs": {"dashboard": False, "dashboard_address": "127.0.0.1:0"},
         **kwargs,
     }
-    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, **options)
+    with _children_ignore_interrupts():
+        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, **options)
     try:
         return cluster, Client(cluster)
     except BaseException:
         cluster.close()
         raise
+
+
+@contextlib.contextmanager
+def _children_ignore_interrupts():
+    """Start processes that ignore Ctrl-C (SIGINT); this process handles it and closes them.
+
+    A terminal sends Ctrl-C to the whole process group, so worker processes
+    would otherwise each print a KeyboardInterrupt traceback while the
+    command is already shutting them down. An ignored SIGINT is inherited by
+    the processes started meanwhile (Python keeps it ignored); this process's
+    own handler is restored on exit. A Ctrl-C during those seconds is lost,
+    not deferred: press it again.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -253,3 +253,38 @@ def test_readme_main_command_runs_as_written(tmp_path):
     report = tmp_path / "results" / "quick" / "meila_centering_real" / "report.md"
     assert f"report: {report.relative_to(tmp_path)}" in done.stdout
     assert report.is_file() and (report.parent / "results.json").is_file()
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_a_local_cluster_stops_cleanly_and_the_run_resumes(tmp_path):
+    """Ctrl-C reaches the whole process group: one line from dkernel, no worker tracebacks, blocks kept."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    X = np.random.default_rng(0).normal(size=(6000, 16))
+    np.save(tmp_path / "X.npy", X)
+    command = [sys.executable, "-m", "dkernel.cli", "gram", "--input", "X.npy", "--out", "K.zarr", "--chunk", "200",
+               "--scheduler", "local"]
+    process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    seen = ""
+    while "blocks" not in seen:  # the cluster is up and blocks are being written
+        line = process.stderr.readline()
+        assert line, f"dkernel gram ended before any progress: {seen}"
+        seen += line
+    os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert "interrupted; run the same command again to resume" in err
+    assert "Traceback" not in err, err
+    done_before = GramMatrix.open(tmp_path / "K.zarr").n_blocks_done
+    assert 0 < done_before < 900
+    assert main(["gram", "--input", str(tmp_path / "X.npy"), "--out", str(tmp_path / "K.zarr"), "--chunk", "200",
+                 "--no-progress"]) == 0
+    gram = GramMatrix.open(tmp_path / "K.zarr")
+    assert gram.complete
+    np.testing.assert_allclose(gram.rows([0, 5999]), pairwise_kernels(X[[0, 5999]], X, metric="rbf",
+                                                                      gamma=1 / (16 * X.var())), rtol=1e-10)
