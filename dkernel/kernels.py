@@ -507,6 +507,21 @@ def kernel_from_dict(spec):
     return get_kernel(name, **params)
 
 
+def describe_kernel(spec):
+    """A kernel spec (:meth:`Kernel.to_dict`) as text: ``rbf(gamma=0.5)``, ``normalized(poly(...))``.
+
+    The one description of a kernel shown by error messages, ``dkernel info``
+    and reports.
+    """
+    name = spec.get("name")
+    params = spec.get("params", {})
+    if name == NormalizedKernel.name and "kernel" in params:
+        return f"normalized({describe_kernel(params['kernel'])})"
+    return f"{name}(" + ", ".join(
+        f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items()
+    ) + ")"
+
+
 #: Kernel parameter defaults of :class:`dkernel.SVC` and of the ``dkernel gram`` and ``dkernel fit`` commands:
 #: scikit-learn's SVC conventions (``gamma="scale"`` is ``1 / (n_features * X.var())``).
 ESTIMATOR_DEFAULTS = {"gamma": "scale", "coef0": 0.0, "degree": 3}
