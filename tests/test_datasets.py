@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dkernel import datasets
 from dkernel.datasets import (
     REGISTRY,
     ChecksumError,
@@ -31,6 +30,7 @@ from dkernel.datasets import (
     mutual_information_scores,
     pair_task,
 )
+from dkernel.datasets import _registry, _tabular
 
 NEWS_COUNTS = {  # group: (train, test), from the data README
     "alt.atheism": (480, 319),
@@ -143,7 +143,7 @@ def test_registry_digest_matches_local_file_and_sha256sums(data_home, data_file)
 @pytest.mark.data
 def test_usps_libsvm_test_file_matches_published_md5(data_home):
     path = Path(data_home) / "usps/usps.t.bz2"
-    assert hashlib.md5(path.read_bytes()).hexdigest() in datasets._USPS_LIBSVM_TEST.md5
+    assert hashlib.md5(path.read_bytes()).hexdigest() in _registry._USPS_LIBSVM_TEST.md5
 
 
 # --------------------------------------------------------------------------- #
@@ -416,7 +416,7 @@ def test_offline_error_names_file_url_and_fix(tmp_path, offline):
         message = str(raised.value)
         assert isinstance(raised.value, FileNotFoundError)
         assert "wdbc.data" in message
-        assert datasets._WDBC.urls[0] in message
+        assert _registry._WDBC.urls[0] in message
         assert "DKERNEL_DATA" in message and "data_home=" in message
     assert "network is unreachable" in message
 
@@ -486,7 +486,7 @@ def test_load_downloads_a_missing_uci_file(data_home, tmp_path, offline, monkeyp
     copy.parent.mkdir()
     shutil.copyfile(Path(data_home) / "uci/wdbc.data", copy)
     monkeypatch.setattr(urllib.request, "urlopen", _real_urlopen)
-    monkeypatch.setattr(datasets, "_WDBC", replace(datasets._WDBC, urls=(copy.as_uri(),)))
+    monkeypatch.setattr(_tabular, "_WDBC", replace(_tabular._WDBC, urls=(copy.as_uri(),)))
     empty = tmp_path / "empty-data"
     empty.mkdir()
     wdbc = load("wdbc", empty)
