@@ -7,11 +7,30 @@ feature-space centering (Meilă 2002: :class:`Centering`, :class:`CenteredGram`,
 :func:`target_alignment`) and a block-coordinate SVM solver behind a
 scikit-learn estimator (:class:`SVC`).
 
+Where each concept lives:
+
+=============================== ==========================================================================
+``dkernel.kernels``             kernel objects (:class:`Kernel`, :func:`get_kernel`)
+``dkernel._sources``            the Gram protocol; :class:`KernelGram` (on the fly, row cache), in-memory
+                                and subset Grams, which are also the solver's row providers
+``dkernel.gram``                :class:`GramMatrix`: blockwise Dask computation, zarr store
+``dkernel.operators``           lazy views: :class:`CenteredGram`, :class:`ShiftedGram`,
+                                :class:`NormalizedGram`
+``dkernel.centering``           origin weights :class:`Centering`, ``h``, ``h0``, :func:`delta_b` (Meilă)
+``dkernel.general_centering``   :func:`general_centering`, gradient ascent on a criterion (Meilă §5)
+``dkernel.normalization``       :func:`graf_threshold`, :func:`graf_intercept` (Graf & Borer eq. 3)
+``dkernel.alignment``           :func:`alignment`, :func:`target_alignment` and sampled estimates
+``dkernel.solver``              the QP solver
+``dkernel.svm``                 :class:`SVC`, :func:`load_model`
+``dkernel.exceptions``          the errors dkernel raises
+=============================== ==========================================================================
+
 Importing dkernel runs no computation and starts no cluster.
 """
 
+from ._sources import KernelGram
 from .alignment import AlignmentEstimate, alignment, sampled_target_alignment, target_alignment
-from .centering import Centering, decision_function_original_kernel, delta_b, general_centering
+from .centering import Centering, decision_function_original_kernel, delta_b
 from .exceptions import (
     ArtifactPathError,
     CorruptStoreError,
@@ -26,6 +45,7 @@ from .exceptions import (
     UnverifiableStoreError,
     UnverifiedStoreWarning,
 )
+from .general_centering import general_centering
 from .gram import GramMatrix
 from .kernels import (
     Kernel,
@@ -39,7 +59,8 @@ from .kernels import (
     kernel_from_dict,
     register_kernel,
 )
-from .operators import CenteredGram, KernelGram, NormalizedGram, ShiftedGram, graf_intercept, graf_threshold
+from .normalization import graf_intercept, graf_threshold
+from .operators import CenteredGram, NormalizedGram, ShiftedGram
 from .svm import SVC, load_model
 
 __version__ = "0.1.0"

@@ -7,9 +7,18 @@ row 17); remove or impute them before computing a Gram matrix."
 import numpy as np
 import scipy.sparse as sp
 
-from .exceptions import EmptyInputError, FeatureMismatchError, NonFiniteInputError
+from .exceptions import DKernelError, EmptyInputError, FeatureMismatchError, NonFiniteInputError
 
-__all__ = ["check_data", "check_finite", "check_same_features", "first_nonfinite"]
+__all__ = [
+    "InvalidLabelsError",
+    "check_data",
+    "check_finite",
+    "check_labels",
+    "check_new_points",
+    "check_same_features",
+    "first_nonfinite",
+    "random_generator",
+]
 
 FLOAT_DTYPES = (np.float64, np.float32)
 
@@ -94,6 +103,56 @@ def check_finite(X, *, name="X", what="computing a Gram matrix"):
     bad = first_nonfinite(np.asarray(X))
     if bad is not None:
         raise NonFiniteInputError(_describe_nonfinite(name, *bad, what))
+
+
+def check_new_points(X_new, X_train):
+    """Validate points at which a kernel is evaluated against the training data ``X_train``."""
+    X_new = check_data(X_new, name="X_new", what="evaluating the kernel on new points")
+    check_same_features(X_new, X_train, "X_new", "X_train")
+    return X_new
+
+
+class InvalidLabelsError(DKernelError, ValueError):
+    """Labels do not fit the data or the requested scheme (wrong length, a single class ...)."""
+
+
+def check_labels(y, n=None, *, name="y"):
+    """A 1-D array of finite labels, one per training point when ``n`` is given.
+
+    Raises
+    ------
+    InvalidLabelsError
+        If ``y`` is not 1-D, is empty, has a length other than ``n``, or holds
+        NaN or infinite values.
+    """
+    y = np.asarray(y)
+    if y.ndim == 2 and 1 in y.shape:
+        y = y.ravel()
+    if y.ndim != 1:
+        raise InvalidLabelsError(f"{name} must be a 1-D array of labels; got shape {y.shape}.")
+    if y.shape[0] == 0:
+        raise InvalidLabelsError(f"{name} is empty; pass one label per training point.")
+    if n is not None and y.shape[0] != n:
+        raise InvalidLabelsError(
+            f"{name} has {y.shape[0]} labels but the Gram matrix has {n} rows; pass one label "
+            f"per training point, in the order of the rows."
+        )
+    if y.dtype.kind == "f" and not np.isfinite(y).all():
+        bad = np.flatnonzero(~np.isfinite(y))
+        raise InvalidLabelsError(
+            f"{name} has {len(bad)} NaN or infinite labels (first at index {bad[0]}); "
+            f"remove those points or fix their labels."
+        )
+    return y
+
+
+def random_generator(random_state):
+    """A NumPy ``Generator`` from a seed, a ``Generator`` (returned as is) or a legacy ``RandomState``."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**31 - 1))
+    return np.random.default_rng(random_state)
 
 
 def check_same_features(X, Z, x_name="X", z_name="Z"):

@@ -35,15 +35,9 @@ import dask.array as da
 import numba
 import numpy as np
 
-from .centering import (
-    InvalidLabelsError,
-    SampleSizeError,
-    _check_labels,
-    _principal_submatrix,
-    _random_state,
-    _source_dask,
-    _source_n,
-)
+from ._sources import principal_submatrix, source_dask, source_diag, source_n
+from ._validation import InvalidLabelsError, check_labels, random_generator
+from .centering import SampleSizeError
 
 __all__ = [
     "AlignmentEstimate",
@@ -75,7 +69,7 @@ def alignment_target(y, target="classification"):
     -------
     t : ndarray of shape (n,)
     """
-    y = _check_labels(y)
+    y = check_labels(y)
     if target == "regression":
         if y.dtype.kind not in "iuf":
             raise InvalidLabelsError(f"the regression target needs numeric outputs; y has dtype {y.dtype}.")
@@ -136,7 +130,7 @@ def _pair_block_stats(K1, K2):
 
 def _target_sums(source, t):
     """Lazy ``(tᵀKt, ‖K‖²_F)`` in one pass over the blocks."""
-    K = _source_dask(source)
+    K = source_dask(source)
     rows = da.from_array(t, chunks=(K.chunks[0],))
     cols = da.from_array(t, chunks=(K.chunks[1],))
     stats = da.blockwise(
@@ -163,8 +157,8 @@ def target_alignment(source, y, target="classification", *, compute=True):
     -------
     float
     """
-    n = _source_n(source)
-    t = alignment_target(_check_labels(y, n), target)
+    n = source_n(source)
+    t = alignment_target(check_labels(y, n), target)
     sums = _target_sums(source, t)
     tt = float(t @ t)
     value = da.where(sums[1] > 0, sums[0] / (tt * da.sqrt(sums[1])), np.nan)
@@ -178,7 +172,7 @@ def target_alignment(source, y, target="classification", *, compute=True):
 
 def frobenius_norm(source):
     """``‖K‖_F`` in one streaming pass (float64 accumulation)."""
-    sums = _target_sums(source, np.zeros(_source_n(source)))
+    sums = _target_sums(source, np.zeros(source_n(source)))
     return math.sqrt(float(sums[1].compute()))
 
 
@@ -192,7 +186,7 @@ def alignment(source1, source2, *, compute=True):
     compute : bool, default=True
         ``False`` returns a lazy 0-d dask array.
     """
-    K1, K2 = _source_dask(source1), _source_dask(source2)
+    K1, K2 = source_dask(source1), source_dask(source2)
     if K1.shape != K2.shape:
         raise ValueError(f"the Gram matrices have shapes {K1.shape} and {K2.shape}; they must be equal.")
     if K2.chunks != K1.chunks:
@@ -262,24 +256,24 @@ def sampled_target_alignment(source, y, n_sample, *, n_repeats=10, target="class
     -------
     AlignmentEstimate
     """
-    n = _source_n(source)
-    t = alignment_target(_check_labels(y, n), target)
+    n = source_n(source)
+    t = alignment_target(check_labels(y, n), target)
     if isinstance(n_sample, bool) or not isinstance(n_sample, Integral) or not (2 <= n_sample <= n):
         raise SampleSizeError(
             f"n_sample must be an integer in [2, n={n}]; got {n_sample!r}. Use target_alignment for the exact value."
         )
     if isinstance(n_repeats, bool) or not isinstance(n_repeats, Integral) or n_repeats < 2:
         raise SampleSizeError(f"n_repeats must be an integer >= 2 (for a standard error); got {n_repeats!r}.")
-    rng = _random_state(random_state)
-    d = _source_diag(source)
+    rng = random_generator(random_state)
+    d = source_diag(source)
     q_diag, f_diag, tt = float(t**2 @ d), float(d @ d), float(t @ t)
     scale = n * (n - 1) / (n_sample * (n_sample - 1))
     samples = [np.sort(rng.choice(n, size=n_sample, replace=False)) for _ in range(n_repeats)]
     if isinstance(source, np.ndarray) or hasattr(source, "principal_submatrix"):
-        submatrices = (_principal_submatrix(source, S) for S in samples)
+        submatrices = (principal_submatrix(source, S) for S in samples)
     else:
         # One computation for all samples, so that a stored chunk is read once, not once per sample.
-        K = _source_dask(source)
+        K = source_dask(source)
         submatrices = dask.compute(*[K[S][:, S] for S in samples])
     values = []
     for S, K in zip(samples, submatrices):
@@ -296,10 +290,3 @@ def sampled_target_alignment(source, y, n_sample, *, n_repeats=10, target="class
         float(values.mean()), float(values.std(ddof=1) / math.sqrt(n_repeats)), int(n_sample), int(n_repeats)
     )
 
-
-def _source_diag(source):
-    if isinstance(source, np.ndarray):
-        return np.diagonal(source).astype(np.float64)
-    if isinstance(source, da.Array):
-        return np.asarray(da.diagonal(source).compute(), dtype=np.float64)
-    return np.asarray(source.diag(), dtype=np.float64)

@@ -1,4 +1,4 @@
-"""Origins in feature space: weights γ, inner products h and h0, Δb, general centering.
+"""Origins in feature space: weights γ, inner products h and h0, the bias correction Δb.
 
 An origin ``a = Σ_i γ_i φ(x_i)`` is a linear combination of training points
 in feature space, given by its weights γ (Meilă 2002, eqs. 12–13). Everything
@@ -10,7 +10,9 @@ the kernel machine needs about ``a`` is
     h_0 = \\langle a, a \\rangle = \\gamma^T K \\gamma
 
 (eqs. 17–18), from which the Gram matrix of the translated data is
-``K_a = K - 1hᵀ - h1ᵀ + h0`` (eq. 14; lazy in :class:`dkernel.operators.CenteredGram`).
+``K_a = K - 1hᵀ - h1ᵀ + h0`` (eq. 14; lazy in :class:`dkernel.operators.CenteredGram`),
+and an SVM trained on ``K_a`` is evaluated with the original kernel after
+subtracting ``Δb = (αy)ᵀh`` from its intercept (eqs. 16 and 19).
 
 When γ is supported on a sample ``S`` of ``n'`` points (Meilă §5, or a
 Nyström-style representation of ``a`` by the sample only), ``h`` needs only
@@ -18,13 +20,16 @@ the ``n × n'`` columns ``K(X, X_S)``, computed (or read) one row block at a
 time: the cost is ``O(n n' d)`` and no ``n × n`` (nor ``n × n'``) array is
 ever held.
 
+The origin found by gradient ascent on a criterion (Meilă §5, eqs. 23–33) is
+in :mod:`dkernel.general_centering`; its names are also importable from here.
+
 Sources
 -------
-Functions here take a *Gram source*: an object of the Gram protocol
-(:class:`dkernel.gram.GramMatrix`, the lazy views of :mod:`dkernel.operators`,
-:class:`dkernel.operators.KernelGram` for a kernel evaluated on the fly from
-``X``) or a small in-memory ndarray. Only ``n``, ``.dask`` and, where present,
-``columns(S)`` and ``principal_submatrix(S)`` are used.
+Functions here take a *Gram source* (:mod:`dkernel._sources`): a
+:class:`dkernel.gram.GramMatrix`, a lazy view of :mod:`dkernel.operators`, a
+:class:`~dkernel._sources.KernelGram` for a kernel evaluated on the fly from
+``X``, or a small in-memory ndarray. Only ``n``, ``.dask`` and, where present,
+``columns(S)`` are used.
 
 References
 ----------
@@ -33,36 +38,37 @@ References
 """
 
 import dataclasses
-import math
-import warnings
+import importlib
 from numbers import Integral
 
 import dask
 import dask.array as da
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
+from ._sources import source_columns, source_dask, source_n
+from ._validation import InvalidLabelsError, check_labels, random_generator
 from .exceptions import DKernelError
 
 __all__ = [
     "Centering",
-    "CenteringResult",
-    "Criterion",
     "InvalidLabelsError",
     "InvalidWeightsError",
     "SampleSizeError",
     "class_balanced_weights",
-    "criterion",
     "decision_function_original_kernel",
     "delta_b",
-    "feature_space_gradient",
-    "general_centering",
     "origin_products",
 ]
 
+#: Names of :mod:`dkernel.general_centering` that this module also answers.
+_GENERAL_CENTERING_NAMES = ("CenteringResult", "Criterion", "criterion", "feature_space_gradient", "general_centering")
 
-class InvalidLabelsError(DKernelError, ValueError):
-    """Labels do not fit the data or the requested scheme (wrong length, a single class ...)."""
+
+def __getattr__(name):
+    if name in _GENERAL_CENTERING_NAMES:
+        # By module path: the package attribute of the same name is the function general_centering.
+        return getattr(importlib.import_module(f"{__package__}.general_centering"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class InvalidWeightsError(DKernelError, ValueError):
@@ -74,30 +80,8 @@ class SampleSizeError(DKernelError, ValueError):
 
 
 # --------------------------------------------------------------------------- #
-# Labels
+# Class-balanced weights
 # --------------------------------------------------------------------------- #
-
-
-def _check_labels(y, n=None, *, name="y"):
-    y = np.asarray(y)
-    if y.ndim == 2 and 1 in y.shape:
-        y = y.ravel()
-    if y.ndim != 1:
-        raise InvalidLabelsError(f"{name} must be a 1-D array of labels; got shape {y.shape}.")
-    if y.shape[0] == 0:
-        raise InvalidLabelsError(f"{name} is empty; pass one label per training point.")
-    if n is not None and y.shape[0] != n:
-        raise InvalidLabelsError(
-            f"{name} has {y.shape[0]} labels but the Gram matrix has {n} rows; pass one label "
-            f"per training point, in the order of the rows."
-        )
-    if y.dtype.kind == "f" and not np.isfinite(y).all():
-        bad = np.flatnonzero(~np.isfinite(y))
-        raise InvalidLabelsError(
-            f"{name} has {len(bad)} NaN or infinite labels (first at index {bad[0]}); "
-            f"remove those points or fix their labels."
-        )
-    return y
 
 
 def _label(value):
@@ -130,17 +114,9 @@ def class_balanced_weights(y):
     -------
     gamma : ndarray of shape (n,)
     """
-    y = _check_labels(y)
+    y = check_labels(y)
     classes, inverse, counts = _classes(y, "class-balanced")
     return 1.0 / (len(classes) * counts[inverse].astype(np.float64))
-
-
-def _random_state(random_state):
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(0, 2**31 - 1))
-    return np.random.default_rng(random_state)
 
 
 # --------------------------------------------------------------------------- #
@@ -240,7 +216,7 @@ class Centering:
         InvalidLabelsError
             If ``y`` does not have exactly two classes.
         """
-        y = _check_labels(y)
+        y = check_labels(y)
         classes = np.unique(y)
         if len(classes) > 2:
             raise InvalidLabelsError(
@@ -252,7 +228,7 @@ class Centering:
     @classmethod
     def multiclass(cls, y):
         """The mean of the class centres: γ_i = 1/(c n_{class(i)}), for ``c >= 2`` classes."""
-        y = _check_labels(y)
+        y = check_labels(y)
         return cls(len(y), class_balanced_weights(y), None, "multiclass")
 
     @classmethod
@@ -292,11 +268,11 @@ class Centering:
         SampleSizeError
             If ``n' > n``, ``n' < 1``, or a class gets no sample point.
         """
-        rng = _random_state(random_state)
+        rng = random_generator(random_state)
         if isinstance(y_or_n, Integral) and not isinstance(y_or_n, bool):
             y, n = None, _check_n(y_or_n)
         else:
-            y = _check_labels(y_or_n)
+            y = check_labels(y_or_n)
             n = len(y)
         if isinstance(n_sample, bool) or not isinstance(n_sample, Integral) or n_sample < 1:
             raise SampleSizeError(f"n_sample must be a positive integer; got {n_sample!r}.")
@@ -409,44 +385,6 @@ def _check_n(n):
     return int(n)
 
 
-# --------------------------------------------------------------------------- #
-# Access to a Gram source (duck-typed: GramMatrix, lazy views, ndarray)
-# --------------------------------------------------------------------------- #
-
-
-def _source_n(source):
-    if isinstance(source, (np.ndarray, da.Array)):
-        if source.ndim != 2 or source.shape[0] != source.shape[1]:
-            raise ValueError(f"a Gram matrix must be square; got shape {source.shape}.")
-        return source.shape[0]
-    return int(source.n)
-
-
-def _source_dask(source):
-    if isinstance(source, da.Array):
-        return source
-    if isinstance(source, np.ndarray):
-        return da.from_array(source, chunks=(min(source.shape[0], 2048),) * 2)
-    return source.dask
-
-
-def _source_columns(source, indices):
-    """Lazy ``K[:, indices]`` chunked by row blocks (never the full matrix)."""
-    if hasattr(source, "columns"):
-        return source.columns(indices)
-    return _source_dask(source)[:, indices]
-
-
-def _principal_submatrix(source, indices):
-    """``K[indices][:, indices]`` as an ndarray."""
-    indices = np.asarray(indices, dtype=np.intp)
-    if isinstance(source, np.ndarray):
-        return np.asarray(source[np.ix_(indices, indices)], dtype=np.float64)
-    if hasattr(source, "principal_submatrix"):
-        return np.asarray(source.principal_submatrix(indices), dtype=np.float64)
-    return np.asarray(_source_dask(source)[indices][:, indices].compute(), dtype=np.float64)
-
-
 def origin_products(source, centering, *, compute=True):
     """``h = Kγ`` and ``h0 = γᵀKγ``: the inner products of the origin (Meilă eqs. 17–18).
 
@@ -454,7 +392,7 @@ def origin_products(source, centering, *, compute=True):
     ----------
     source : Gram source
         A :class:`~dkernel.gram.GramMatrix`, a lazy view, a
-        :class:`~dkernel.operators.KernelGram` or a small ndarray.
+        :class:`~dkernel._sources.KernelGram` or a small ndarray.
     centering : Centering
         The origin. A sampled centering reads only the columns ``K[:, S]``
         (computed from ``X`` by a ``KernelGram``), one row block per task.
@@ -467,17 +405,17 @@ def origin_products(source, centering, *, compute=True):
     h : ndarray of shape (n,)
     h0 : float
     """
-    n = _source_n(source)
+    n = source_n(source)
     if centering.n != n:
         raise InvalidWeightsError(
             f"the centering is defined for n={centering.n} points but the Gram matrix has {n} rows; "
             f"build the centering from this matrix's labels."
         )
     if centering.indices is None:
-        h = da.dot(_source_dask(source), centering.weights)
+        h = da.dot(source_dask(source), centering.weights)
         support_h = h
     else:
-        h = da.dot(_source_columns(source, centering.indices), centering.weights)
+        h = da.dot(source_columns(source, centering.indices), centering.weights)
         support_h = h[centering.indices]
     h0 = da.dot(support_h, centering.weights)
     if not compute:
@@ -571,327 +509,3 @@ def decision_function_original_kernel(K_test, dual_coef, intercept, delta_b):
         )
     b = float(np.asarray(intercept).reshape(-1)[0])
     return K_test @ coef + (b - float(delta_b))
-
-
-# --------------------------------------------------------------------------- #
-# General centering by gradient ascent (Meilă §5)
-# --------------------------------------------------------------------------- #
-
-
-@dataclasses.dataclass(frozen=True)
-class Criterion:
-    """A centering criterion ``J(K_a)`` to be maximized, with ``∂J/∂K_a``.
-
-    ``value(K_a) -> float`` and ``gradient(K_a) -> ndarray (m, m)``, both on the
-    ``m × m`` Gram matrix where the criterion is evaluated. The gradient treats
-    the entries as independent (it is symmetrized before use).
-    """
-
-    name: str
-    value: callable
-    gradient: callable
-
-
-def _between_class_mask(y):
-    classes = np.unique(y)
-    if len(classes) != 2:
-        raise InvalidLabelsError(
-            f"the between-class criteria need exactly two classes; the labels have {len(classes)}."
-        )
-    pos = y == classes[1]
-    return np.outer(pos, ~pos).astype(np.float64)
-
-
-def _alignment_value(K, t, tt):
-    fro = math.sqrt(float(np.vdot(K, K)))
-    if fro == 0:
-        return 0.0
-    return float(t @ K @ t) / (tt * fro)
-
-
-def criterion(name, y=None):
-    """A built-in centering criterion for labels ``y`` (to be maximized).
-
-    ``"between-class"``
-        ``-Σ_{y_i=+1} Σ_{y_j=-1} K_a(x_i, x_j)``: minus Meilă's eq. (10),
-        maximized by the class-balanced origin (eq. 12).
-    ``"between-class-cosine"``
-        ``-Σ_{y_i=+1} Σ_{y_j=-1} cos∠(x_i - a, x_j - a)`` (eq. 20).
-    ``"alignment"``
-        ``yᵀK_a y / (‖y‖² ‖K_a‖_F)`` (eq. 21; with ±1 labels ``‖y‖² = n``).
-    """
-    if isinstance(name, Criterion):
-        return name
-    if y is None:
-        raise InvalidLabelsError(f"the {name!r} criterion needs labels y.")
-    y = _check_labels(y)
-    if name == "between-class":
-        M = _between_class_mask(y)
-        return Criterion(name, lambda K: -float(np.vdot(M, K)), lambda K: -M)
-    if name == "between-class-cosine":
-        M = _between_class_mask(y)
-
-        def value(K):
-            d = np.diagonal(K)
-            if np.any(d <= 0):
-                return -math.inf
-            s = 1.0 / np.sqrt(d)
-            return -float(s @ (M * K) @ s)
-
-        def gradient(K):
-            d = np.diagonal(K)
-            s = 1.0 / np.sqrt(d)
-            C = K * np.outer(s, s)
-            G = M * np.outer(s, s)
-            # ∂cos_ij/∂K_ii = -cos_ij / (2 K_ii), for the rows and the columns of M.
-            np.fill_diagonal(G, np.diagonal(G) - 0.5 * ((M * C).sum(axis=1) + (M * C).sum(axis=0)) / d)
-            return -G
-
-        return Criterion(name, value, gradient)
-    if name == "alignment":
-        classes = np.unique(y)
-        if len(classes) != 2:
-            raise InvalidLabelsError(f"the alignment criterion needs two classes; the labels have {len(classes)}.")
-        t = np.where(y == classes[1], 1.0, -1.0)
-        T = np.outer(t, t)
-        tt = float(t @ t)
-
-        def gradient(K):
-            fro = math.sqrt(float(np.vdot(K, K)))
-            A = float(t @ K @ t) / (tt * fro)
-            return T / (tt * fro) - A * K / fro**2
-
-        return Criterion(name, lambda K: _alignment_value(K, t, tt), gradient)
-    raise ValueError(
-        f"unknown criterion {name!r}; use 'between-class', 'between-class-cosine', 'alignment' "
-        f"or a Criterion(name, value, gradient)."
-    )
-
-
-def _centered_dense(K, h, h0):
-    return K - h[:, None] - h[None, :] + h0
-
-
-def feature_space_gradient(K, weights, crit):
-    """``J(K_a)`` and the feature-space gradient ``∇_a J`` in the γ representation.
-
-    With ``G = ∂J/∂K_a`` (symmetrized) and ``r = G1``, eqs. (24)–(25) give
-    ``∇_a J = Σ_i (-2 r_i) φ(x_i) + 2 (Σ_i r_i) a``; with ``a = Σ_i w_i φ(x_i)``
-    its weights are ``g = -2r + 2(1ᵀr) w``. The directional derivative along
-    ``d = Σ_i β_i φ(x_i)`` is ``⟨∇J, d⟩ = gᵀKβ``.
-
-    Parameters
-    ----------
-    K : ndarray of shape (m, m)
-        The uncentered Gram matrix where the criterion is evaluated.
-    weights : ndarray of shape (m,)
-        The weights ``w`` of the origin ``a``.
-    crit : Criterion
-
-    Returns
-    -------
-    value : float
-    g : ndarray of shape (m,)
-    """
-    h = K @ weights
-    h0 = float(weights @ h)
-    Ka = _centered_dense(K, h, h0)
-    G = np.asarray(crit.gradient(Ka), dtype=np.float64)
-    r = 0.5 * (G.sum(axis=1) + G.sum(axis=0))
-    return float(crit.value(Ka)), -2.0 * r + 2.0 * r.sum() * weights
-
-
-@dataclasses.dataclass(frozen=True)
-class CenteringResult:
-    """Outcome of :func:`general_centering`.
-
-    Attributes
-    ----------
-    centering : Centering
-        The origin found (supported on the sample for the sampled version).
-    h : ndarray
-        ``⟨a, x_i⟩`` on the points where ``J`` was evaluated.
-    h0 : float
-    history : ndarray
-        ``J`` after each accepted step (``history[0]`` at the start).
-    n_iter : int
-    stop_reason : str
-        ``"tol"``, ``"max_iter"`` or ``"step"`` (no step size increased ``J``).
-    """
-
-    centering: Centering
-    h: np.ndarray
-    h0: float
-    history: np.ndarray
-    n_iter: int
-    stop_reason: str
-
-    @property
-    def converged(self):
-        return self.stop_reason in ("tol", "step")
-
-
-def general_centering(
-    source,
-    y=None,
-    crit="alignment",
-    *,
-    init=None,
-    n_sample=None,
-    random_state=None,
-    max_iter=200,
-    tol=1e-8,
-    step=None,
-    min_step=1e-14,
-):
-    """Move the origin by gradient ascent on a criterion ``J(K_a)`` (Meilă §5, eqs. 23–33).
-
-    The state is the origin's weights ``w`` with ``h = ⟨a, x_i⟩`` and
-    ``h0 = ⟨a, a⟩``; ``K_a = K - 1hᵀ - h1ᵀ + h0`` is formed only to evaluate
-    ``J``. A step ``δa = η∇_a J = γ0 a + Σ γ_i x_i`` (eqs. 27–28) updates the
-    state by eqs. (30)–(33):
-    ``h ← h + γ0 h + Kγ``, ``h0 ← h0 + 2⟨δa, a⟩ + ⟨δa, δa⟩``, ``w ← (1+γ0) w + γ``.
-    The step size ``η`` is found by backtracking (halved until ``J`` increases,
-    doubled after a success), so ``J`` increases monotonically.
-
-    Parameters
-    ----------
-    source : Gram source
-        The Gram matrix ``K`` of the training points.
-    y : array-like of shape (n,), optional
-        Labels, required by the built-in criteria.
-    crit : {"alignment", "between-class", "between-class-cosine"} or Criterion
-        The criterion to maximize (:func:`criterion`); a user criterion is a
-        :class:`Criterion` with its gradient ``∂J/∂K_a``.
-    init : None, "standard", "class-balanced" or Centering
-        The starting origin; ``None`` starts at ``a = 0`` (``K_a = K``).
-    n_sample : int, optional
-        Evaluate ``J`` on the ``n' × n'`` submatrix of a random stratified
-        sample only. The resulting origin is represented by the sample (a
-        sampled :class:`Centering`) and applied to the full ``K``. This
-        optimizes the criterion *of the sample*: as Meilă notes, it does not
-        suit every criterion, but it is a reasonable approximation for those
-        that concentrate around their expectation, such as the kernel
-        alignment (Shawe-Taylor et al.); for sums over pairs (eqs. 10, 20)
-        it optimizes the sample's sum, an unbiased estimate up to scale.
-    random_state : int, Generator or None
-        Seed of the sample.
-    max_iter : int, default=200
-    tol : float, default=1e-8
-        Stop when an accepted step changes ``J`` by less than ``tol · max(1, |J|)``.
-    step : float, optional
-        Initial step size ``η``; by default the step moves ``a`` by 10% of the
-        data's typical feature-space norm.
-    min_step : float, default=1e-14
-        Stop (``stop_reason="step"``) when backtracking goes below this
-        fraction of the initial step.
-
-    Returns
-    -------
-    CenteringResult
-    """
-    n = _source_n(source)
-    if y is not None:
-        y = _check_labels(y, n)
-    if n_sample is not None:
-        if y is not None and len(np.unique(y)) > 1:
-            sample = Centering.sampled(y, n_sample, "multiclass", random_state=random_state)
-        else:
-            sample = Centering.sampled(n, n_sample, "standard", random_state=random_state)
-        S = sample.indices
-    else:
-        S = np.arange(n)
-    K = _principal_submatrix(source, S)
-    y_eval = None if y is None else y[S]
-    crit = criterion(crit, y_eval)
-    m = len(S)
-
-    if init is None:
-        w = np.zeros(m)
-    elif isinstance(init, str):
-        if init == "standard":
-            w = np.full(m, 1.0 / m)
-        elif init in ("class-balanced", "multiclass"):
-            w = class_balanced_weights(y_eval)
-        else:
-            raise ValueError(f"init must be None, 'standard', 'class-balanced' or a Centering; got {init!r}.")
-    elif isinstance(init, Centering):
-        if init.n != n:
-            raise InvalidWeightsError(f"init is defined for n={init.n} points; the Gram matrix has {n}.")
-        dense = init.dense()
-        if n_sample is not None and np.any(np.delete(dense, S) != 0):
-            raise InvalidWeightsError(
-                "init has weight outside the sample; with n_sample, start from None, 'standard' or "
-                "'class-balanced' (computed on the sample)."
-            )
-        w = dense[S]
-    else:
-        raise ValueError(f"init must be None, 'standard', 'class-balanced' or a Centering; got {init!r}.")
-
-    h = K @ w
-    h0 = float(w @ h)
-    J = float(crit.value(_centered_dense(K, h, h0)))
-    if not math.isfinite(J):
-        raise ValueError(f"the criterion is not finite at the initial origin (J={J}); choose another init.")
-    history = [J]
-
-    eta = step
-    eta0 = None
-    stop_reason = "max_iter"
-    n_iter = 0
-    for n_iter in range(1, max_iter + 1):
-        Ka = _centered_dense(K, h, h0)
-        G = np.asarray(crit.gradient(Ka), dtype=np.float64)
-        r = 0.5 * (G.sum(axis=1) + G.sum(axis=0))
-        # Eq. (28) per unit step: γ̂_i = -2 r_i, γ̂0 = -Σ γ̂_i.
-        g_hat = -2.0 * r
-        g0_hat = -g_hat.sum()
-        Kg_hat = K @ g_hat
-        # ‖∇J‖² = ‖γ̂0 a + Σγ̂_i x_i‖², for the default step size.
-        grad_sq = g0_hat**2 * h0 + 2 * g0_hat * float(g_hat @ h) + float(g_hat @ Kg_hat)
-        if grad_sq <= 0:
-            stop_reason = "tol"
-            break
-        if eta is None:
-            scale = math.sqrt(max(float(np.mean(np.diagonal(Ka))), np.finfo(float).tiny))
-            eta = 0.1 * scale / math.sqrt(grad_sq)
-        if eta0 is None:
-            eta0 = eta
-        accepted = False
-        while eta >= min_step * eta0:
-            gam, gam0 = eta * g_hat, eta * g0_hat
-            delta_h = gam0 * h + eta * Kg_hat  # eq. (30)
-            delta_a = gam0 * h0 + float(gam @ h)  # eq. (31)
-            delta_sq = float(gam @ (eta * Kg_hat)) + 2 * gam0 * float(gam @ h) + gam0**2 * h0  # eq. (32)
-            h_new = h + delta_h  # eq. (33)
-            h0_new = h0 + 2 * delta_a + delta_sq
-            J_new = float(crit.value(_centered_dense(K, h_new, h0_new)))
-            if math.isfinite(J_new) and J_new > J:
-                accepted = True
-                break
-            eta *= 0.5
-        if not accepted:
-            stop_reason = "step"
-            n_iter -= 1
-            break
-        w = (1.0 + gam0) * w + gam
-        change = J_new - J
-        h, h0, J = h_new, h0_new, J_new
-        history.append(J)
-        eta *= 2.0
-        if change <= tol * max(1.0, abs(J)):
-            stop_reason = "tol"
-            break
-
-    if n_sample is None:
-        centering = Centering(n, w, None, f"general-{crit.name}")
-    else:
-        centering = Centering(n, w, S, f"sampled-general-{crit.name}")
-    if stop_reason == "max_iter":
-        warnings.warn(
-            f"general centering stopped after max_iter={max_iter} steps before J changed by less than "
-            f"tol={tol}; increase max_iter or loosen tol.",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
-    return CenteringResult(centering, h, float(h0), np.asarray(history), n_iter, stop_reason)

@@ -21,10 +21,12 @@ view                entries                                               paper
 ``NormalizedGram``  ``K_ij / sqrt(K_ii K_jj)``                             Graf & Borer eq. (2)
 =================== ===================================================== ==========================
 
-:class:`KernelGram` evaluates a kernel on the fly from ``X`` (nothing
-stored), :class:`DenseGram` wraps a small in-memory matrix; both have the same
-interface, so every view works on a stored Gram, on a kernel with data, or on
-an ndarray.
+:class:`~dkernel._sources.KernelGram` evaluates a kernel on the fly from ``X``
+(nothing stored), :class:`~dkernel._sources.DenseGram` wraps a small in-memory
+matrix; both follow the Gram protocol (:mod:`dkernel._sources`), so every view
+works on a stored Gram, on a kernel with data, or on an ndarray. They, and
+Graf & Borer's threshold correction (:mod:`dkernel.normalization`), are also
+importable from here.
 
 References
 ----------
@@ -36,25 +38,17 @@ References
 import hashlib
 import math
 import os
-import warnings
 
-import dask
 import dask.array as da
 import numpy as np
 import zarr
 
 from . import _artifacts
-from ._validation import check_data, check_same_features
-from .centering import (
-    Centering,
-    InvalidWeightsError,
-    _principal_submatrix,
-    _random_state,
-    _source_columns,
-    origin_products,
-)
-from .exceptions import ArtifactPathError, DKernelError, StoreMismatchError
-from .kernels import get_kernel
+from ._sources import DenseGram, KernelGram, as_gram, principal_submatrix, source_columns
+from ._validation import check_data, check_new_points, random_generator
+from .centering import Centering, InvalidWeightsError, origin_products
+from .exceptions import ArtifactPathError, StoreMismatchError
+from .normalization import GrafThresholdError, graf_intercept, graf_threshold, weight_norm
 
 __all__ = [
     "CenteredGram",
@@ -72,197 +66,6 @@ __all__ = [
     "weight_norm",
     "weights_fingerprint",
 ]
-
-_DEFAULT_CHUNK = 2048
-
-
-class GrafThresholdError(DKernelError, ValueError):
-    """Graf & Borer's threshold b' is undefined: a margin lies outside the unit sphere."""
-
-
-# --------------------------------------------------------------------------- #
-# Base Grams: in memory, or a kernel evaluated on the fly
-# --------------------------------------------------------------------------- #
-
-
-class DenseGram:
-    """A small square Gram matrix held in memory, with the Gram reading interface.
-
-    Parameters
-    ----------
-    K : array-like of shape (n, n)
-    chunk : int, default=2048
-        Block side of ``block(i, j)`` and ``.dask``.
-    kernel : Kernel, optional
-        The kernel that produced ``K``, if known.
-    """
-
-    def __init__(self, K, *, chunk=_DEFAULT_CHUNK, kernel=None):
-        K = np.asarray(K)
-        if K.ndim != 2 or K.shape[0] != K.shape[1]:
-            raise ValueError(f"a Gram matrix must be square; got shape {K.shape}.")
-        if K.dtype not in (np.float32, np.float64):
-            K = K.astype(np.float64)
-        self.K = K
-        self.kernel = kernel
-        c = min(int(chunk), K.shape[0])
-        self.chunks = (c, c)
-
-    n = property(lambda self: self.K.shape[0])
-    shape = property(lambda self: self.K.shape)
-    dtype = property(lambda self: self.K.dtype)
-
-    def rows(self, idx):
-        return self.K[np.asarray(idx, dtype=np.intp)]
-
-    def block(self, i, j):
-        c = self.chunks[0]
-        return self.K[i * c : (i + 1) * c, j * c : (j + 1) * c]
-
-    def diag(self):
-        return np.diagonal(self.K).copy()
-
-    @property
-    def dask(self):
-        return da.from_array(self.K, chunks=self.chunks)
-
-    def principal_submatrix(self, indices):
-        return self.K[np.ix_(indices, indices)]
-
-    def to_numpy(self, force=False):
-        return self.K
-
-    def __repr__(self):
-        return f"DenseGram(n={self.n}, dtype={self.dtype.name})"
-
-
-def _kernel_slices(X, rows, Z, cols, kernel, symmetric):
-    """``K(X[rows], Z[cols])`` for one block of a lazy Gram; ``rows``/``cols`` are (start, stop)."""
-    return np.asarray(kernel.block(X[rows[0]:rows[1]], Z[cols[0]:cols[1]], symmetric=symmetric))
-
-
-class KernelGram:
-    """The Gram matrix ``K(X, X)`` of a kernel, evaluated on the fly (nothing stored).
-
-    Rows, blocks and columns are kernel evaluations; ``.dask`` is a lazy
-    blockwise evaluation in which ``X`` is one key of the graph. Sampled
-    centerings need only ``columns(S) = K(X, X_S)``, ``O(n n' d)`` work.
-
-    Parameters
-    ----------
-    X : array-like or CSR matrix of shape (n, d)
-        Training data.
-    kernel : str, dict or Kernel, default="rbf"
-        See :func:`dkernel.kernels.get_kernel`; ``gamma=None`` is resolved
-        to ``1/d`` here.
-    chunk : int, default=2048
-        Rows per block of ``.dask`` and ``columns``.
-    **kernel_params
-        Parameters of a kernel given by name.
-    """
-
-    def __init__(self, X, kernel="rbf", *, chunk=_DEFAULT_CHUNK, **kernel_params):
-        self.X = check_data(X, name="X")
-        self.kernel = get_kernel(kernel, **kernel_params).resolve(self.X.shape[1])
-        c = min(int(chunk), self.X.shape[0])
-        self.chunks = (c, c)
-        self._diag = None
-        self._Xd = None
-
-    n = property(lambda self: self.X.shape[0])
-    shape = property(lambda self: (self.X.shape[0], self.X.shape[0]))
-    dtype = property(lambda self: self.X.dtype)
-
-    def rows(self, idx):
-        return self.kernel.block(self.X[np.asarray(idx, dtype=np.intp)], self.X)
-
-    def submatrix(self, idx, start, stop):
-        return self.kernel.block(self.X[np.asarray(idx, dtype=np.intp)], self.X[start:stop])
-
-    def block(self, i, j):
-        c = self.chunks[0]
-        Xi, Xj = self.X[i * c : (i + 1) * c], self.X[j * c : (j + 1) * c]
-        return self.kernel.block(Xi, Xj, symmetric=(i == j))
-
-    def diag(self):
-        if self._diag is None:
-            self._diag = self.kernel.diag(self.X)
-        return self._diag
-
-    def _X_key(self):
-        if self._Xd is None:
-            # X enters the graph once, as one key that every block task slices (dense or CSR).
-            self._Xd = dask.delayed(self.X, pure=True)
-        return self._Xd
-
-    def _bounds(self):
-        c = self.chunks[0]
-        return [(start, min(start + c, self.n)) for start in range(0, self.n, c)]
-
-    def _lazy_blocks(self, Z, z_bounds, symmetric):
-        X = self._X_key()
-        return da.block([
-            [
-                da.from_delayed(
-                    dask.delayed(_kernel_slices)(X, r, Z, c, self.kernel, symmetric and r == c),
-                    shape=(r[1] - r[0], c[1] - c[0]), dtype=self.dtype,
-                )
-                for c in z_bounds
-            ]
-            for r in self._bounds()
-        ])
-
-    @property
-    def dask(self):
-        return self._lazy_blocks(self._X_key(), self._bounds(), symmetric=True)
-
-    def columns(self, indices):
-        """Lazy ``K(X, X[indices])`` in row blocks of ``chunk`` rows."""
-        XS = self.X[np.asarray(indices, dtype=np.intp)]
-        return self._lazy_blocks(dask.delayed(XS, pure=True), [(0, XS.shape[0])], symmetric=False)
-
-    def principal_submatrix(self, indices):
-        XS = self.X[np.asarray(indices, dtype=np.intp)]
-        return self.kernel.block(XS, XS, symmetric=True)
-
-    def cross(self, X_new, X_train=None, columns=None):
-        """``K(X_new, X[columns])`` (all training points by default)."""
-        X_new = _check_new(X_new, self.X)
-        Z = self.X if columns is None else self.X[np.asarray(columns, dtype=np.intp)]
-        return self.kernel.block(X_new.astype(Z.dtype, copy=False), Z)
-
-    def cross_diag(self, X_new, X_train=None):
-        """``K(x, x)`` for each new point."""
-        return self.kernel.diag(_check_new(X_new, self.X))
-
-    def to_numpy(self, force=False):
-        return self.kernel.block(self.X, self.X, symmetric=True)
-
-    def describe(self):
-        return {"name": "kernel", "kernel": self.kernel.to_dict(), "n": self.n}
-
-    def __repr__(self):
-        return f"KernelGram({self.kernel!r}, n={self.n})"
-
-
-def _check_new(X_new, X_train):
-    X_new = check_data(X_new, name="X_new", what="evaluating the kernel on new points")
-    check_same_features(X_new, X_train, "X_new", "X_train")
-    return X_new
-
-
-def as_gram(source):
-    """A Gram-protocol object for ``source`` (an ndarray becomes a :class:`DenseGram`)."""
-    if isinstance(source, np.ndarray):
-        return DenseGram(source)
-    for attr in ("n", "rows", "diag", "dask"):
-        if not hasattr(source, attr):
-            raise TypeError(
-                f"{type(source).__name__} is not a Gram matrix: it has no '{attr}'. Pass a GramMatrix, a "
-                f"lazy view, a KernelGram(X, kernel) or a square ndarray."
-            )
-    return source
-
 
 def _refuse_derived_store(base):
     operators = getattr(base, "operators", None)
@@ -289,7 +92,7 @@ def _base_cross(base, X_new, X_train, columns=None):
     X_train = check_data(X_train, name="X_train", allow_sparse=False)
     if X_train.shape[0] != base.n:
         raise ValueError(f"X_train has {X_train.shape[0]} rows but the Gram matrix has {base.n}.")
-    X_new = _check_new(X_new, X_train)
+    X_new = check_new_points(X_new, X_train)
     Z = X_train if columns is None else X_train[np.asarray(columns, dtype=np.intp)]
     return kernel.block(X_new.astype(Z.dtype, copy=False), Z)
 
@@ -481,7 +284,7 @@ class _GramView:
 
     def principal_submatrix(self, indices):
         indices = np.asarray(indices, dtype=np.intp)
-        return self._correct(_principal_submatrix(self.base, indices), indices, indices)
+        return self._correct(principal_submatrix(self.base, indices), indices, indices)
 
     def _blockwise(self, K, v_rows, v_cols):
         return da.blockwise(
@@ -498,7 +301,7 @@ class _GramView:
     def columns(self, indices):
         """Lazy ``[:, indices]`` of the view in row blocks (no ``n × n`` array)."""
         indices = np.asarray(indices, dtype=np.intp)
-        K = _source_columns(self.base, indices)
+        K = source_columns(self.base, indices)
         v = self._vector
         return self._blockwise(
             K, da.from_array(v, chunks=(K.chunks[0],)), da.from_array(v[indices], chunks=(K.chunks[1],))
@@ -744,7 +547,7 @@ class ShiftedGram(CenteredGram):
         length = float(length)
         if not (math.isfinite(length) and length >= 0):
             raise ValueError(f"length must be a finite number >= 0; got {length!r}.")
-        rng = _random_state(random_state)
+        rng = random_generator(random_state)
         n = base.n
         if n_support is None:
             direction = Centering(n, rng.standard_normal(n), None, "shift")
@@ -826,83 +629,3 @@ class NormalizedGram(_GramView):
 
     def describe(self):
         return {"name": "normalized", "base": _base_describe(self.base)}
-
-
-# --------------------------------------------------------------------------- #
-# Graf & Borer's threshold correction
-# --------------------------------------------------------------------------- #
-
-
-def weight_norm(dual_coef, K_sv):
-    """``‖w‖ = sqrt(cᵀ K c)`` with ``c = α y`` and ``K`` the Gram of the support vectors."""
-    c = np.asarray(dual_coef, dtype=np.float64).reshape(-1)
-    K_sv = np.asarray(K_sv, dtype=np.float64)
-    if K_sv.shape != (c.shape[0], c.shape[0]):
-        raise ValueError(f"K_sv must have shape ({c.shape[0]}, {c.shape[0]}); got {K_sv.shape}.")
-    return math.sqrt(max(float(c @ K_sv @ c), 0.0))
-
-
-def graf_threshold(b, w_norm, *, on_invalid="clip"):
-    """The corrected hyperplane position b' for a normalized kernel (Graf & Borer eq. 3).
-
-    On the unit sphere of a normalized feature space, the margins of the
-    hyperplane ``⟨ŵ, z⟩ = b`` (``ŵ = w/‖w‖``) lie at ``⟨ŵ, z⟩ = b ∓ 1/‖w‖``
-    and meet the sphere at the angles ``α₁ = arccos(b − 1/‖w‖)`` and
-    ``α₂ = arccos(b + 1/‖w‖)``. Graf & Borer move the hyperplane to the
-    bisector of the two arcs,
-
-    .. math::
-
-        b' = \\cos\\left(\\frac{\\arccos(b - 1/\\|w\\|) + \\arccos(b + 1/\\|w\\|)}{2}\\right)
-
-    leaving ``w`` unchanged. ``b`` here is the paper's position, the signed
-    distance of the hyperplane from the origin along ``ŵ``; for the intercept
-    of a trained SVM use :func:`graf_intercept`.
-
-    Parameters
-    ----------
-    b : float
-        Hyperplane position (``|b| <= 1`` on the unit sphere).
-    w_norm : float
-        ``‖w‖ > 0``, e.g. from :func:`weight_norm` (``‖w‖² = αᵀQα``).
-    on_invalid : {"clip", "raise"}, default="clip"
-        When a margin misses the sphere (``b ± 1/‖w‖`` outside ``[-1, 1]``,
-        common for small ``‖w‖``): ``"clip"`` clips it to ``[-1, 1]`` (the
-        margin is taken at the pole it passes) and issues a RuntimeWarning;
-        ``"raise"`` raises :class:`GrafThresholdError`.
-
-    Returns
-    -------
-    float
-    """
-    if on_invalid not in ("clip", "raise"):
-        raise ValueError(f"on_invalid must be 'clip' or 'raise'; got {on_invalid!r}.")
-    b, w_norm = float(b), float(w_norm)
-    if not (math.isfinite(b) and math.isfinite(w_norm) and w_norm > 0):
-        raise ValueError(f"b must be finite and w_norm finite and > 0; got b={b!r}, w_norm={w_norm!r}.")
-    delta = 1.0 / w_norm
-    lo, hi = b - delta, b + delta
-    if lo < -1.0 or hi > 1.0:
-        message = (
-            f"the margins b ± 1/‖w‖ = [{lo:.6g}, {hi:.6g}] leave [-1, 1], so at least one margin misses the "
-            f"unit sphere and Graf & Borer's b' is undefined"
-        )
-        if on_invalid == "raise":
-            raise GrafThresholdError(message + "; use on_invalid='clip' or keep the uncorrected b.")
-        warnings.warn(message + "; the margins were clipped to [-1, 1].", RuntimeWarning, stacklevel=2)
-        lo, hi = max(lo, -1.0), min(hi, 1.0)
-    return math.cos(0.5 * (math.acos(lo) + math.acos(hi)))
-
-
-def graf_intercept(intercept, w_norm, *, on_invalid="clip"):
-    """Graf & Borer's correction applied to an SVM intercept (decision ``Σ α_i y_i K̃(x, x_i) + c``).
-
-    The hyperplane ``⟨w, z⟩ + c = 0`` sits at position ``b = -c/‖w‖`` along
-    ``ŵ``; :func:`graf_threshold` moves it to ``b'`` and the corrected
-    intercept is ``c' = -b' ‖w‖``, which replaces ``c``.
-    """
-    w_norm = float(w_norm)
-    if not (math.isfinite(w_norm) and w_norm > 0):
-        raise ValueError(f"w_norm must be finite and > 0; got {w_norm!r}.")
-    b = -float(np.asarray(intercept).reshape(-1)[0]) / w_norm
-    return -graf_threshold(b, w_norm, on_invalid=on_invalid) * w_norm

@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 
+from dkernel._sources import KernelGram
+from dkernel._validation import InvalidLabelsError
 from dkernel.alignment import (
     AlignmentEstimate,
     alignment,
@@ -11,10 +13,12 @@ from dkernel.alignment import (
     sampled_target_alignment,
     target_alignment,
 )
-from dkernel.centering import Centering, InvalidLabelsError, SampleSizeError
+from dkernel.centering import Centering, SampleSizeError
 from dkernel.gram import GramMatrix
 from dkernel.kernels import RBFKernel
-from dkernel.operators import CenteredGram, KernelGram, NormalizedGram, ShiftedGram
+from dkernel.operators import CenteredGram, NormalizedGram, ShiftedGram
+
+from _reference import numpy_target_alignment
 
 
 def _data(n_pos, n_neg, seed=0):
@@ -22,10 +26,6 @@ def _data(n_pos, n_neg, seed=0):
     X = np.vstack([rng.normal(0.8, 1.0, size=(n_pos, 2)), rng.normal(-0.8, 1.0, size=(n_neg, 2))])
     y = np.r_[np.ones(n_pos), -np.ones(n_neg)]
     return X, y
-
-
-def _numpy_target_alignment(K, t):
-    return t @ K @ t / ((t @ t) * np.linalg.norm(K))
 
 
 def test_targets_follow_kandola():
@@ -45,7 +45,7 @@ def test_streaming_alignment_equals_numpy(target, tmp_path):
         y = X[:, 0] + 0.1 * np.random.default_rng(1).normal(size=len(X))
     K = RBFKernel(gamma=0.4)(X)
     t = alignment_target(y, target)
-    expected = _numpy_target_alignment(K, t)
+    expected = numpy_target_alignment(K, t)
     kernel_gram = KernelGram(X, "rbf", gamma=0.4, chunk=50)
     store = GramMatrix.compute(X, kernel="rbf", gamma=0.4, store=tmp_path / "K.zarr", chunk=48, progress=False)
     for source in (K, kernel_gram, store):
@@ -55,11 +55,11 @@ def test_streaming_alignment_equals_numpy(target, tmp_path):
     # Lazy views: centered and normalized.
     centered = CenteredGram(store, Centering.class_balanced(X[:, 1] > 0))
     assert target_alignment(centered, y, target) == pytest.approx(
-        _numpy_target_alignment(centered.to_numpy(), t), rel=1e-10
+        numpy_target_alignment(centered.to_numpy(), t), rel=1e-10
     )
     normalized = NormalizedGram(centered)
     assert target_alignment(normalized, y, target) == pytest.approx(
-        _numpy_target_alignment(normalized.to_numpy(), t), rel=1e-10
+        numpy_target_alignment(normalized.to_numpy(), t), rel=1e-10
     )
 
 
@@ -68,7 +68,7 @@ def test_float32_store_accumulates_in_float64(tmp_path):
     store = GramMatrix.compute(X, kernel="rbf", gamma=0.4, store=tmp_path / "K.zarr", chunk=64, dtype="float32",
                                progress=False)
     K32 = store.to_numpy().astype(np.float64)
-    assert target_alignment(store, y) == pytest.approx(_numpy_target_alignment(K32, y), rel=1e-12)
+    assert target_alignment(store, y) == pytest.approx(numpy_target_alignment(K32, y), rel=1e-12)
     assert frobenius_norm(store) == pytest.approx(np.linalg.norm(K32), rel=1e-12)
 
 

@@ -1,54 +1,33 @@
-"""Tests of dkernel.centering: origin weights, h and h0, Δb, general centering.
+"""Tests of dkernel.centering and dkernel.general_centering: origin weights, h and h0, Δb, general centering.
 
 Ground truth is an explicit polynomial feature map φ (multinomial expansion):
 the centered Gram must equal the Gram of φ(x) − a.
 """
 
 import json
-import math
 import warnings
 
 import numpy as np
 import pytest
 from sklearn.svm import SVC
 
+from dkernel._sources import KernelGram
 from dkernel.centering import (
     Centering,
-    Criterion,
     InvalidLabelsError,
     InvalidWeightsError,
     SampleSizeError,
     class_balanced_weights,
-    criterion,
     decision_function_original_kernel,
     delta_b,
-    feature_space_gradient,
-    general_centering,
     origin_products,
 )
+from dkernel.general_centering import Criterion, criterion, feature_space_gradient, general_centering
 from dkernel.gram import GramMatrix
 from dkernel.kernels import PolynomialKernel
-from dkernel.operators import CenteredGram, KernelGram
+from dkernel.operators import CenteredGram
 
-
-def poly_feature_map(X, gamma, coef0, degree):
-    """φ(x) with ⟨φ(x), φ(z)⟩ = (γ xᵀz + c)^p: Σ_k C(p,k) c^(p-k) γ^k (xᵀz)^k, (xᵀz)^k = ⟨x^⊗k, z^⊗k⟩."""
-    n, d = X.shape
-    parts = []
-    for k in range(degree + 1):
-        coef = math.comb(degree, k) * coef0 ** (degree - k) * gamma**k
-        tensor = np.ones((n, 1))
-        for _ in range(k):
-            tensor = (tensor[:, :, None] * X[:, None, :]).reshape(n, -1)
-        parts.append(math.sqrt(coef) * tensor)
-    return np.hstack(parts)
-
-
-def make_data(n=150, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    y = np.where(X[:, 0] + 0.5 * rng.normal(size=n) > 0.6, 1, -1)
-    return X, y
+from _reference import make_data, poly_feature_map, translated_gram
 
 
 POLY = [dict(gamma=0.5, coef0=1.0, degree=2), dict(gamma=0.3, coef0=0.7, degree=3)]
@@ -87,7 +66,7 @@ def test_centered_gram_equals_gram_of_translated_features(params, base_kind, tmp
     Phi = poly_feature_map(X, **params)
     for name, centering in _schemes(y, n).items():
         a = centering.dense() @ Phi
-        expected = (Phi - a) @ (Phi - a).T
+        expected = translated_gram(Phi, a)
         view = CenteredGram(base, centering)
         assert view.h0 == pytest.approx(a @ a, rel=1e-12)
         np.testing.assert_allclose(view.h, Phi @ a, atol=1e-10, err_msg=name)

@@ -1,4 +1,4 @@
-"""Tests of dkernel.operators: lazy centered, shifted and normalized views, Graf & Borer's b'."""
+"""Tests of dkernel.operators (lazy centered, shifted and normalized views) and dkernel.normalization (Graf & Borer's b')."""
 
 import math
 import warnings
@@ -11,20 +11,11 @@ from dkernel.centering import Centering
 from dkernel.exceptions import ArtifactPathError
 from dkernel.gram import GramMatrix
 from dkernel.kernels import NormalizedKernel, PolynomialKernel
-from dkernel.operators import (
-    CenteredGram,
-    DenseGram,
-    GrafThresholdError,
-    KernelGram,
-    NormalizedGram,
-    ShiftedGram,
-    graf_intercept,
-    graf_threshold,
-    weight_norm,
-)
-from dkernel.solver._rows import DenseRows
+from dkernel._sources import DenseGram, KernelGram
+from dkernel.normalization import GrafThresholdError, graf_intercept, graf_threshold, weight_norm
+from dkernel.operators import CenteredGram, NormalizedGram, ShiftedGram
 
-from test_centering import make_data, poly_feature_map
+from _reference import make_data, poly_feature_map, translated_gram
 
 PARAMS = dict(gamma=0.5, coef0=1.0, degree=2)
 
@@ -62,7 +53,7 @@ def test_centered_test_kernel_equals_translated_features():
     for centering in (Centering.class_balanced(y), Centering.sampled(y, 20, random_state=0)):
         view = CenteredGram(KernelGram(X, "poly", **PARAMS), centering)
         a = centering.dense() @ Phi
-        expected = (Phi_test - a) @ (Phi - a).T
+        expected = translated_gram(Phi, a, Phi_test)
         np.testing.assert_allclose(view.cross(X_test), expected, atol=1e-10)
         np.testing.assert_allclose(view.cross(X_test, columns=[4, 2]), expected[:, [4, 2]], atol=1e-10)
         np.testing.assert_allclose(view.cross_diag(X_test), ((Phi_test - a) ** 2).sum(1), atol=1e-10)
@@ -89,8 +80,8 @@ def test_shifted_gram_is_a_translation_by_the_requested_length():
     a = view.centering.dense() @ Phi
     assert np.linalg.norm(a) == pytest.approx(30.0, rel=1e-12)
     assert view.h0 == pytest.approx(900.0)
-    np.testing.assert_allclose(view.to_numpy(), (Phi - a) @ (Phi - a).T, atol=1e-9)
-    np.testing.assert_allclose(view.cross(X_test), (Phi_test - a) @ (Phi - a).T, atol=1e-9)
+    np.testing.assert_allclose(view.to_numpy(), translated_gram(Phi, a), atol=1e-9)
+    np.testing.assert_allclose(view.cross(X_test), translated_gram(Phi, a, Phi_test), atol=1e-9)
     # The same seed gives the same direction; a sampled direction reads only n_support columns.
     again = ShiftedGram(KernelGram(X, "poly", **PARAMS), 30.0, random_state=0)
     np.testing.assert_array_equal(again.h, view.h)
@@ -115,7 +106,7 @@ def test_recentering_shifted_data_undoes_the_shift():
 def test_views_plug_into_the_solver_row_interface():
     X, y = make_data(60)
     view = CenteredGram(KernelGram(X, "rbf", gamma=0.3), Centering.class_balanced(y))
-    dense = DenseRows(view.to_numpy())
+    dense = DenseGram(view.to_numpy())
     idx = [5, 1, 40]
     np.testing.assert_allclose(view.rows(idx), dense.rows(idx), atol=1e-14)
     np.testing.assert_allclose(view.diag(), dense.diag(), atol=1e-14)
@@ -211,8 +202,6 @@ def test_graf_intercept_moves_the_hyperplane_of_a_trained_svm():
 
 def test_kernel_gram_of_sparse_data_equals_dense():
     import scipy.sparse as sp
-
-    from dkernel.operators import KernelGram
 
     X = np.random.default_rng(5).normal(size=(70, 6))
     X[np.abs(X) < 0.8] = 0

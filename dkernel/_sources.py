@@ -1,0 +1,539 @@
+"""The Gram protocol and its in-memory, on-the-fly and subset implementations.
+
+A *Gram source* is any object with
+
+``n`` : int
+    Number of training points (rows and columns of the square matrix ``K``).
+``rows(idx) -> ndarray of shape (len(idx), n)``
+    The rows ``K[idx, :]``.
+``diag() -> ndarray of shape (n,)``
+    The diagonal ``K[i, i]``.
+``block(i, j) -> ndarray``
+    Block ``(i, j)`` of the grid of ``chunks``.
+``columns(indices) -> dask array of shape (n, len(indices))``
+    The columns ``K[:, indices]``, lazily, in row blocks (no ``n × n`` array).
+``.dask``
+    The whole matrix as a lazy Dask array.
+
+and optionally ``submatrix(idx, start, stop)`` (``K[idx, start:stop]``, what a
+solver worker reads of the columns it owns) and ``column_slab(start, stop)``
+(a small picklable source of the columns ``start:stop`` only, shipped to that
+worker instead of the whole matrix).
+
+The same objects are the row providers of :mod:`dkernel.solver`, which reads
+only ``n``, ``rows``, ``diag`` and ``submatrix``: :class:`DenseGram` wraps a
+matrix held in memory, :class:`KernelGram` evaluates a kernel on the fly from
+``X`` through a row cache, :class:`SubsetGram` is a principal submatrix of
+another source. :class:`dkernel.gram.GramMatrix` (a zarr store) and the lazy
+views of :mod:`dkernel.operators` follow the protocol too.
+
+The functions :func:`source_n`, :func:`source_dask`, :func:`source_columns`,
+:func:`source_diag` and :func:`principal_submatrix` read any source, a dask
+array or a small ndarray alike.
+"""
+
+import dask
+import dask.array as da
+import numpy as np
+import scipy.sparse as sp
+
+from ._validation import check_data, check_new_points
+from .kernels import Kernel, get_kernel
+
+__all__ = [
+    "ColumnSlab",
+    "DEFAULT_CHUNK",
+    "DenseGram",
+    "KernelGram",
+    "RowCache",
+    "SubsetGram",
+    "as_gram",
+    "principal_submatrix",
+    "source_columns",
+    "source_dask",
+    "source_diag",
+    "source_n",
+]
+
+#: Block side of ``block(i, j)`` and ``.dask`` when none is given.
+DEFAULT_CHUNK = 2048
+
+#: Memory budget of a :class:`KernelGram`'s row cache when none is given.
+DEFAULT_CACHE_BYTES = 256 * 2**20
+
+#: Rows per block when the diagonal of a kernel function is taken from square blocks.
+_DIAG_BLOCK_ROWS = 256
+
+
+# --------------------------------------------------------------------------- #
+# Reading any source (Gram-protocol object, dask array, ndarray)
+# --------------------------------------------------------------------------- #
+
+
+def source_n(source):
+    """The number of rows of a square Gram source."""
+    if isinstance(source, (np.ndarray, da.Array)):
+        if source.ndim != 2 or source.shape[0] != source.shape[1]:
+            raise ValueError(f"a Gram matrix must be square; got shape {source.shape}.")
+        return source.shape[0]
+    return int(source.n)
+
+
+def source_dask(source):
+    """The whole matrix as a lazy Dask array."""
+    if isinstance(source, da.Array):
+        return source
+    if isinstance(source, np.ndarray):
+        return da.from_array(source, chunks=(min(source.shape[0], DEFAULT_CHUNK),) * 2)
+    return source.dask
+
+
+def source_columns(source, indices):
+    """Lazy ``K[:, indices]`` chunked by row blocks (never the full matrix)."""
+    if hasattr(source, "columns"):
+        return source.columns(indices)
+    return source_dask(source)[:, indices]
+
+
+def source_diag(source):
+    """The diagonal as a float64 ndarray."""
+    if isinstance(source, np.ndarray):
+        return np.diagonal(source).astype(np.float64)
+    if isinstance(source, da.Array):
+        return np.asarray(da.diagonal(source).compute(), dtype=np.float64)
+    return np.asarray(source.diag(), dtype=np.float64)
+
+
+def principal_submatrix(source, indices):
+    """``K[indices][:, indices]`` as a float64 ndarray."""
+    indices = np.asarray(indices, dtype=np.intp)
+    if isinstance(source, np.ndarray):
+        return np.asarray(source[np.ix_(indices, indices)], dtype=np.float64)
+    if hasattr(source, "principal_submatrix"):
+        return np.asarray(source.principal_submatrix(indices), dtype=np.float64)
+    return np.asarray(source_dask(source)[indices][:, indices].compute(), dtype=np.float64)
+
+
+def as_gram(source):
+    """A Gram-protocol object for ``source`` (an ndarray becomes a :class:`DenseGram`)."""
+    if isinstance(source, np.ndarray):
+        return DenseGram(source)
+    for attr in ("n", "rows", "diag", "dask"):
+        if not hasattr(source, attr):
+            raise TypeError(
+                f"{type(source).__name__} is not a Gram matrix: it has no '{attr}'. Pass a GramMatrix, a "
+                f"lazy view, a KernelGram(X, kernel) or a square ndarray."
+            )
+    return source
+
+
+# --------------------------------------------------------------------------- #
+# In memory
+# --------------------------------------------------------------------------- #
+
+
+class DenseGram:
+    """A square Gram matrix held in memory.
+
+    float32 and float64 matrices are kept as they are; other dtypes become
+    float64.
+
+    Parameters
+    ----------
+    K : array-like of shape (n, n)
+        Symmetric kernel matrix (dense; a sparse matrix is refused).
+    chunk : int, default=2048
+        Block side of ``block(i, j)`` and ``.dask``.
+    kernel : Kernel, optional
+        The kernel that produced ``K``, if known.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> DenseGram(np.eye(3)).rows([2]).tolist()
+    [[0.0, 0.0, 1.0]]
+    """
+
+    def __init__(self, K, *, chunk=DEFAULT_CHUNK, kernel=None):
+        if sp.issparse(K):
+            raise ValueError("K is a sparse matrix; a Gram matrix is dense: pass K.toarray().")
+        K = np.asarray(K)
+        if K.ndim != 2 or K.shape[0] != K.shape[1]:
+            raise ValueError(f"a Gram matrix must be square; got shape {K.shape}.")
+        if K.dtype not in (np.float32, np.float64):
+            K = K.astype(np.float64)
+        self.K = K
+        self.kernel = kernel
+        c = min(int(chunk), K.shape[0])
+        self.chunks = (c, c)
+
+    n = property(lambda self: self.K.shape[0])
+    shape = property(lambda self: self.K.shape)
+    dtype = property(lambda self: self.K.dtype)
+
+    def rows(self, idx):
+        """``K[idx, :]``."""
+        return self.K[np.asarray(idx, dtype=np.intp)]
+
+    def submatrix(self, idx, start, stop):
+        """``K[idx, start:stop]``."""
+        return self.K[np.asarray(idx, dtype=np.intp), start:stop]
+
+    def block(self, i, j):
+        c = self.chunks[0]
+        return self.K[i * c : (i + 1) * c, j * c : (j + 1) * c]
+
+    def diag(self):
+        return np.diagonal(self.K).copy()
+
+    @property
+    def dask(self):
+        return da.from_array(self.K, chunks=self.chunks)
+
+    def principal_submatrix(self, indices):
+        return self.K[np.ix_(indices, indices)]
+
+    def column_slab(self, start, stop):
+        """The columns ``start:stop`` alone, as a :class:`ColumnSlab` (what one solver worker reads)."""
+        return ColumnSlab(np.ascontiguousarray(self.K[:, start:stop]), start, self.n)
+
+    def to_numpy(self, force=False):
+        return self.K
+
+    def __repr__(self):
+        return f"DenseGram(n={self.n}, dtype={self.dtype.name})"
+
+
+class ColumnSlab:
+    """The columns ``start:start + K_cols.shape[1]`` of an ``n × n`` matrix held in memory.
+
+    Answers ``submatrix(idx, a, b)`` for ``a:b`` within its columns; it is
+    small and picklable, so a worker receives only its share of the matrix.
+    """
+
+    def __init__(self, K_cols, start, n):
+        self.K_cols = K_cols
+        self.start = int(start)
+        self.n = int(n)
+
+    @property
+    def stop(self):
+        return self.start + self.K_cols.shape[1]
+
+    @property
+    def dtype(self):
+        return self.K_cols.dtype
+
+    def submatrix(self, idx, start, stop):
+        """``K[idx, start:stop]``; ``start:stop`` must lie within the slab."""
+        if start < self.start or stop > self.stop:
+            raise ValueError(f"columns {start}:{stop} lie outside the slab {self.start}:{self.stop}.")
+        return self.K_cols[np.asarray(idx, dtype=np.intp), start - self.start : stop - self.start]
+
+    def rows(self, idx):
+        """Whole rows ``K[idx, :]``, for a slab that holds every column."""
+        return self.submatrix(idx, 0, self.n)
+
+    def __repr__(self):
+        return f"ColumnSlab(columns={self.start}:{self.stop}, n={self.n})"
+
+
+# --------------------------------------------------------------------------- #
+# A kernel evaluated on the fly
+# --------------------------------------------------------------------------- #
+
+
+class RowCache:
+    """Least-recently-used cache of whole rows of an ``n``-column matrix.
+
+    Rows live in fixed slots of one array; ``slot_of[i]`` is the slot of row
+    ``i`` (-1 if absent) and ``last_used`` orders the slots for eviction.
+
+    Parameters
+    ----------
+    n : int
+        Row length (and number of rows that may be cached at most).
+    cache_bytes : int
+        Memory budget; ``0`` disables the cache.
+    dtype : numpy dtype
+        Dtype of the cached rows.
+    """
+
+    def __init__(self, n, cache_bytes, dtype):
+        dtype = np.dtype(dtype)
+        capacity = min(int(cache_bytes) // (dtype.itemsize * max(n, 1)), n)
+        self.n = n
+        self._store = np.empty((capacity, n), dtype=dtype)
+        self._slot_of = np.full(n, -1, dtype=np.intp)
+        self._row_in_slot = np.full(capacity, -1, dtype=np.intp)
+        self._last_used = np.zeros(capacity, dtype=np.int64)
+        self._clock = 0
+
+    @property
+    def capacity(self):
+        """Number of rows the cache holds at most."""
+        return self._store.shape[0]
+
+    def rows(self, idx, compute):
+        """The rows ``idx``; ``compute(missing)`` evaluates the rows not cached, in one call."""
+        if self.capacity == 0:
+            return compute(idx)
+        self._clock += 1
+        slots = self._slot_of[idx]
+        hit = slots >= 0
+        self._last_used[slots[hit]] = self._clock
+        if hit.all():
+            return self._store[slots]
+        if not hit.any() and np.unique(idx).size == idx.size:
+            block = compute(idx)
+            self._insert(idx, block)
+            return block
+        out = np.empty((len(idx), self.n), dtype=self._store.dtype)
+        out[hit] = self._store[slots[hit]]
+        missing = np.unique(idx[~hit])
+        block = compute(missing)
+        out[~hit] = block[np.searchsorted(missing, idx[~hit])]
+        self._insert(missing, block)
+        return out
+
+    def _insert(self, idx, block):
+        keep = min(len(idx), self.capacity)
+        idx, block = idx[-keep:], block[-keep:]
+        # Evict the least recently used slots, never the rows just served.
+        victims = np.argpartition(self._last_used, keep - 1)[:keep] if keep < self.capacity else np.arange(keep)
+        old_rows = self._row_in_slot[victims]
+        self._slot_of[old_rows[old_rows >= 0]] = -1
+        self._store[victims] = block
+        self._row_in_slot[victims] = idx
+        self._slot_of[idx] = victims
+        self._last_used[victims] = self._clock
+
+
+class _KernelFunction:
+    """A user function ``f(A, B) -> block`` with the evaluation interface of a :class:`Kernel`."""
+
+    def __init__(self, function):
+        self.function = function
+
+    def block(self, A, B, *, symmetric=False):
+        return np.asarray(self.function(A, B), dtype=np.float64)
+
+    def diag(self, X):
+        """The diagonal from square blocks ``f(X[s:e], X[s:e])``."""
+        parts = [
+            np.diagonal(self.block(X[s : s + _DIAG_BLOCK_ROWS], X[s : s + _DIAG_BLOCK_ROWS]))
+            for s in range(0, X.shape[0], _DIAG_BLOCK_ROWS)
+        ]
+        return np.concatenate(parts)
+
+    def __repr__(self):
+        return f"_KernelFunction({getattr(self.function, '__name__', self.function)!r})"
+
+
+def _kernel_slices(X, rows, Z, cols, kernel, symmetric):
+    """``K(X[rows], Z[cols])`` for one block of a lazy Gram; ``rows``/``cols`` are (start, stop)."""
+    return np.asarray(kernel.block(X[rows[0]:rows[1]], Z[cols[0]:cols[1]], symmetric=symmetric))
+
+
+class KernelGram:
+    """The Gram matrix ``K(X, X)`` of a kernel, evaluated on the fly (nothing stored).
+
+    Rows are kernel evaluations served through an LRU row cache: the rows of
+    a request missing from the cache are computed together in one block
+    ``K(X[missing], X)``, so a whole working set costs one BLAS-backed call.
+    Blocks, columns and ``.dask`` bypass the cache; ``.dask`` is a lazy
+    blockwise evaluation in which ``X`` is one key of the graph. Sampled
+    centerings need only ``columns(S) = K(X, X_S)``, ``O(n n' d)`` work.
+    A pickled KernelGram (sent to a Dask worker) starts with an empty cache.
+
+    Parameters
+    ----------
+    X : array-like or CSR matrix of shape (n, d)
+        Training data.
+    kernel : str, dict, Kernel or callable, default="rbf"
+        See :func:`dkernel.kernels.get_kernel`; ``gamma=None`` is resolved
+        to ``1/d`` here. A callable ``f(A, B) -> ndarray of shape (len(A),
+        len(B))`` is evaluated as given (float64; its diagonal from square
+        blocks); the Gram then has no :class:`Kernel` (``kernel`` is None).
+    chunk : int, default=2048
+        Rows per block of ``.dask`` and ``columns``.
+    cache_bytes : int, default=256 MiB
+        Memory budget of the row cache; rows are evicted least recently used
+        first, and ``0`` disables the cache.
+    **kernel_params
+        Parameters of a kernel given by name.
+
+    Attributes
+    ----------
+    n_computed : int
+        Number of rows computed by ``rows`` so far (cache misses).
+    """
+
+    def __init__(self, X, kernel="rbf", *, chunk=DEFAULT_CHUNK, cache_bytes=DEFAULT_CACHE_BYTES, **kernel_params):
+        self.X = check_data(X, name="X")
+        if callable(kernel) and not isinstance(kernel, (Kernel, str, dict)):
+            if kernel_params:
+                raise TypeError(f"kernel parameters {sorted(kernel_params)} were given with a kernel function.")
+            self.kernel = None
+            self._evaluator = _KernelFunction(kernel)
+        else:
+            self.kernel = get_kernel(kernel, **kernel_params).resolve(self.X.shape[1])
+            self._evaluator = self.kernel
+        if cache_bytes < 0:
+            raise ValueError(f"cache_bytes must be >= 0; got {cache_bytes}.")
+        self.cache_bytes = int(cache_bytes)
+        c = min(int(chunk), self.X.shape[0])
+        self.chunks = (c, c)
+        self.n_computed = 0
+        self._diag = None
+        self._reset_cache()
+
+    def _reset_cache(self):
+        self._cache = RowCache(self.n, self.cache_bytes, self.dtype)
+        self._Xd = None
+
+    n = property(lambda self: self.X.shape[0])
+    shape = property(lambda self: (self.X.shape[0], self.X.shape[0]))
+
+    @property
+    def dtype(self):
+        return self.X.dtype if self.kernel is not None else np.dtype(np.float64)
+
+    def _compute_rows(self, idx):
+        self.n_computed += len(idx)
+        return np.asarray(self._evaluator.block(self.X[idx], self.X), dtype=self.dtype)
+
+    def rows(self, idx):
+        """``K[idx, :]``, computing the rows missing from the cache in one block."""
+        return self._cache.rows(np.asarray(idx, dtype=np.intp), self._compute_rows)
+
+    def submatrix(self, idx, start, stop):
+        """``K[idx, start:stop]`` without touching the cache."""
+        return self._evaluator.block(self.X[np.asarray(idx, dtype=np.intp)], self.X[start:stop])
+
+    def block(self, i, j):
+        c = self.chunks[0]
+        Xi, Xj = self.X[i * c : (i + 1) * c], self.X[j * c : (j + 1) * c]
+        return self._evaluator.block(Xi, Xj, symmetric=(i == j))
+
+    def diag(self):
+        if self._diag is None:
+            self._diag = self._evaluator.diag(self.X)
+        return self._diag
+
+    def _X_key(self):
+        if self._Xd is None:
+            # X enters the graph once, as one key that every block task slices (dense or CSR).
+            self._Xd = dask.delayed(self.X, pure=True)
+        return self._Xd
+
+    def _bounds(self):
+        c = self.chunks[0]
+        return [(start, min(start + c, self.n)) for start in range(0, self.n, c)]
+
+    def _lazy_blocks(self, Z, z_bounds, symmetric):
+        X = self._X_key()
+        return da.block([
+            [
+                da.from_delayed(
+                    dask.delayed(_kernel_slices)(X, r, Z, c, self._evaluator, symmetric and r == c),
+                    shape=(r[1] - r[0], c[1] - c[0]), dtype=self.dtype,
+                )
+                for c in z_bounds
+            ]
+            for r in self._bounds()
+        ])
+
+    @property
+    def dask(self):
+        return self._lazy_blocks(self._X_key(), self._bounds(), symmetric=True)
+
+    def columns(self, indices):
+        """Lazy ``K(X, X[indices])`` in row blocks of ``chunk`` rows."""
+        XS = self.X[np.asarray(indices, dtype=np.intp)]
+        return self._lazy_blocks(dask.delayed(XS, pure=True), [(0, XS.shape[0])], symmetric=False)
+
+    def principal_submatrix(self, indices):
+        XS = self.X[np.asarray(indices, dtype=np.intp)]
+        return self._evaluator.block(XS, XS, symmetric=True)
+
+    def cross(self, X_new, X_train=None, columns=None):
+        """``K(X_new, X[columns])`` (all training points by default)."""
+        X_new = check_new_points(X_new, self.X)
+        Z = self.X if columns is None else self.X[np.asarray(columns, dtype=np.intp)]
+        return self._evaluator.block(X_new.astype(Z.dtype, copy=False), Z)
+
+    def cross_diag(self, X_new, X_train=None):
+        """``K(x, x)`` for each new point."""
+        return self._evaluator.diag(check_new_points(X_new, self.X))
+
+    def to_numpy(self, force=False):
+        return self._evaluator.block(self.X, self.X, symmetric=True)
+
+    def describe(self):
+        kernel = None if self.kernel is None else self.kernel.to_dict()
+        return {"name": "kernel", "kernel": kernel, "n": self.n}
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        del state["_cache"], state["_Xd"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._reset_cache()
+
+    def __repr__(self):
+        return f"KernelGram({self._evaluator!r}, n={self.n})"
+
+
+# --------------------------------------------------------------------------- #
+# A subset of the training points
+# --------------------------------------------------------------------------- #
+
+
+class SubsetGram:
+    """The principal submatrix ``K[index][:, index]`` of a Gram source, read on demand."""
+
+    def __init__(self, base, index):
+        self.base = base
+        self.index = np.asarray(index, dtype=np.intp)
+        self._diag = None
+
+    @property
+    def n(self):
+        return self.index.shape[0]
+
+    @property
+    def shape(self):
+        return (self.n, self.n)
+
+    @property
+    def dtype(self):
+        return np.dtype(np.float64)
+
+    @property
+    def chunks(self):
+        return getattr(self.base, "chunks", (min(self.n, 4096),) * 2)
+
+    @property
+    def kernel(self):
+        return getattr(self.base, "kernel", None)
+
+    def rows(self, idx):
+        return np.asarray(self.base.rows(self.index[np.asarray(idx, dtype=np.intp)]))[:, self.index]
+
+    def diag(self):
+        if self._diag is None:
+            self._diag = np.asarray(self.base.diag())[self.index]
+        return self._diag
+
+    @property
+    def dask(self):
+        if hasattr(self.base, "columns"):
+            # Only the columns of the subset: n × m kernel work, not n × n.
+            return self.base.columns(self.index)[self.index]
+        return self.base.dask[self.index][:, self.index]
+
+    def __repr__(self):
+        return f"SubsetGram(n={self.n}, base={self.base!r})"
