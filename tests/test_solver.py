@@ -14,6 +14,7 @@ from sklearn.svm import SVC
 
 from dkernel.solver import DenseRows, KernelRows, solve_qp
 from dkernel.solver._active_set import solve_box_equality_qp
+from dkernel.solver._rows import provider_for_columns, provider_submatrix
 from dkernel.solver._select import candidate_lists, merge_candidates, top_k, violation_sets
 from dkernel.solver._smo import select_pair, update_pair
 from _streams import RecordingStream
@@ -297,6 +298,31 @@ def test_non_finite_kernel_rows_raise():
 def test_provider_without_members_is_rejected():
     with pytest.raises(TypeError, match="DenseRows"):
         solve_qp(np.eye(4), np.array([1, -1, 1, -1]), 1.0)
+
+
+@pytest.mark.parametrize("several_rows", [False, True], ids=["labels", "general"])
+def test_rows_of_the_wrong_shape_are_rejected(several_rows):
+    class Transposed(DenseRows):
+        def rows(self, idx):
+            return super().rows(idx).T
+
+    X, y = _synthetic(n=40, d=3)
+    E = np.vstack([y, y * X[:, 0]]) if several_rows else None
+    with pytest.raises(ValueError, match=r"returned shape \(40, \d+\)"):
+        solve_qp(Transposed(_rbf_gram(X)), y, 1.0, E=E, working_set_size=2)
+
+
+def test_a_worker_gets_the_column_slab_of_its_range():
+    X, y = _synthetic(n=100, d=3)
+    K = _rbf_gram(X)
+    rows = DenseRows(K)
+    slab = provider_for_columns(rows, 30, 70)
+    assert slab.K_cols.shape == (100, 40)
+    np.testing.assert_array_equal(provider_submatrix(slab, [3, 50, 3], 30, 70), K[[3, 50, 3], 30:70])
+    # One worker holds every column: the provider itself, which also answers whole rows.
+    assert provider_for_columns(rows, 0, 100) is rows
+    on_the_fly = KernelRows(X, rbf_kernel)
+    assert provider_for_columns(on_the_fly, 30, 70) is on_the_fly
 
 
 # --------------------------------------------------- numba kernels vs numpy

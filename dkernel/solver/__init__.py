@@ -1,13 +1,28 @@
-"""The SVM dual QP: working-set selection, numba SMO, distributed gradient updates.
+"""The SVM dual QP, solved by block-coordinate decomposition.
+
+.. math::
+
+    \\min_\\alpha \\tfrac12 \\alpha^\\top Q \\alpha + p^\\top \\alpha
+    \\quad\\text{s.t.}\\quad 0 \\le \\alpha_i \\le C_i,\\; E\\alpha = e,
+    \\qquad Q_{ij} = y_i y_j K_{ij}.
+
+Each outer iteration (:mod:`._loop`) picks a working set by maximal KKT
+violation (the maximal violating pairs of Keerthi et al. and libsvm,
+:mod:`._select`), solves the sub-problem on it with the other variables fixed
+(numba SMO for the one row ``y^T alpha = const``, :mod:`._smo`; an exact
+active-set method for several rows, :mod:`._active_set`) and updates the
+gradient ``G = Q alpha + p``. The gradient lives in this process or, given a
+Dask client, on the workers (the strategies of :mod:`._gradient`); the bias
+comes from the final gradient (:mod:`._bias`).
 
 The solver sees the kernel only through a row provider (``n``,
-``rows(idx)``, ``diag()``), so in-memory arrays, on-the-fly kernels and
-zarr-backed or lazily transformed Gram matrices plug in unchanged.
+``rows(idx)``, ``diag()``, optionally ``submatrix`` and ``column_slab``;
+:mod:`._rows`), so in-memory arrays, on-the-fly kernels and zarr-backed or
+lazily transformed Gram matrices plug in unchanged.
 """
 
-from ._decomposition import solve_qp
-from ._distributed import solve_qp_distributed
 from ._qp import QPResult
 from ._rows import DenseRows, KernelRows
+from ._solve import solve_qp, solve_qp_distributed
 
 __all__ = ["DenseRows", "KernelRows", "QPResult", "solve_qp", "solve_qp_distributed"]

@@ -1,34 +1,68 @@
-"""The gradient of a contiguous range of samples and the kernel rows it needs.
+"""The gradient ``G = Q alpha + p`` and the two places it can live: this process or the Dask workers.
 
 A :class:`GradientPartition` owns ``G``, ``alpha``, ``y`` and ``C`` of the
 samples ``start:stop`` and the working-set kernel values ``K[B, start:stop]``.
-The single-process solver uses one partition covering all samples; the
-distributed solver puts one partition on each Dask worker. Either way the
-outer loop only exchanges working-set indices, ``Delta alpha_B`` and the best
-violators, so both paths select identical working sets.
+Two strategies hold the partitions behind one interface (``candidates``,
+``load``, ``update``, ``state``, ``close``):
+
+:class:`LocalGradients`
+    One partition covering all samples, in this process.
+:class:`ActorGradients`
+    One partition per Dask worker, in a ``distributed`` actor, over
+    contiguous ranges of samples. Each worker reads ``K[B, range]`` through
+    the provider's ``submatrix`` on that worker (a chunked store then reads
+    only its own columns; an in-memory matrix sends each worker only its
+    ``column_slab``). Per iteration the client exchanges only
+
+    1. the best violators of each range (and the local ``m``, ``M``),
+    2. the working set ``B`` with its buffer slots, receiving ``K[B, B]``
+       column blocks, ``alpha_B`` and ``G_B``,
+    3. ``y_B * Delta alpha_B``, applied as ``G_range += y * K[B, range]^T w``.
+
+Either way the outer loop (:mod:`._loop`) only exchanges working-set
+indices, ``Delta alpha_B`` and the best violators, so both strategies select
+identical working sets and reach the same ``alpha`` up to rounding.
 """
 
 import numpy as np
 
-from ._rows import provider_submatrix
-from ._select import candidate_lists, extreme_violations, violation_sets
+from ._rows import provider_for_columns, provider_submatrix, raise_nonfinite_rows
+from ._select import candidate_lists, extreme_violations, merge_candidates, violation_sets
 
-__all__ = ["GradientPartition", "SlotMap", "GRADIENT_BLOCK_ROWS"]
+__all__ = [
+    "ActorGradients",
+    "GradientPartition",
+    "LocalGradients",
+    "SlotMap",
+    "initial_gradient",
+    "partition_ranges",
+    "starting_support",
+]
 
 # Rows fetched per block when the gradient is built from a non-zero start.
 GRADIENT_BLOCK_ROWS = 1024
 
 
-def _raise_nonfinite(idx):
-    raise ValueError(
-        f"The kernel rows contain NaN or infinite values (in one of rows {_preview(idx)}); check the "
-        "data and the kernel parameters (e.g. an overflowing polynomial degree)."
-    )
+def starting_support(y, alpha):
+    """Indices of the non-zero ``alpha`` and their ``y_i alpha_i``: all the starting gradient needs."""
+    support = np.flatnonzero(alpha)
+    return support, y[support] * alpha[support]
 
 
-def _preview(idx, k=5):
-    idx = np.asarray(idx).tolist()
-    return ", ".join(map(str, idx[:k])) + (", ..." if len(idx) > k else "")
+def initial_gradient(rows, y, p, support, support_weights, start, stop):
+    """Return ``G = Q alpha + p`` of the samples ``start:stop``, reading the rows of ``support`` only.
+
+    ``y`` and ``p`` are those of the samples ``start:stop``; ``support`` and
+    ``support_weights`` come from :func:`starting_support` over all samples.
+    """
+    G = p.copy()
+    for s in range(0, support.size, GRADIENT_BLOCK_ROWS):
+        idx = support[s : s + GRADIENT_BLOCK_ROWS]
+        block = provider_submatrix(rows, idx, start, stop)
+        G += y * (block.T @ support_weights[s : s + GRADIENT_BLOCK_ROWS])
+        if not np.isfinite(G).all():
+            raise_nonfinite_rows(idx, block)
+    return G
 
 
 class SlotMap:
@@ -73,15 +107,10 @@ class GradientPartition:
         self.rows = rows
         self.y, self.C, self.alpha = y, C, alpha.copy()
         self.start, self.stop = int(start), int(stop)
-        self.K = np.empty((q, self.stop - self.start))
+        # Zeros: a slot not yet filled meets a zero weight in K^T weights, and 0 * NaN is not 0.
+        self.K = np.zeros((q, self.stop - self.start))
         self.weights = np.zeros(q)
-        self.G = p.copy()
-        for s in range(0, support.size, GRADIENT_BLOCK_ROWS):
-            idx = support[s : s + GRADIENT_BLOCK_ROWS]
-            block = provider_submatrix(rows, idx, self.start, self.stop)
-            self.G += y * (block.T @ support_weights[s : s + GRADIENT_BLOCK_ROWS])
-        if not np.isfinite(self.G).all():
-            _raise_nonfinite(support)
+        self.G = initial_gradient(rows, y, p, support, support_weights, self.start, self.stop)
 
     def candidates(self, k):
         """Local ``(m, M)`` and the ``k`` best candidates of each end (global indices)."""
@@ -102,7 +131,7 @@ class GradientPartition:
         local = B[positions] - self.start
         K_cols = self.K[np.ix_(slots, local)]
         if not np.isfinite(K_cols).all():
-            _raise_nonfinite(B)
+            raise_nonfinite_rows(B, K_cols)
         return positions, K_cols, self.alpha[local], self.G[local]
 
     def update(self, B, slots, weights, alpha_B):
@@ -111,10 +140,117 @@ class GradientPartition:
         self.weights[slots] = weights
         self.G += self.y * (self.K.T @ self.weights)
         if not np.isfinite(self.G).all():
-            _raise_nonfinite(B)
+            raise_nonfinite_rows(B, self.K[slots])
         mine = (B >= self.start) & (B < self.stop)
         self.alpha[B[mine] - self.start] = alpha_B[mine]
 
     def state(self):
         """Return ``(alpha, G)`` of the partition."""
         return self.alpha, self.G
+
+
+def merge_partition_candidates(parts, k):
+    """Global ``(m, M, up_idx, up_v, low_idx, low_v)`` from :meth:`GradientPartition.candidates`."""
+    m = max(part[0] for part in parts)
+    M = min(part[1] for part in parts)
+    return (m, M) + merge_candidates([part[2:] for part in parts], k)
+
+
+def assemble_working_set(parts, q_B):
+    """``(K_BB, alpha_B, G_B)`` from per-partition :meth:`GradientPartition.load`."""
+    if len(parts) == 1:
+        _, K_cols, alpha, G = parts[0]
+        return K_cols, alpha.copy(), G.copy()
+    K_BB = np.empty((q_B, q_B))
+    alpha_B = np.empty(q_B)
+    G_B = np.empty(q_B)
+    for positions, K_cols, alpha, G in parts:
+        K_BB[:, positions] = K_cols
+        alpha_B[positions] = alpha
+        G_B[positions] = G
+    return K_BB, alpha_B, G_B
+
+
+def partition_ranges(n, n_parts):
+    """Split ``0..n`` into ``n_parts`` contiguous ranges of near-equal size."""
+    bounds = np.linspace(0, n, min(n_parts, n) + 1).round().astype(int)
+    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+
+
+class LocalGradients:
+    """The gradient of all samples in one :class:`GradientPartition` of this process."""
+
+    def __init__(self, rows, prob, q):
+        support, weights = starting_support(prob.y, prob.alpha0)
+        self.partition = GradientPartition(
+            rows, prob.y, prob.C, prob.p, prob.alpha0, 0, prob.n, q, support, weights
+        )
+
+    def close(self):
+        """Nothing to release: the partition lives in this process."""
+
+    def candidates(self, k):
+        return merge_partition_candidates([self.partition.candidates(k)], k)
+
+    def load(self, B, new, new_slots, slots):
+        return assemble_working_set([self.partition.load(B, new, new_slots, slots)], B.size)
+
+    def update(self, B, slots, weights, alpha_B):
+        self.partition.update(B, slots, weights, alpha_B)
+
+    def state(self):
+        return self.partition.state()
+
+
+class ActorGradients:
+    """The gradient spread over one actor per worker of ``client``; the interface of :class:`LocalGradients`.
+
+    The row provider is sent to every worker, as its ``column_slab`` of the
+    worker's range where it has one, so it must be picklable.
+    """
+
+    def __init__(self, client, rows, prob, q):
+        workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        if not workers:
+            raise ValueError("The Dask client has no workers; start a cluster before solving.")
+        support, weights = starting_support(prob.y, prob.alpha0)
+        self.ranges = partition_ranges(prob.n, len(workers))
+        futures = []
+        for worker, (start, stop) in zip(workers, self.ranges):
+            futures.append(
+                client.submit(
+                    GradientPartition,
+                    provider_for_columns(rows, start, stop),
+                    prob.y[start:stop], prob.C[start:stop], prob.p[start:stop], prob.alpha0[start:stop],
+                    start, stop, q, support, weights,
+                    workers=[worker], actor=True, pure=False,
+                )
+            )
+        self.client = client
+        self.futures = futures
+        self.actors = [future.result() for future in futures]
+
+    def close(self):
+        """Release the actors and the column slabs they hold on the workers, now rather than at garbage collection."""
+        self.actors = []
+        if self.futures:
+            # Each actor handle holds a future of its own: cancel the keys rather than drop one reference.
+            self.client.cancel(self.futures)
+        self.futures = []
+
+    def _all(self, method, *args):
+        calls = [getattr(actor, method)(*args) for actor in self.actors]
+        return [call.result() for call in calls]
+
+    def candidates(self, k):
+        return merge_partition_candidates(self._all("candidates", k), k)
+
+    def load(self, B, new, new_slots, slots):
+        return assemble_working_set(self._all("load", B, new, new_slots, slots), B.size)
+
+    def update(self, B, slots, weights, alpha_B):
+        self._all("update", B, slots, weights, alpha_B)
+
+    def state(self):
+        parts = self._all("state")
+        return np.concatenate([a for a, _ in parts]), np.concatenate([g for _, g in parts])

@@ -1,4 +1,4 @@
-"""The quadratic program, its validated inputs and its result.
+"""The quadratic program, its validated inputs, the solver's options and its result.
 
 .. math::
 
@@ -7,12 +7,24 @@
     \\qquad Q_{ij} = y_i y_j K_{ij}.
 """
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import linprog
+from sklearn.exceptions import ConvergenceWarning
 
-__all__ = ["QPProblem", "QPResult", "check_problem"]
+from ._rows import check_provider
+
+__all__ = [
+    "QPProblem",
+    "QPResult",
+    "check_problem",
+    "check_solver_options",
+    "default_working_set_size",
+    "prepare_problem",
+    "qp_result",
+]
 
 # Tolerance on the equality constraints of a user-supplied start, relative to
 # the scale of E and e.
@@ -215,3 +227,60 @@ def check_problem(n, y, C, p, E, e, alpha0):
         is_svc = True
     alpha0 = _check_start(alpha0, C, E, e, n)
     return QPProblem(y=y, C=C, p=p, E=E, e=e, alpha0=alpha0, is_svc_constraint=is_svc)
+
+
+def default_working_set_size(n, n_eq):
+    """Working-set size: large for SMO (rows are reused), moderate for the dense active-set solver."""
+    if n_eq == 1:
+        return min(n, 512)
+    return min(n, max(64, 2 * (n_eq + 1)))
+
+
+def check_solver_options(tol, working_set_size, max_iter, prob):
+    """Validate ``tol`` and ``max_iter``; return the working-set size ``q``."""
+    if not (np.isfinite(tol) and tol > 0):
+        raise ValueError(f"tol must be a positive number; got {tol!r}.")
+    if int(max_iter) != max_iter or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}.")
+    if working_set_size is None:
+        return default_working_set_size(prob.n, prob.n_eq)
+    if int(working_set_size) != working_set_size or working_set_size < 2:
+        raise ValueError(f"working_set_size must be an integer >= 2; got {working_set_size!r}.")
+    return int(min(working_set_size, prob.n))
+
+
+def prepare_problem(rows, y, C, p, E, e, alpha0, *, tol, working_set_size, max_iter):
+    """Validate the row provider, the problem and the options of :func:`solve_qp`; return ``(prob, q)``."""
+    y_arr = np.asarray(y)
+    check_provider(rows, y_arr.shape[0] if y_arr.ndim == 1 else -1)
+    prob = check_problem(rows.n, y, C, p, E, e, alpha0)
+    q = check_solver_options(tol, working_set_size, max_iter, prob)
+    return prob, q
+
+
+def _warn_not_converged(max_iter, gap, tol):
+    warnings.warn(
+        f"The QP solver stopped after max_iter={max_iter} iterations with KKT gap {gap:.3g} > "
+        f"tol={tol:g}. Increase max_iter, increase tol, or scale the data (e.g. StandardScaler) "
+        "so that the kernel is better conditioned.",
+        ConvergenceWarning,
+        stacklevel=3,
+    )
+
+
+def qp_result(prob, alpha, G, intercept, n_iter, stop_reason, gap, n_rows, *, tol, max_iter):
+    """The :class:`QPResult` of a finished loop; warns when it stopped at ``max_iter``."""
+    if stop_reason == "max_iter":
+        _warn_not_converged(max_iter, gap, tol)
+    objective = 0.5 * float(alpha @ (G + prob.p))
+    return QPResult(
+        alpha=alpha,
+        intercept=intercept,
+        objective=objective,
+        n_iter=n_iter,
+        converged=stop_reason == "tol",
+        stop_reason=stop_reason,
+        gap=float(gap),
+        gradient=G,
+        n_kernel_rows=n_rows,
+    )

@@ -1,4 +1,4 @@
-"""Row providers: the only way the solver sees a kernel matrix.
+"""Row providers: the contract through which the solver sees a kernel matrix.
 
 A row provider is any object with
 
@@ -9,10 +9,18 @@ A row provider is any object with
 ``diag() -> ndarray of shape (n,)``
     The diagonal ``K[i, i]``.
 
-and optionally ``dtype`` and ``submatrix(idx, start, stop)``, which returns
-``K[idx, start:stop]``. The distributed solver calls ``submatrix`` on each
-worker so that a provider reading from a chunked store touches only the
-columns that worker owns; without it, ``rows(idx)[:, start:stop]`` is used.
+and optionally
+
+``dtype``
+    The dtype of the values.
+``submatrix(idx, start, stop) -> ndarray of shape (len(idx), stop - start)``
+    ``K[idx, start:stop]``. The gradient on Dask workers calls it on each
+    worker so that a provider reading from a chunked store touches only the
+    columns that worker owns; without it, ``rows(idx)[:, start:stop]`` is used.
+``column_slab(start, stop)``
+    A picklable provider of the columns ``start:stop`` (answering
+    ``submatrix`` for them), sent to a worker in place of the whole provider
+    so that each worker receives only its share of an in-memory matrix.
 
 This is the seam of ThunderSVM's ``KernelMatrix`` (``get_rows``, ``diag``):
 in-memory arrays, on-the-fly kernels, zarr-backed Gram matrices and lazy
@@ -22,7 +30,15 @@ centered or normalized views all plug into the solver unchanged.
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["DenseRows", "KernelRows", "provider_submatrix"]
+__all__ = [
+    "ColumnBlockRows",
+    "DenseRows",
+    "KernelRows",
+    "check_provider",
+    "provider_for_columns",
+    "provider_submatrix",
+    "raise_nonfinite_rows",
+]
 
 
 class DenseRows:
@@ -69,8 +85,31 @@ class DenseRows:
         """Return the diagonal of ``K``."""
         return np.diagonal(self.K).copy()
 
+    def column_slab(self, start, stop):
+        """Return a provider of the columns ``start:stop`` alone (the whole matrix: ``self``)."""
+        if (start, stop) == (0, self.n):
+            return self
+        return ColumnBlockRows(np.ascontiguousarray(self.K[:, start:stop]), start, self.n)
+
     def __repr__(self):
         return f"DenseRows(n={self.n}, dtype={self.dtype})"
+
+
+class ColumnBlockRows:
+    """The columns ``start:stop`` of an in-memory kernel matrix.
+
+    Sent to a worker in place of a :class:`DenseRows` so that each worker
+    receives only its share of the matrix.
+    """
+
+    def __init__(self, K_cols, start, n):
+        self.K_cols = K_cols
+        self.start = start
+        self.n = n
+
+    def submatrix(self, idx, start, stop):
+        """Return ``K[idx, start:stop]`` for columns inside this slab."""
+        return self.K_cols[np.asarray(idx, dtype=np.intp), start - self.start : stop - self.start]
 
 
 class KernelRows:
@@ -206,10 +245,45 @@ class KernelRows:
         return f"KernelRows(n={self.n}, cache_bytes={self.cache_bytes})"
 
 
+def check_provider(rows, n_y):
+    """Check that ``rows`` keeps the contract for ``n_y`` samples; return its diagonal as float64.
+
+    Raises
+    ------
+    TypeError
+        If ``rows`` lacks ``n``, ``rows`` or ``diag``.
+    ValueError
+        If its size differs from ``n_y`` or its diagonal is malformed or not finite.
+    """
+    for member in ("n", "rows", "diag"):
+        if not hasattr(rows, member):
+            raise TypeError(
+                f"rows must provide n, rows(idx) and diag(); {type(rows).__name__} has no {member!r}. "
+                "Wrap an in-memory kernel matrix with DenseRows(K)."
+            )
+    if rows.n != n_y:
+        raise ValueError(f"The row provider has n={rows.n} samples but y has {n_y}.")
+    diag = np.asarray(rows.diag(), dtype=np.float64)
+    if diag.shape != (rows.n,):
+        raise ValueError(f"rows.diag() must have shape ({rows.n},); got {diag.shape}.")
+    if not np.isfinite(diag).all():
+        first = int(np.flatnonzero(~np.isfinite(diag))[0])
+        raise ValueError(
+            f"The kernel diagonal contains NaN or infinite values (first at {first}); check the data "
+            "and the kernel parameters."
+        )
+    return diag
+
+
 def provider_submatrix(rows, idx, start, stop):
     """Return ``K[idx, start:stop]`` from any row provider, as float64.
 
     Whole rows go through ``rows(idx)`` so that a provider's row cache is used.
+
+    Raises
+    ------
+    ValueError
+        If the provider returns a block of another shape.
     """
     if (start, stop) == (0, rows.n):
         block = rows.rows(idx)
@@ -217,4 +291,31 @@ def provider_submatrix(rows, idx, start, stop):
         block = rows.submatrix(idx, start, stop)
     else:
         block = rows.rows(idx)[:, start:stop]
-    return np.asarray(block, dtype=np.float64)
+    block = np.asarray(block, dtype=np.float64)
+    if block.shape != (len(idx), stop - start):
+        raise ValueError(
+            f"The row provider returned shape {block.shape} for {len(idx)} indices and the columns "
+            f"{start}:{stop}; expected ({len(idx)}, {stop - start})."
+        )
+    return block
+
+
+def provider_for_columns(rows, start, stop):
+    """The provider a worker needs for the columns ``start:stop``: the column slab where there is one."""
+    if hasattr(rows, "column_slab"):
+        return rows.column_slab(start, stop)
+    return rows
+
+
+def raise_nonfinite_rows(idx, block):
+    """Raise the error for non-finite kernel values, naming the first row of ``block`` (rows ``idx``) that has one.
+
+    Where every row is finite (the gradient overflowed instead) the first of ``idx`` is named.
+    """
+    idx = np.asarray(idx)
+    bad = ~np.isfinite(block).all(axis=1)
+    first = int(idx[np.flatnonzero(bad)[0]]) if bad.any() else int(idx[0])
+    raise ValueError(
+        f"The kernel rows contain NaN or infinite values (first in row {first}); check the data "
+        "and the kernel parameters (e.g. an overflowing polynomial degree)."
+    )

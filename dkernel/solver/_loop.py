@@ -1,0 +1,211 @@
+"""The outer loop of the solver: block-coordinate decomposition.
+
+Each iteration selects a working set ``B`` of ``q`` variables by maximal KKT
+violation, fetches the kernel rows ``K[B, :]`` once, solves the sub-problem on
+``B`` with the other variables fixed, and updates the gradient
+
+.. math::  G \\leftarrow G + Q_{:, B} \\Delta\\alpha_B
+           = G + y \\odot K_{B,:}^\\top (y_B \\odot \\Delta\\alpha_B),
+
+one BLAS matrix-vector product. With one equality row ``y^T alpha = const``
+(:func:`label_constraint_loop`) the sub-problem is solved by SMO
+(:mod:`._smo`), with libsvm's shrinking of the candidates, and the gradient is
+held by a strategy of :mod:`._gradient` (this process or the Dask workers);
+with several rows (:func:`general_equality_loop`) by an exact active-set
+method (:mod:`._active_set`). The loop follows ThunderSVM's
+``CSMOSolver::solve`` (select, get rows, local SMO, update f, stop on the gap).
+"""
+
+import numpy as np
+from dask.utils import format_time
+
+from .._dask import StatusLine
+
+from ._active_set import solve_box_equality_qp
+from ._bias import equality_multipliers, minimax_multipliers, svc_intercept
+from ._gradient import SlotMap, initial_gradient, starting_support
+from ._rows import provider_submatrix, raise_nonfinite_rows
+from ._select import choose_working_set
+from ._smo import smo_subproblem
+
+__all__ = ["general_equality_loop", "label_constraint_loop"]
+
+# The sub-problem is solved until its gap falls to this fraction of its first
+# gap (ThunderSVM's local rule): a partial solve is enough while the outer
+# gradient is still far from optimal, and saves inner iterations.
+INNER_RELATIVE_TOL = 0.1
+# Pair updates per working-set variable before the inner SMO gives up.
+INNER_ITER_PER_VARIABLE = 10
+
+
+class _Progress:
+    """The solver's verbose display on stderr: one status line, then whether it converged.
+
+    On a terminal the line (iteration, KKT gap against ``tol``, support
+    vectors and free ones, elapsed time) is rewritten in place; otherwise it
+    is printed every few seconds (:class:`dkernel._dask.StatusLine`). The
+    final line says ``converged`` or ``NOT converged`` and why.
+    """
+
+    def __init__(self, verbose, tol, max_iter):
+        self.line = StatusLine(enabled=bool(verbose))
+        self.tol, self.max_iter = tol, max_iter
+
+    def due(self):
+        return self.line.due()
+
+    def _counts(self, alpha, C):
+        n_sv = int(np.count_nonzero(alpha))
+        n_free = int(np.count_nonzero((alpha > 0) & (alpha < C)))
+        return f"SV {n_sv}  free SV {n_free}  {format_time(self.line.elapsed)}"
+
+    def show(self, it, gap, alpha, C):
+        self.line.show(f"[dkernel.solver] iter {it}  gap {gap:.3e} (tol {self.tol:g})  {self._counts(alpha, C)}",
+                       force=True)
+
+    def close(self, it, stop_reason, gap, alpha, C):
+        if not self.line.enabled:
+            return
+        verdict = {
+            "tol": f"converged: gap {gap:.3e} <= tol {self.tol:g}",
+            "max_iter": f"NOT converged: max_iter={self.max_iter} reached with gap {gap:.3e} > tol {self.tol:g}",
+            "stalled": f"NOT converged: no working set improves the objective, gap {gap:.3e} > tol {self.tol:g}",
+            "callback": f"stopped by the callback with gap {gap:.3e} (tol {self.tol:g})",
+        }[stop_reason]
+        self.line.close(f"[dkernel.solver] {verdict} after {it} iterations  {self._counts(alpha, C)}")
+
+
+def _shrink(up_idx, up_v, low_idx, low_v, m, M):
+    """libsvm's shrinking test: keep the candidates that can still form a violating pair.
+
+    A variable of ``I_up`` with ``v <= M`` (or of ``I_low`` with ``v >= m``)
+    satisfies its KKT condition against every other one; it is stuck at its
+    bound and would only pad the working set.
+    """
+    return up_idx[up_v > M], low_idx[low_v < m]
+
+
+def label_constraint_loop(gradients, prob, *, tol, q, max_iter, shrinking, callback, verbose):
+    """Outer loop for ``y^T alpha = const``: SMO sub-problems, libsvm's gap.
+
+    ``gradients`` holds the gradient (one local partition or one per Dask
+    worker) and exposes ``candidates``, ``load``, ``update`` and ``state``.
+    """
+    y, C = prob.y, prob.C
+    slot_map = SlotMap(q)
+    kept = np.empty(0, dtype=np.intp)
+    stop_reason, gap, it, n_rows = "max_iter", np.inf, 0, 0
+    progress = _Progress(verbose, tol, max_iter)
+    for it in range(max_iter):
+        m, M, up_idx, up_v, low_idx, low_v = gradients.candidates(q)
+        gap = m - M
+        if callback is not None and callback(it, gradients.state()[0], gap):
+            stop_reason = "callback"
+            break
+        if gap <= tol:
+            stop_reason = "tol"
+            break
+        if shrinking:
+            up_idx, low_idx = _shrink(up_idx, up_v, low_idx, low_v, m, M)
+        new = choose_working_set(kept, up_idx, low_idx, q - kept.size)
+        B = np.concatenate([kept, new])
+        if new.size == 0 and kept.size == 0:
+            stop_reason = "stalled"
+            break
+        slots, new_slots = slot_map.assign(kept, new)
+        n_rows += new.size
+        K_BB, alpha_B, G_B = gradients.load(B, new, new_slots, slots)
+        y_B = y[B]
+        Q_BB = np.multiply.outer(y_B, y_B) * K_BB
+        old_alpha_B = alpha_B.copy()
+        n_sub, _ = smo_subproblem(
+            Q_BB, y_B, alpha_B, C[B], G_B, 0.1 * tol, INNER_RELATIVE_TOL, INNER_ITER_PER_VARIABLE * B.size
+        )
+        gradients.update(B, slots, y_B * (alpha_B - old_alpha_B), alpha_B)
+        if progress.due():
+            progress.show(it, gap, gradients.state()[0], C)
+        kept = B[B.size - min(q // 2, B.size) :] if q >= 4 else np.empty(0, dtype=np.intp)
+    else:
+        it = max_iter
+    alpha, G = gradients.state()
+    progress.close(it, stop_reason, gap, alpha, C)
+    intercept = svc_intercept(alpha, G, y, C)
+    return alpha, G, intercept, it, stop_reason, gap, n_rows
+
+
+def general_equality_loop(rows, prob, *, tol, q, max_iter, callback, verbose):
+    """Outer loop for several equality rows: exact active-set sub-problems."""
+    y, C, E = prob.y, prob.C, prob.E
+    alpha = prob.alpha0.copy()
+    G = initial_gradient(rows, y, prob.p, *starting_support(y, alpha), 0, prob.n)
+    n_rows = int(np.count_nonzero(alpha))
+    stop_reason, it = "max_iter", 0
+    mu, gap, support = minimax_multipliers(alpha, G, C, E)
+    progress = _Progress(verbose, tol, max_iter)
+    for it in range(max_iter):
+        if callback is not None and callback(it, alpha, gap):
+            stop_reason = "callback"
+            break
+        if gap <= tol:
+            stop_reason = "tol"
+            break
+        B = _general_working_set(alpha, G, C, E, mu, support, q)
+        K_B = provider_submatrix(rows, B, 0, prob.n)
+        n_rows += B.size
+        y_B = y[B]
+        H = np.multiply.outer(y_B, y_B) * K_B[:, B]
+        delta, n_sub = solve_box_equality_qp(
+            H, G[B], -alpha[B], C[B] - alpha[B], E[:, B], kkt_tol=1e-3 * tol
+        )
+        delta = _apply_step(alpha, B, delta, C)
+        G += y * (K_B.T @ (y_B * delta))
+        if not np.isfinite(G).all():
+            raise_nonfinite_rows(B, K_B)
+        if progress.due():
+            progress.show(it, gap, alpha, C)
+        new_mu, new_gap, support = minimax_multipliers(alpha, G, C, E)
+        if not np.any(delta) and new_gap >= gap:
+            stop_reason, mu, gap = "stalled", new_mu, new_gap
+            break
+        mu, gap = new_mu, new_gap
+    else:
+        it = max_iter
+    progress.close(it, stop_reason, gap, alpha, C)
+    intercept = equality_multipliers(alpha, G, C, E, mu)
+    if intercept.shape[0] == 1:
+        intercept = float(intercept[0])
+    return alpha, G, intercept, it, stop_reason, gap, n_rows
+
+
+def _apply_step(alpha, B, delta, C):
+    """Add ``delta`` to ``alpha[B]``; return the change actually made.
+
+    Variables the sub-problem put on a bound are set to it exactly, because
+    the bound tests of the selection compare with ``==``.
+    """
+    old = alpha[B]
+    upper = C[B]
+    new = np.clip(old + delta, 0.0, upper)
+    new[delta == upper - old] = upper[delta == upper - old]
+    new[delta == -old] = 0.0
+    alpha[B] = new
+    return new - old
+
+
+def _general_working_set(alpha, G, C, E, mu, support, q):
+    """The LP's descent support plus the largest violations under ``mu``."""
+    reduced = G + E.T @ mu
+    violation = np.maximum(
+        np.where(alpha < C, -reduced, -np.inf),
+        np.where(alpha > 0, reduced, -np.inf),
+    )
+    order = np.lexsort((np.arange(alpha.size), -violation))
+    chosen = list(support.tolist())
+    taken = set(chosen)
+    for i in order.tolist():
+        if len(chosen) >= q:
+            break
+        if i not in taken:
+            chosen.append(i)
+            taken.add(i)
+    return np.sort(np.asarray(chosen, dtype=np.intp))

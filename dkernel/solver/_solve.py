@@ -1,0 +1,171 @@
+"""The solver's entry points: validate once, choose where the gradient lives, run the outer loop.
+
+.. math::
+
+    \\min_\\alpha \\tfrac12 \\alpha^\\top Q \\alpha + p^\\top \\alpha
+    \\quad\\text{s.t.}\\quad 0 \\le \\alpha_i \\le C_i,\\; E\\alpha = e,
+    \\qquad Q_{ij} = y_i y_j K_{ij}.
+
+With one equality row ``y^T alpha = const`` the gradient is held by
+:class:`~._gradient.LocalGradients` (this process) or, given a Dask client,
+:class:`~._gradient.ActorGradients` (one range of samples per worker); the
+same loop then selects the same working sets. Several rows are solved in
+this process by the active-set loop.
+"""
+
+from ._gradient import ActorGradients, LocalGradients
+from ._loop import general_equality_loop, label_constraint_loop
+from ._qp import prepare_problem, qp_result
+
+__all__ = ["solve_qp", "solve_qp_distributed"]
+
+
+def solve_qp(
+    rows,
+    y,
+    C,
+    *,
+    p=None,
+    E=None,
+    e=None,
+    tol=1e-3,
+    working_set_size=None,
+    max_iter=100_000,
+    shrinking=True,
+    alpha0=None,
+    verbose=False,
+    callback=None,
+    client=None,
+):
+    """Solve the SVM dual QP by block-coordinate decomposition.
+
+    .. math::
+
+        \\min_\\alpha \\tfrac12 \\alpha^\\top Q \\alpha + p^\\top \\alpha
+        \\quad\\text{s.t.}\\quad 0 \\le \\alpha_i \\le C_i,\\; E\\alpha = e,
+        \\qquad Q_{ij} = y_i y_j K_{ij}.
+
+    Parameters
+    ----------
+    rows : row provider
+        Object with ``n``, ``rows(idx) -> K[idx, :]`` and ``diag()``; see
+        :class:`DenseRows` and :class:`KernelRows`.
+    y : array-like of shape (n,)
+        Labels in ``{-1, +1}``.
+    C : float or array-like of shape (n,)
+        Upper bounds, ``> 0`` (per-sample values implement class weights).
+    p : array-like of shape (n,), default=-1
+        Linear term.
+    E : array-like of shape (l, n), default=y
+        Equality rows. For the generalized bias of Li, Leung & Lee (eq. 24)
+        use ``E[q, i] = y_i phi_q(x_i)``.
+    e : array-like of shape (l,), default=0
+        Right-hand side of ``E alpha = e``.
+    tol : float, default=1e-3
+        Stop when the maximal violating pair gap ``m(alpha) - M(alpha)`` is
+        at most ``tol`` (libsvm's criterion).
+    working_set_size : int, optional
+        Variables per working set, at least 2. Default ``min(n, 512)`` with
+        one equality row, ``min(n, max(64, 2 (l + 1)))`` with several (the
+        sub-problem is then solved by a dense active-set method).
+    max_iter : int, default=100000
+        Outer iterations before stopping with a ``ConvergenceWarning``.
+    shrinking : bool, default=True
+        With one equality row, only variables that can still form a
+        violating pair (libsvm's shrinking test) fill the working set. The
+        gradient is kept exact for all variables, so the final check over all
+        variables needs no gradient reconstruction.
+    alpha0 : array-like of shape (n,), optional
+        Feasible starting point (warm start). By default zero, or a vertex of
+        the feasible set found by linear programming when ``e != 0``.
+    verbose : bool, default=False
+        Show the progress on stderr: one status line (KKT gap against
+        ``tol``, support vectors and free ones, elapsed time), rewritten in
+        place on a terminal and printed every few seconds otherwise, then a
+        final line saying whether the solver converged.
+    callback : callable, optional
+        ``callback(iteration, alpha, gap)`` before each iteration; returning
+        True stops the solver (``stop_reason="callback"``).
+    client : distributed.Client, optional
+        Keep the gradient on the workers of this client, one contiguous range
+        of samples per worker (:class:`~._gradient.ActorGradients`; the row
+        provider must then be picklable, and for efficiency implement
+        ``submatrix`` or ``column_slab``). One equality row only. Without a
+        client the gradient lives in this process.
+
+    Returns
+    -------
+    QPResult
+        ``alpha``, ``intercept`` (the bias ``b`` of
+        ``f(x) = sum_i alpha_i y_i K(x, x_i) + b``, or the multipliers
+        ``lambda`` of ``sum_q lambda_q phi_q(x)`` with several rows),
+        ``objective``, ``n_iter``, ``converged``, ``stop_reason``, ``gap``,
+        ``gradient``.
+
+    Raises
+    ------
+    ValueError
+        On labels other than +-1, non-positive ``C``, mismatched shapes,
+        an infeasible ``alpha0`` or non-finite kernel values.
+
+    Warns
+    -----
+    ConvergenceWarning
+        When ``max_iter`` is reached before the gap falls below ``tol``.
+
+    References
+    ----------
+    .. [1] R.-E. Fan, P.-H. Chen, C.-J. Lin, "Working set selection using
+       second order information for training SVM", JMLR 6, 2005.
+    .. [2] Z. Wen et al., "ThunderSVM: a fast SVM library on GPUs and CPUs",
+       JMLR 19, 2018.
+    .. [3] F. Li, Y. Leung, K. Lee, "Generalizing the bias term of support
+       vector machines", IJCAI 2007, eqs. 23-25.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dkernel.solver import DenseRows, solve_qp
+    >>> X = np.array([[0.0], [1.0], [3.0], [4.0]])
+    >>> y = np.array([-1, -1, 1, 1])
+    >>> res = solve_qp(DenseRows(X @ X.T), y, C=10.0)
+    >>> np.sign(res.decision_function(X @ X.T, y)).astype(int).tolist()
+    [-1, -1, 1, 1]
+    """
+    prob, q = prepare_problem(
+        rows, y, C, p, E, e, alpha0, tol=tol, working_set_size=working_set_size, max_iter=max_iter
+    )
+    if not prob.is_svc_constraint:
+        if client is not None:
+            raise ValueError(
+                "The distributed solver supports only the constraint y^T alpha = const; solve problems "
+                "with several equality rows without a client."
+            )
+        out = general_equality_loop(rows, prob, tol=tol, q=q, max_iter=max_iter, callback=callback, verbose=verbose)
+        return qp_result(prob, *out, tol=tol, max_iter=max_iter)
+    gradients = LocalGradients(rows, prob, q) if client is None else ActorGradients(client, rows, prob, q)
+    try:
+        out = label_constraint_loop(
+            gradients, prob, tol=tol, q=q, max_iter=max_iter, shrinking=shrinking, callback=callback,
+            verbose=verbose,
+        )
+    finally:
+        gradients.close()
+    return qp_result(prob, *out, tol=tol, max_iter=max_iter)
+
+
+def solve_qp_distributed(rows, y, C, *, client, **options):
+    """:func:`solve_qp` with the gradient kept on the workers of ``client``.
+
+    ``options`` are the keyword arguments of :func:`solve_qp`. The row
+    provider must be picklable (it is sent to every worker, as its
+    ``column_slab`` of the worker's columns where it has one) and, for
+    efficiency, implement ``submatrix(idx, start, stop)``. Only the one-row
+    constraint ``y^T alpha = const`` is supported.
+
+    Returns
+    -------
+    QPResult
+        Equal, up to rounding, to the single-process result.
+    """
+    return solve_qp(rows, y, C, client=client, **options)
