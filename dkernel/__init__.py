@@ -28,7 +28,7 @@ Where each concept lives:
 Importing dkernel runs no computation and starts no cluster.
 """
 
-from ._sources import KernelGram
+from ._sources import DenseGram, KernelGram
 from .alignment import AlignmentEstimate, alignment, sampled_target_alignment, target_alignment
 from .centering import Centering, decision_function_original_kernel, delta_b
 from .exceptions import (
@@ -72,6 +72,7 @@ __all__ = [
     "Centering",
     "CorruptStoreError",
     "DKernelError",
+    "DenseGram",
     "EmptyInputError",
     "FeatureMismatchError",
     "GramMatrix",

@@ -194,7 +194,9 @@ class DenseGram:
         return self.K[np.ix_(indices, indices)]
 
     def column_slab(self, start, stop):
-        """The columns ``start:stop`` alone, as a :class:`ColumnSlab` (what one solver worker reads)."""
+        """The columns ``start:stop`` alone, as a :class:`ColumnSlab` (what one solver worker reads); all: ``self``."""
+        if (start, stop) == (0, self.n):
+            return self
         return ColumnSlab(np.ascontiguousarray(self.K[:, start:stop]), start, self.n)
 
     def to_numpy(self, force=False):

@@ -26,7 +26,8 @@ from ._validation import check_finite
 from .centering import Centering, delta_b
 from .kernels import ESTIMATOR_DEFAULTS, Kernel, NormalizedKernel, estimator_kernel, get_kernel, kernel_from_dict
 from .operators import CenteredGram, KernelGram, NormalizedGram, graf_intercept
-from .solver import DenseRows, KernelRows, solve_qp
+from ._sources import DenseGram
+from .solver import solve_qp
 
 __all__ = ["SVC", "load_model"]
 
@@ -591,10 +592,10 @@ class SVC(ClassifierMixin, BaseEstimator):
 
     def _row_provider(self, gram):
         if isinstance(gram, np.ndarray):
-            return DenseRows(gram)
+            return DenseGram(gram)
         if isinstance(gram, KernelGram):
             cache = 2**30 if self.cache_size is None else int(self.cache_size * 2**20)
-            return KernelRows(gram.X, _kernel_fn(gram.kernel), cache, diag_fn=gram.kernel._diag)
+            return KernelGram(gram.X, gram.kernel, cache_bytes=cache)
         return gram
 
     def _store_fits(self, X, problems, fits, y_index):

@@ -12,7 +12,8 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
-from dkernel.solver import DenseRows, KernelRows, solve_qp
+from dkernel._sources import DenseGram, KernelGram
+from dkernel.solver import solve_qp
 from dkernel.solver._active_set import solve_box_equality_qp
 from dkernel.solver._rows import provider_for_columns, provider_submatrix
 from dkernel.solver._select import candidate_lists, merge_candidates, top_k, violation_sets
@@ -79,7 +80,7 @@ def _assert_same_svm(K, y, res, svc, C_scale=1.0):
 def test_same_optimum_as_libsvm(name, C):
     X, y = DATASETS[name]()
     K = _rbf_gram(X)
-    res = solve_qp(DenseRows(K), y, C, tol=1e-6)
+    res = solve_qp(DenseGram(K), y, C, tol=1e-6)
     svc = SVC(kernel="precomputed", C=C, tol=1e-6).fit(K, y)
     assert res.converged and res.stop_reason == "tol" and res.gap <= 1e-6
     _assert_same_svm(K, y, res, svc)
@@ -88,7 +89,7 @@ def test_same_optimum_as_libsvm(name, C):
 def test_intercept_sign_matches_sklearn():
     X, y = _wdbc()
     K = _rbf_gram(X)
-    res = solve_qp(DenseRows(K), y, 1.0, tol=1e-6)
+    res = solve_qp(DenseGram(K), y, 1.0, tol=1e-6)
     svc = SVC(kernel="precomputed", C=1.0, tol=1e-6).fit(K, y)
     assert res.intercept == pytest.approx(svc.intercept_[0], abs=1e-4)
     np.testing.assert_allclose(res.gradient, np.outer(y, y) * K @ res.alpha - 1, atol=1e-10)
@@ -99,7 +100,7 @@ def test_per_sample_C_matches_class_weight():
     K = _rbf_gram(X)
     weights = {-1: 0.3, 1: 4.0}
     C = 2.0 * np.where(y > 0, weights[1], weights[-1])
-    res = solve_qp(DenseRows(K), y, C, tol=1e-6)
+    res = solve_qp(DenseGram(K), y, C, tol=1e-6)
     svc = SVC(kernel="precomputed", C=2.0, tol=1e-6, class_weight=weights).fit(K, y)
     _assert_same_svm(K, y, res, svc)
     assert np.all(res.alpha <= C) and np.all(res.alpha >= 0)
@@ -134,7 +135,7 @@ def _slsqp_reference(K, y, C, E, e, start):
 @pytest.mark.parametrize("n_eq, n, seed", [(2, 60, 0), (2, 150, 1), (5, 120, 2), (5, 200, 3)])
 def test_several_equality_rows_match_slsqp(n_eq, n, seed):
     K, y, C, E, e = _random_equality_problem(n, n_eq, seed)
-    res = solve_qp(DenseRows(K), y, C, E=E, e=e, tol=1e-8)
+    res = solve_qp(DenseGram(K), y, C, E=E, e=e, tol=1e-8)
     assert res.converged
     alpha = res.alpha
     np.testing.assert_allclose(E @ alpha, e, atol=1e-8, rtol=0)
@@ -147,7 +148,7 @@ def test_several_equality_rows_match_slsqp(n_eq, n, seed):
 @pytest.mark.parametrize("n_eq", [2, 5])
 def test_multipliers_satisfy_kkt(n_eq):
     K, y, C, E, e = _random_equality_problem(120, n_eq, seed=7)
-    res = solve_qp(DenseRows(K), y, C, E=E, e=e, tol=1e-8)
+    res = solve_qp(DenseGram(K), y, C, E=E, e=e, tol=1e-8)
     lam = np.atleast_1d(res.intercept)
     assert lam.shape == (n_eq,)
     reduced = res.gradient + E.T @ lam
@@ -164,7 +165,7 @@ def test_generalized_bias_decision_function():
     K = _rbf_gram(X)
     phi = np.column_stack([np.ones(len(y)), X[:, 0]])
     E = (y[:, None] * phi).T
-    res = solve_qp(DenseRows(K), y, 1.0, E=E, tol=1e-8)
+    res = solve_qp(DenseGram(K), y, 1.0, E=E, tol=1e-8)
     f = K @ (res.alpha * y) + phi @ res.intercept
     free = (res.alpha > 1e-8) & (res.alpha < 1.0 - 1e-8)
     np.testing.assert_allclose(y[free] * f[free], 1.0, atol=1e-6)
@@ -172,7 +173,7 @@ def test_generalized_bias_decision_function():
 
 def test_single_general_row_and_nonzero_e():
     K, y, C, E, e = _random_equality_problem(80, 1, seed=11)
-    res = solve_qp(DenseRows(K), y, C, E=E, e=e, tol=1e-8)
+    res = solve_qp(DenseGram(K), y, C, E=E, e=e, tol=1e-8)
     assert np.ndim(res.intercept) == 0
     np.testing.assert_allclose(E @ res.alpha, e, atol=1e-8)
     ref = _slsqp_reference(K, y, C, E, e, start=np.clip(np.linalg.lstsq(E, e, rcond=None)[0], 0, C))
@@ -204,13 +205,13 @@ def test_active_set_subproblem_matches_slsqp():
 def wdbc_problem():
     X, y = _wdbc()
     K = _rbf_gram(X)
-    return X, y, K, solve_qp(DenseRows(K), y, 1.0, tol=1e-6)
+    return X, y, K, solve_qp(DenseGram(K), y, 1.0, tol=1e-6)
 
 
 @pytest.mark.parametrize("q", [2, 7, 100, 10_000])
 def test_working_set_sizes_reach_the_same_optimum(wdbc_problem, q):
     _, y, K, ref = wdbc_problem
-    res = solve_qp(DenseRows(K), y, 1.0, tol=1e-6, working_set_size=q)
+    res = solve_qp(DenseGram(K), y, 1.0, tol=1e-6, working_set_size=q)
     assert res.converged
     assert res.objective == pytest.approx(ref.objective, rel=1e-7)
     np.testing.assert_allclose(res.decision_function(K, y), ref.decision_function(K, y), atol=1e-4)
@@ -218,37 +219,37 @@ def test_working_set_sizes_reach_the_same_optimum(wdbc_problem, q):
 
 def test_shrinking_off_reaches_the_same_optimum(wdbc_problem):
     _, y, K, ref = wdbc_problem
-    res = solve_qp(DenseRows(K), y, 1.0, tol=1e-6, shrinking=False, working_set_size=64)
+    res = solve_qp(DenseGram(K), y, 1.0, tol=1e-6, shrinking=False, working_set_size=64)
     assert res.objective == pytest.approx(ref.objective, rel=1e-7)
 
 
 def test_warm_start_converges_to_the_same_optimum(wdbc_problem):
     _, y, K, ref = wdbc_problem
-    rough = solve_qp(DenseRows(K), y, 1.0, tol=1e-1, working_set_size=16)
-    res = solve_qp(DenseRows(K), y, 1.0, tol=1e-6, alpha0=rough.alpha, working_set_size=16)
+    rough = solve_qp(DenseGram(K), y, 1.0, tol=1e-1, working_set_size=16)
+    res = solve_qp(DenseGram(K), y, 1.0, tol=1e-6, alpha0=rough.alpha, working_set_size=16)
     assert res.objective == pytest.approx(ref.objective, rel=1e-7)
-    warm = solve_qp(DenseRows(K), y, 1.0, tol=1e-6, alpha0=ref.alpha)
+    warm = solve_qp(DenseGram(K), y, 1.0, tol=1e-6, alpha0=ref.alpha)
     assert warm.n_iter <= 1 and warm.converged
 
 
 def test_max_iter_warns_with_remedy(wdbc_problem):
     _, y, K, _ = wdbc_problem
     with pytest.warns(ConvergenceWarning, match="Increase max_iter"):
-        res = solve_qp(DenseRows(K), y, 1.0, tol=1e-6, working_set_size=4, max_iter=3)
+        res = solve_qp(DenseGram(K), y, 1.0, tol=1e-6, working_set_size=4, max_iter=3)
     assert not res.converged and res.stop_reason == "max_iter" and res.n_iter == 3
 
 
 def test_callback_can_stop(wdbc_problem):
     _, y, K, _ = wdbc_problem
     seen = []
-    res = solve_qp(DenseRows(K), y, 1.0, working_set_size=8, callback=lambda it, a, gap: seen.append(gap) or it == 2)
+    res = solve_qp(DenseGram(K), y, 1.0, working_set_size=8, callback=lambda it, a, gap: seen.append(gap) or it == 2)
     assert res.stop_reason == "callback" and len(seen) == 3
 
 
 def test_kernel_rows_with_small_cache_give_the_same_solution(wdbc_problem):
     X, y, K, ref = wdbc_problem
     gamma = 1.0 / X.shape[1]
-    rows = KernelRows(X, lambda A, B: rbf_kernel(A, B, gamma=gamma), cache_bytes=50 * 8 * X.shape[0])
+    rows = KernelGram(X, lambda A, B: rbf_kernel(A, B, gamma=gamma), cache_bytes=50 * 8 * X.shape[0])
     res = solve_qp(rows, y, 1.0, tol=1e-6, working_set_size=32)
     assert rows.n_computed > 50
     assert res.objective == pytest.approx(ref.objective, rel=1e-9)
@@ -259,7 +260,7 @@ def test_kernel_rows_cache_returns_exact_rows():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 3))
     K = rbf_kernel(X)
-    rows = KernelRows(X, rbf_kernel, cache_bytes=10 * 8 * 40)
+    rows = KernelGram(X, rbf_kernel, cache_bytes=10 * 8 * 40)
     for idx in ([1, 2, 3], [3, 1, 30, 30], list(range(20)), [2, 39, 0]):
         np.testing.assert_allclose(rows.rows(idx), K[idx], rtol=1e-12)
     np.testing.assert_allclose(rows.diag(), 1.0)
@@ -285,24 +286,24 @@ def test_bad_inputs_raise_clear_errors(kwargs, match):
     args.update(kwargs)
     y, C = args.pop("y"), args.pop("C")
     with pytest.raises(ValueError, match=match):
-        solve_qp(DenseRows(np.eye(4)), y, C, **args)
+        solve_qp(DenseGram(np.eye(4)), y, C, **args)
 
 
 def test_non_finite_kernel_rows_raise():
     K = np.eye(4)
     K[1, 3] = K[3, 1] = np.nan
     with pytest.raises(ValueError, match="NaN or infinite"):
-        solve_qp(DenseRows(K), np.array([1, -1, 1, -1]), 1.0)
+        solve_qp(DenseGram(K), np.array([1, -1, 1, -1]), 1.0)
 
 
 def test_provider_without_members_is_rejected():
-    with pytest.raises(TypeError, match="DenseRows"):
+    with pytest.raises(TypeError, match="DenseGram"):
         solve_qp(np.eye(4), np.array([1, -1, 1, -1]), 1.0)
 
 
 @pytest.mark.parametrize("several_rows", [False, True], ids=["labels", "general"])
 def test_rows_of_the_wrong_shape_are_rejected(several_rows):
-    class Transposed(DenseRows):
+    class Transposed(DenseGram):
         def rows(self, idx):
             return super().rows(idx).T
 
@@ -315,13 +316,13 @@ def test_rows_of_the_wrong_shape_are_rejected(several_rows):
 def test_a_worker_gets_the_column_slab_of_its_range():
     X, y = _synthetic(n=100, d=3)
     K = _rbf_gram(X)
-    rows = DenseRows(K)
+    rows = DenseGram(K)
     slab = provider_for_columns(rows, 30, 70)
     assert slab.K_cols.shape == (100, 40)
     np.testing.assert_array_equal(provider_submatrix(slab, [3, 50, 3], 30, 70), K[[3, 50, 3], 30:70])
     # One worker holds every column: the provider itself, which also answers whole rows.
     assert provider_for_columns(rows, 0, 100) is rows
-    on_the_fly = KernelRows(X, rbf_kernel)
+    on_the_fly = KernelGram(X, rbf_kernel)
     assert provider_for_columns(on_the_fly, 30, 70) is on_the_fly
 
 
@@ -403,16 +404,16 @@ def test_distributed_matches_single_process():
     distributed = pytest.importorskip("distributed")
     X, y = _synthetic(n=800, d=6, seed=2)
     K = _rbf_gram(X)
-    single = solve_qp(DenseRows(K), y, 1.0, working_set_size=64)
+    single = solve_qp(DenseGram(K), y, 1.0, working_set_size=64)
     gamma = 1.0 / X.shape[1]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with distributed.LocalCluster(
             n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1", dashboard_address=None
         ) as cluster, distributed.Client(cluster) as client:
-            dense = solve_qp(DenseRows(K), y, 1.0, working_set_size=64, client=client)
+            dense = solve_qp(DenseGram(K), y, 1.0, working_set_size=64, client=client)
             on_the_fly = solve_qp(
-                KernelRows(X, lambda A, B: rbf_kernel(A, B, gamma=gamma)), y, 1.0, working_set_size=64,
+                KernelGram(X, lambda A, B: rbf_kernel(A, B, gamma=gamma)), y, 1.0, working_set_size=64,
                 client=client,
             )
     for res in (dense, on_the_fly):
@@ -431,7 +432,7 @@ def test_verbose_progress_is_one_updating_line_on_a_terminal(monkeypatch, severa
     E = np.vstack([y, y * X[:, 0]]) if several_rows else None
     tty = RecordingStream(True)
     monkeypatch.setattr(sys, "stderr", tty)
-    res = solve_qp(DenseRows(K), y, 10.0, E=E, working_set_size=16, verbose=True)
+    res = solve_qp(DenseGram(K), y, 10.0, E=E, working_set_size=16, verbose=True)
     assert res.converged
     # Updated in place: every status starts with \r, and only the final line ends with a newline.
     assert tty.text.startswith("\r[dkernel.solver] iter 0  gap ") and tty.text.count("\n") == 1
@@ -451,7 +452,7 @@ def test_verbose_progress_says_when_the_solver_did_not_converge(monkeypatch):
     plain = RecordingStream(False)
     monkeypatch.setattr(sys, "stderr", plain)
     with pytest.warns(ConvergenceWarning):
-        res = solve_qp(DenseRows(rbf_kernel(X, gamma=0.05)), y, 10.0, working_set_size=2, max_iter=3, verbose=True)
+        res = solve_qp(DenseGram(rbf_kernel(X, gamma=0.05)), y, 10.0, working_set_size=2, max_iter=3, verbose=True)
     assert not res.converged and "\r" not in plain.text
     lines = plain.text.splitlines()
     assert len(lines) == 2 and lines[0].startswith("[dkernel.solver] iter 0  gap ")

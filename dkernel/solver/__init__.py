@@ -17,12 +17,12 @@ comes from the final gradient (:mod:`._bias`).
 
 The solver sees the kernel only through a row provider (``n``,
 ``rows(idx)``, ``diag()``, optionally ``submatrix`` and ``column_slab``;
-:mod:`._rows`), so in-memory arrays, on-the-fly kernels and zarr-backed or
-lazily transformed Gram matrices plug in unchanged.
+:mod:`._rows`), so in-memory arrays and on-the-fly kernels
+(:class:`dkernel.DenseGram`, :class:`dkernel.KernelGram`), zarr-backed Gram
+matrices and lazily transformed views plug in unchanged.
 """
 
 from ._qp import QPResult
-from ._rows import DenseRows, KernelRows
 from ._solve import solve_qp, solve_qp_distributed
 
-__all__ = ["DenseRows", "KernelRows", "QPResult", "solve_qp", "solve_qp_distributed"]
+__all__ = ["QPResult", "solve_qp", "solve_qp_distributed"]

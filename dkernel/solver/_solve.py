@@ -49,7 +49,7 @@ def solve_qp(
     ----------
     rows : row provider
         Object with ``n``, ``rows(idx) -> K[idx, :]`` and ``diag()``; see
-        :class:`DenseRows` and :class:`KernelRows`.
+        :class:`dkernel.DenseGram` and :class:`dkernel.KernelGram`.
     y : array-like of shape (n,)
         Labels in ``{-1, +1}``.
     C : float or array-like of shape (n,)
@@ -125,10 +125,11 @@ def solve_qp(
     Examples
     --------
     >>> import numpy as np
-    >>> from dkernel.solver import DenseRows, solve_qp
+    >>> from dkernel import DenseGram
+    >>> from dkernel.solver import solve_qp
     >>> X = np.array([[0.0], [1.0], [3.0], [4.0]])
     >>> y = np.array([-1, -1, 1, 1])
-    >>> res = solve_qp(DenseRows(X @ X.T), y, C=10.0)
+    >>> res = solve_qp(DenseGram(X @ X.T), y, C=10.0)
     >>> np.sign(res.decision_function(X @ X.T, y)).astype(int).tolist()
     [-1, -1, 1, 1]
     """
