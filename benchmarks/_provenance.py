@@ -7,6 +7,7 @@ change to the modules its script declares in ``MEASURES``.
 """
 
 import datetime
+import importlib
 import os
 import platform
 import subprocess
@@ -40,3 +41,16 @@ def print_header(argv=None):
     print(f"# commit {commit()}  {datetime.date.today().isoformat()}  {command}")
     print(f"# {os.cpu_count()} CPUs, python {platform.python_version()}, load average before: "
           f"{os.getloadavg()[0]:.2f}", flush=True)
+
+
+#: Labels of the libraries whose import name differs from the name users know.
+_IMPORT_NAMES = {"scikit-learn": "sklearn"}
+
+
+def print_versions(*libraries):
+    """Print ``python X, numpy Y, <library> Z, ...``: the versions the figures were measured with."""
+    parts = [f"python {platform.python_version()}"]
+    for label in ("numpy", *libraries):
+        module = importlib.import_module(_IMPORT_NAMES.get(label, label))
+        parts.append(f"{label} {module.__version__}")
+    print(", ".join(parts))

@@ -19,7 +19,6 @@ import argparse
 import os
 import shutil
 import tempfile
-import time
 
 import dask
 import dask.array as da
@@ -29,7 +28,9 @@ from dkernel.alignment import sampled_target_alignment, target_alignment
 from dkernel.centering import Centering
 from dkernel.gram import GramMatrix
 from dkernel.operators import CenteredGram
-from _provenance import print_header  # benchmarks/_provenance.py, beside this script
+from _problems import noisy_threshold_labels  # benchmarks/_*.py, beside this script
+from _provenance import print_header
+from _timing import timed
 
 MEASURES = (  # the modules these figures depend on: re-run and record when one changes
     "dkernel/alignment.py",
@@ -63,42 +64,36 @@ def main():
     print_header()
     dask.config.set(scheduler="threads")
 
-    rng = np.random.default_rng(args.seed)
-    X = rng.normal(size=(args.n, args.d)).astype(np.float32)
-    y = np.where(X[:, 0] + 0.5 * rng.normal(size=args.n) > 0.5, 1, -1)
+    X, y = noisy_threshold_labels(args.n, args.d, args.seed, threshold=0.5, dtype=np.float32)
     tmp = None
     path = args.store
     if path is None:
         tmp = tempfile.mkdtemp(prefix="bench-alignment-")
         path = os.path.join(tmp, "K.zarr")
     try:
-        t0 = time.perf_counter()
-        gram = GramMatrix.compute(X, kernel="rbf", gamma=1.0 / args.d, store=path, chunk=args.chunk,
-                                  dtype="float32", progress=False)
+        gram, seconds = timed(lambda: GramMatrix.compute(X, kernel="rbf", gamma=1.0 / args.d, store=path,
+                                                         chunk=args.chunk, dtype="float32", progress=False))
         entries = args.n**2
         print(f"n={args.n} store={path} dtype={gram.dtype} chunks={gram.chunks} "
-              f"({entries * 4 / 1e9:.2f} GB); compute: {gram.n_blocks_computed} blocks in "
-              f"{time.perf_counter() - t0:.1f} s")
+              f"({entries * 4 / 1e9:.2f} GB); compute: {gram.n_blocks_computed} blocks in {seconds:.1f} s")
 
-        def timed(label, fn):
-            t0 = time.perf_counter()
-            value = fn()
-            s = time.perf_counter() - t0
+        def print_rate(label, fn):
+            value, s = timed(fn)
             print(f"{label:<34} {s:8.2f} s {entries / s / 1e6:10.1f} M entries/s   {value}")
             return s
 
         # Compile the numba block reduction outside the timings.
         target_alignment(np.eye(4), np.array([1, 1, -1, -1]))
-        read_s = timed("read every chunk", lambda: float(read_pass(gram).compute()))
-        align_s = timed("exact alignment (stream)", lambda: f"A = {target_alignment(gram, y):.6f}")
+        read_s = print_rate("read every chunk", lambda: float(read_pass(gram).compute()))
+        align_s = print_rate("exact alignment (stream)", lambda: f"A = {target_alignment(gram, y):.6f}")
         n_center = min(2000, args.n)
         view = CenteredGram(gram, Centering.sampled(y, n_center, random_state=args.seed))
-        timed("exact alignment of centered view", lambda: f"A = {target_alignment(view, y):.6f} "
-              f"(origin sampled on {n_center} points)")
+        print_rate("exact alignment of centered view", lambda: f"A = {target_alignment(view, y):.6f} "
+                   f"(origin sampled on {n_center} points)")
         print(f"alignment / read time ratio: {align_s / read_s:.2f}")
-        t0 = time.perf_counter()
-        est = sampled_target_alignment(gram, y, args.n_sample, n_repeats=args.repeats, random_state=args.seed)
-        print(f"{'sampled alignment':<34} {time.perf_counter() - t0:8.2f} s   {est}")
+        est, seconds = timed(lambda: sampled_target_alignment(gram, y, args.n_sample, n_repeats=args.repeats,
+                                                              random_state=args.seed))
+        print(f"{'sampled alignment':<34} {seconds:8.2f} s   {est}")
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -16,7 +16,6 @@ one streaming pass over the lazy view.
 
 import argparse
 import resource
-import time
 import tracemalloc
 
 import dask
@@ -25,7 +24,9 @@ import numpy as np
 from dkernel.alignment import frobenius_norm
 from dkernel.centering import Centering, origin_products
 from dkernel.operators import CenteredGram, KernelGram
-from _provenance import print_header  # benchmarks/_provenance.py, beside this script
+from _problems import noisy_threshold_labels  # benchmarks/_*.py, beside this script
+from _provenance import print_header
+from _timing import timed
 
 MEASURES = (  # the modules these figures depend on: re-run and record when one changes
     "dkernel/centering.py",
@@ -59,9 +60,7 @@ def main():
     print_header()
     dask.config.set(scheduler="threads")
 
-    rng = np.random.default_rng(args.seed)
-    X = rng.normal(size=(args.n, args.d))
-    y = np.where(X[:, 0] + 0.5 * rng.normal(size=args.n) > 0.8, 1, -1)
+    X, y = noisy_threshold_labels(args.n, args.d, args.seed, threshold=0.8)
     gamma = 1.0 / args.d
     print(f"n={args.n} d={args.d} n'={args.n_sample} kernel=rbf(gamma={gamma:.4g}) chunk={args.chunk}")
     print(f"X: {X.nbytes / 1e6:.0f} MB; an n×n float64 Gram would be {args.n**2 * 8 / 1e9:.0f} GB, "
@@ -70,9 +69,7 @@ def main():
     base = KernelGram(X, "rbf", gamma=gamma, chunk=args.chunk)
     centering = Centering.sampled(y, args.n_sample, random_state=args.seed)
     tracemalloc.start()
-    t0 = time.perf_counter()
-    h, h0 = origin_products(base, centering)
-    elapsed = time.perf_counter() - t0
+    (h, h0), elapsed = timed(lambda: origin_products(base, centering))
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # kB on Linux → GB
@@ -86,17 +83,16 @@ def main():
     Xs, ys = X[:m], y[:m]
     sub = KernelGram(Xs, "rbf", gamma=gamma, chunk=2048)
     exact = CenteredGram(sub, Centering.class_balanced(ys))
-    t0 = time.perf_counter()
-    norm = frobenius_norm(exact)
-    print(f"\nsubset n={m}: exact class-balanced centering, ‖K_a‖_F = {norm:.6g} ({time.perf_counter() - t0:.1f} s)")
+    norm, seconds = timed(lambda: frobenius_norm(exact))
+    print(f"\nsubset n={m}: exact class-balanced centering, ‖K_a‖_F = {norm:.6g} ({seconds:.1f} s)")
     print(f"{'n_sample':>9} {'rel. error':>12} {'seconds':>8}")
     for n_sample in args.samples:
         if n_sample > m:
             continue
-        t0 = time.perf_counter()
-        h_s, h0_s = origin_products(sub, Centering.sampled(ys, n_sample, random_state=args.seed))
+        (h_s, h0_s), seconds = timed(lambda: origin_products(sub, Centering.sampled(ys, n_sample,
+                                                                                   random_state=args.seed)))
         err = centering_difference_norm(exact.h, exact.h0, h_s, h0_s) / norm
-        print(f"{n_sample:>9} {err:>12.4e} {time.perf_counter() - t0:>8.2f}")
+        print(f"{n_sample:>9} {err:>12.4e} {seconds:>8.2f}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ same data for each dtype, and the ratios:
 and, as the floor of any store, the time to write the same number of bytes
 from an already computed array. Each figure is the median of ``--repeat``
 interleaved runs; by default each run starts after touching twice the Gram's
-size of memory (``--pages warm``, see :func:`touch_free_memory`).
+size of memory (``--pages warm``, see ``touch_free_memory`` in ``_timing.py``).
 
 It also times ``rows(idx)`` on the store for scattered indices, the access
 pattern of the SVM solver, and ``submatrix(idx, n // 2, n)``, the column slab
@@ -29,12 +29,9 @@ Usage::
 """
 
 import argparse
-import gc
 import os
-import platform
 import shutil
 import tempfile
-import time
 
 import numpy as np
 from sklearn.metrics import pairwise_kernels
@@ -42,7 +39,8 @@ from sklearn.metrics import pairwise_kernels
 from dkernel._options import GramOptions
 from dkernel._options import inner_rows as inner_rows_of
 from dkernel.gram import GramMatrix, store_size_bytes
-from _provenance import print_header  # benchmarks/_provenance.py, beside this script
+from _provenance import print_header, print_versions  # benchmarks/_*.py, beside this script
+from _timing import timed
 
 MEASURES = (  # the modules these figures depend on: re-run and record when one changes
     "dkernel/gram.py",
@@ -52,28 +50,6 @@ MEASURES = (  # the modules these figures depend on: re-run and record when one 
     "dkernel/_buffers.py",
     "dkernel/_validation.py",
 )
-
-
-def touch_free_memory(nbytes):
-    """Write to ``nbytes`` of fresh memory and free it again.
-
-    On a virtual machine, memory the guest has left free for a few seconds
-    may be handed back to the host, and the next use of those pages faults
-    them in again (here: page-cache writes into such pages ran at 1.1 GB/s
-    instead of 5.5 GB/s). Touching as much memory as the next run will use
-    before each timed run puts scikit-learn, the in-memory Gram and the store
-    in the same state: that of a process that keeps working.
-    """
-    if nbytes > 0:
-        np.ones(int(nbytes) // 8).fill(0.0)
-
-
-def timed(fn, warm_bytes=0):
-    touch_free_memory(warm_bytes)
-    gc.collect()
-    start = time.perf_counter()
-    result = fn()
-    return result, time.perf_counter() - start
 
 
 def write_floor(nbytes, folder, warm_bytes=0, block_bytes=2**27):
@@ -92,7 +68,7 @@ def write_floor(nbytes, folder, warm_bytes=0, block_bytes=2**27):
             with open(os.path.join(folder, f"piece-{k}"), "wb") as f:
                 f.write(piece)
 
-    _, seconds = timed(write_pieces, warm_bytes)
+    _, seconds = timed(write_pieces, warm_bytes=warm_bytes)
     shutil.rmtree(folder)
     return seconds
 
@@ -114,11 +90,11 @@ def bench_dtype(X, dtype, codecs, chunk, tmpdir, n_rows, inner_rows, repeat, war
     # The runs are interleaved (scikit-learn, memory, each store, the raw write, then again), so
     # that a change of the machine's state during the benchmark affects every column alike.
     for run in range(repeat):
-        K, t = timed(lambda: pairwise_kernels(X, metric="rbf", gamma=gamma), warm)
+        K, t = timed(lambda: pairwise_kernels(X, metric="rbf", gamma=gamma), warm_bytes=warm)
         assert K.dtype == dtype
         times["sklearn"].append(t)
         del K
-        gram, t = timed(lambda: GramMatrix.compute(X, kernel="rbf", gamma=gamma, options=options), warm)
+        gram, t = timed(lambda: GramMatrix.compute(X, kernel="rbf", gamma=gamma, options=options), warm_bytes=warm)
         times["memory"].append(t)
         chunks = gram.chunks
         del gram
@@ -127,7 +103,7 @@ def bench_dtype(X, dtype, codecs, chunk, tmpdir, n_rows, inner_rows, repeat, war
             shutil.rmtree(path, ignore_errors=True)
             codec_options = GramOptions(chunk=chunk, progress=False, codec=codec, inner_rows=inner_rows)
             _, t = timed(lambda: GramMatrix.compute(X, kernel="rbf", gamma=gamma, store=path,
-                                                     options=codec_options), warm)
+                                                     options=codec_options), warm_bytes=warm)
             times[codec].append(t)
             if run == repeat - 1:
                 sizes[codec] = store_size_bytes(path)
@@ -180,15 +156,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     print_header()
 
-    import dask
-    import sklearn
-    import zarr
     from threadpoolctl import threadpool_info
 
     blas = ", ".join(f"{i['internal_api']} {i.get('version')} x{i['num_threads']}" for i in threadpool_info()
                      if i["user_api"] == "blas")
-    print(f"python {platform.python_version()}, numpy {np.__version__}, dask {dask.__version__}, "
-          f"zarr {zarr.__version__}, scikit-learn {sklearn.__version__}")
+    print_versions("dask", "zarr", "scikit-learn")
     print(f"{os.cpu_count()} CPUs, BLAS: {blas}, load average before: {os.getloadavg()[0]:.2f}")
     X = np.random.default_rng(0).normal(size=(args.n, args.d))
     with tempfile.TemporaryDirectory(dir=args.tmpdir) as tmpdir:

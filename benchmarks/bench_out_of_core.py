@@ -16,25 +16,29 @@ fit times, the peak resident memory of each worker during the cluster fit,
 the number of support vectors and the largest difference of the decision
 values on the test points (target <= 1e-6).
 
+The peak memory is that of a single worker process (``WorkerMemory``: the
+kernel's ``VmHWM`` on Linux), not the cluster's: ``distributed``'s
+``MemorySampler`` samples the scheduler's memory summed over all workers,
+which cannot be compared with one worker's memory limit.
+
     python benchmarks/bench_out_of_core.py                  # n = 30000 (10-20 minutes, ~8 GB disk)
     python benchmarks/bench_out_of_core.py --n 5000         # quick
 """
 
 import argparse
 import os
-import platform
 import shutil
 import tempfile
-import threading
-import time
 
 import numpy as np
 from sklearn.datasets import make_classification
 from sklearn.metrics import pairwise_kernels
 
+from dkernel._dask import start_local_cluster
 from dkernel.gram import GramMatrix, store_size_bytes
 from dkernel.svm import SVC
-from _provenance import print_header  # benchmarks/_provenance.py, beside this script
+from _provenance import print_header, print_versions  # benchmarks/_*.py, beside this script
+from _timing import timed
 
 MEASURES = (  # the modules these figures depend on: re-run and record when one changes
     "dkernel/gram.py",
@@ -47,60 +51,54 @@ MEASURES = (  # the modules these figures depend on: re-run and record when one 
 )
 
 
-class WorkerMemory:
-    """Peak resident memory of each worker during a ``with`` block.
+def _reset_peak():
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
 
-    On Linux the kernel's own peak (``VmHWM``) is reset on entry and read on
-    exit, so no short peak is missed; elsewhere the RSS is sampled every
-    ``interval`` seconds in a thread.
+
+def _read_peak():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+
+
+def _monitor_count(dask_worker):
+    return dask_worker.monitor.count
+
+
+def _monitor_peak(counts, dask_worker):
+    monitor = dask_worker.monitor
+    recorded = monitor.range_query(counts.get(dask_worker.address, 0))["memory"]
+    return max((rss for rss in recorded if rss is not None), default=monitor.get_process_memory())
+
+
+class WorkerMemory:
+    """Peak resident memory of each worker process during a ``with`` block (``peak``: address -> bytes).
+
+    The figure is per worker, as the acceptance is about one worker's memory
+    limit. ``distributed.diagnostics.MemorySampler`` cannot give it: it
+    records one of the scheduler's memory measures summed over the whole
+    cluster, and only every ``interval`` seconds. On Linux the kernel's own
+    peak of each worker process (``VmHWM``) is reset on entry and read on
+    exit, so no short peak is missed; elsewhere the peak is the largest RSS
+    that each worker's own system monitor (``distributed.system_monitor``,
+    sampled every 0.5 s) recorded during the block.
     """
 
-    def __init__(self, client, interval=0.5):
+    def __init__(self, client):
         self.client = client
-        self.interval = interval
         self.peak = {}
         self.exact = os.path.exists("/proc/self/clear_refs")
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-
-    @staticmethod
-    def _rss():
-        import psutil
-
-        return psutil.Process().memory_info().rss
-
-    @staticmethod
-    def _reset_peak():
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-
-    @staticmethod
-    def _read_peak():
-        with open("/proc/self/status") as f:
-            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
-
-    def _sample(self):
-        while not self._stop.is_set():
-            try:
-                for worker, rss in self.client.run(self._rss).items():
-                    self.peak[worker] = max(self.peak.get(worker, 0), rss)
-            except Exception:  # noqa: BLE001 - a sample missed while a worker restarts is not an error
-                pass
-            self._stop.wait(self.interval)
+        self._counts = {}
 
     def __enter__(self):
         if self.exact:
-            self.client.run(self._reset_peak)
+            self.client.run(_reset_peak)
         else:
-            self._thread.start()
+            self._counts = self.client.run(_monitor_count)
         return self
 
     def __exit__(self, *exc):
-        if self.exact:
-            self.peak = self.client.run(self._read_peak)
-        else:
-            self._stop.set()
-            self._thread.join()
+        self.peak = self.client.run(_read_peak) if self.exact else self.client.run(_monitor_peak, self._counts)
 
 
 def main(argv=None):
@@ -114,13 +112,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     print_header()
 
-    import dask
-    import distributed
-    import zarr
-    from distributed import Client, LocalCluster
-
-    print(f"python {platform.python_version()}, numpy {np.__version__}, dask {dask.__version__}, "
-          f"distributed {distributed.__version__}, zarr {zarr.__version__}")
+    print_versions("dask", "distributed", "zarr")
     n, d = args.n, args.d
     informative = min(8, d)
     X_all, y_all = make_classification(n_samples=n + args.n_test, n_features=d, n_informative=informative,
@@ -134,33 +126,28 @@ def main(argv=None):
 
     with tempfile.TemporaryDirectory(dir=args.tmpdir) as tmpdir:
         path = os.path.join(tmpdir, "K.zarr")
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                          dashboard_address=None, memory_limit=args.memory_limit) as cluster, \
-                Client(cluster) as client:
-            start = time.perf_counter()
+        cluster, client = start_local_cluster(n_workers=2, threads_per_worker=1, memory_limit=args.memory_limit)
+        with cluster, client:
             with WorkerMemory(client) as memory_gram:
-                gram = GramMatrix.compute(X, kernel="rbf", gamma=gamma, dtype="float64", store=path,
-                                          client=client, progress=False)
-            t_gram = time.perf_counter() - start
+                gram, t_gram = timed(lambda: GramMatrix.compute(X, kernel="rbf", gamma=gamma, dtype="float64",
+                                                                store=path, client=client, progress=False))
             size = store_size_bytes(path)
             print(f"\nGram into zarr on the cluster: {t_gram:.1f} s, {gram.n_blocks[0]}x{gram.n_blocks[1]} blocks "
                   f"of {gram.chunks[0]}, {size / 1e9:.2f} GB on disk")
             del gram
 
             stored = GramMatrix.open(path)
-            start = time.perf_counter()
             with WorkerMemory(client) as memory_fit:
-                on_cluster = SVC(kernel="precomputed", C=1.0, tol=args.tol, client=client).fit(stored, y)
-            t_cluster = time.perf_counter() - start
+                on_cluster, t_cluster = timed(
+                    lambda: SVC(kernel="precomputed", C=1.0, tol=args.tol, client=client).fit(stored, y)
+                )
             print(f"fit on the cluster from the store: {t_cluster:.1f} s, {on_cluster.n_iter_[0]} iterations, "
                   f"{on_cluster.support_.size} support vectors")
             for label, sampler in (("Gram", memory_gram), ("fit", memory_fit)):
                 peaks = ", ".join(f"{rss / 1e9:.2f} GB" for _, rss in sorted(sampler.peak.items()))
                 print(f"peak worker memory during the {label}: {peaks}")
 
-        start = time.perf_counter()
-        single = SVC(kernel="rbf", gamma=gamma, C=1.0, tol=args.tol).fit(X, y)
-        t_single = time.perf_counter() - start
+        single, t_single = timed(lambda: SVC(kernel="rbf", gamma=gamma, C=1.0, tol=args.tol).fit(X, y))
         print(f"fit in this process, rows computed on the fly: {t_single:.1f} s, {single.n_iter_[0]} iterations, "
               f"{single.support_.size} support vectors")
 

@@ -13,14 +13,15 @@ once per process (the printed warm-up time).
 """
 
 import argparse
-import time
 
 import numpy as np
 from sklearn.svm import SVC as LibSVC
 
 from dkernel.kernels import RBFKernel
 from dkernel.svm import SVC
-from _provenance import print_header  # benchmarks/_provenance.py, beside this script
+from _problems import overlapping_classes  # benchmarks/_*.py, beside this script
+from _provenance import print_header
+from _timing import timed
 
 MEASURES = (  # the modules these figures depend on: re-run and record when one changes
     "dkernel/svm.py",
@@ -35,14 +36,6 @@ MEASURES = (  # the modules these figures depend on: re-run and record when one 
 N_TEST = 2000
 
 
-def overlapping_classes(n, d, rng, separation=1.0):
-    """Two unit Gaussians whose means are ``separation`` apart: heavily overlapping classes."""
-    y = np.where(rng.random(n) < 0.5, 1, -1)
-    X = rng.normal(size=(n, d))
-    X[:, 0] += 0.5 * separation * y
-    return X, y
-
-
 def libsvm_dual_objective(clf, X_train, kernel, block=4096):
     """½ cᵀKc − Σ|c| for scikit-learn's binary SVC, with K over the support vectors in row blocks."""
     c = clf.dual_coef_[0]
@@ -52,12 +45,6 @@ def libsvm_dual_objective(clf, X_train, kernel, block=4096):
         K = kernel(sv[start:start + block], sv)
         quad += c[start:start + block] @ (K @ c)
     return 0.5 * quad - np.abs(c).sum()
-
-
-def timed(fn):
-    start = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - start
 
 
 def run(n, d, gamma, seed, skip_libsvm_above):

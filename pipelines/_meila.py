@@ -1,9 +1,11 @@
 """The experimental pieces shared by the Meilă (2002) pipelines.
 
 Kernels of the paper, the data sets of its Table 1 with their random
-train/test splits, and SVM fits on a precomputed Gram matrix by the paper's
-solver (libsvm, through :class:`sklearn.svm.SVC`) or by dkernel's own
-(:func:`dkernel.solver.solve_qp`). The algebra of shifting, centering and Δb
+train/test splits (and the tasks that carry them to the workers), SVM fits
+on a precomputed Gram matrix by the paper's solver (libsvm, through
+:class:`sklearn.svm.SVC`) or by dkernel's own
+(:func:`dkernel.solver.solve_qp`), the values measured of each fit, and one
+sample of the shift experiments of §6.1. The algebra of shifting, centering and Δb
 lives in :mod:`dkernel.operators` and :mod:`dkernel.centering`; nothing here
 re-derives it.
 
@@ -15,6 +17,7 @@ References
 
 import math
 import os
+import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -25,20 +28,29 @@ import numpy as np
 __all__ = [
     "LIBSVM_MAX_ITER",
     "DKERNEL_MAX_ITER",
+    "FIT_MEASURES",
+    "REPEATS",
+    "QUICK_REPEATS",
     "TABLE1",
     "SVMFit",
     "alignment",
     "alignment_limit",
     "client_data",
+    "client_datasets",
     "data_home",
     "dataset_source",
     "digits_sentence",
     "error_rate",
+    "fit_measures",
     "fit_svm",
     "kernel_params",
     "load_split",
     "make_kernel",
+    "n_repeats",
     "seed_from",
+    "shift_tasks",
+    "split_task",
+    "task_split",
 ]
 
 #: libsvm's iteration cap. libsvm has none by default; on badly shifted Gram
@@ -71,6 +83,14 @@ TABLE1 = {
 
 #: The six "digiab" tasks, a vs b with a, b in {0, 1, 2, 6}.
 DIGIT_PAIRS = ((0, 1), (0, 2), (0, 6), (1, 2), (1, 6), (2, 6))
+
+#: Random repeats of every experiment of §6 (new samples or splits each); a quick run makes two.
+REPEATS, QUICK_REPEATS = 10, 2
+
+
+def n_repeats(config):
+    """The repeats a run makes: ``--repeats`` if given, else :data:`REPEATS` (:data:`QUICK_REPEATS` if quick)."""
+    return config.repeats or (QUICK_REPEATS if config.quick else REPEATS)
 
 
 # --------------------------------------------------------------------------- #
@@ -229,6 +249,39 @@ def load_split(name, rng, *, source="file", pair=None, n_train=None, n_test=None
     return X[train], y[train], X[test], y[test]
 
 
+def client_datasets(pipeline, names):
+    """``{name: (source, data)}`` of the Table 1 data sets ``names`` that can be read, read here once each.
+
+    See :func:`client_data`. A data set whose file is not found is left out,
+    with a note on stderr naming ``pipeline``.
+    """
+    found = {}
+    for name in dict.fromkeys(names):
+        source, data = client_data(name)
+        if source is None:
+            print(f"{pipeline}: skipping {name}: its data file was not found (set DKERNEL_DATA to the folder "
+                  "holding uci/).", file=sys.stderr)  # fmt: skip
+            continue
+        found[name] = (source, data)
+    return found
+
+
+def split_task(name, pair, source_and_data, repeat):
+    """The part of a task that names one random split of a Table 1 data set (read by :func:`task_split`).
+
+    ``source_and_data`` is an item of :func:`client_datasets`: the tasks
+    carry the arrays read on the client, so workers need no data folder.
+    """
+    source, data = source_and_data
+    return {"dataset": name, "pair": list(pair) if pair else None, "source": source, "data": data, "repeat": repeat}
+
+
+def task_split(task, rng):
+    """:func:`load_split` of the data set a :func:`split_task` names, its permutation drawn from ``rng``."""
+    pair = tuple(task["pair"]) if task["pair"] else None
+    return load_split(task["dataset"], rng, source=task["source"], pair=pair, data=task["data"])
+
+
 def digits_sentence(records):
     """What the digits pairs of ``records`` (data sets ``digiab``) were: the sizes their splits really had."""
     digits = [r for r in records if str(r.get("dataset", "")).startswith("digi")]
@@ -368,19 +421,37 @@ def _centering(scheme, y):
     raise ValueError(f"unknown centering {scheme!r}; use 'class-balanced' or 'standard'.")
 
 
-def _measures(fit, K_train, y, decision, y_test):
+#: What :func:`fit_measures` records of an SVM fit, in this order.
+FIT_MEASURES = ("test_error", "train_error", "alignment", "n_sv", "n_iter", "converged", "kernel_max_abs",
+                "float32_error", "fit_seconds")  # fmt: skip
+
+
+def fit_measures(fit, K_train, y, decision, y_test, keys=FIT_MEASURES):
+    """The measured values of an :class:`SVMFit` on ``K_train``, with test ``decision`` values, in ``keys`` order.
+
+    ``keys`` is a selection of :data:`FIT_MEASURES`: the test and training
+    errors, the alignment of the training Gram (eq. 21), the solver's
+    support vectors, steps, convergence and seconds, the largest entry of
+    ``K_train`` and its largest float32 rounding error.
+    """
     K_train = np.asarray(K_train)
-    return {
-        "test_error": error_rate(decision, y_test),
-        "train_error": error_rate(K_train @ fit.dual_coef + fit.intercept, y),
-        "alignment": alignment(K_train, y),
-        "n_sv": fit.n_sv,
-        "n_iter": fit.n_iter,
-        "converged": fit.converged,
-        "kernel_max_abs": float(np.abs(K_train).max()),
-        "float32_error": float(np.abs(K_train.astype(np.float32).astype(np.float64) - K_train).max()),
-        "fit_seconds": fit.seconds,
+    measure = {
+        "test_error": lambda: error_rate(decision, y_test),
+        "train_error": lambda: error_rate(K_train @ fit.dual_coef + fit.intercept, y),
+        "alignment": lambda: alignment(K_train, y),
+        "n_sv": lambda: fit.n_sv,
+        "n_iter": lambda: fit.n_iter,
+        "converged": lambda: fit.converged,
+        "kernel_max_abs": lambda: float(np.abs(K_train).max()),
+        "float32_error": lambda: float(np.abs(K_train.astype(np.float32).astype(np.float64) - K_train).max()),
+        "fit_seconds": lambda: fit.seconds,
     }
+    return {key: measure[key]() for key in keys}
+
+
+def shift_tasks(kernels, repeats, shifts):
+    """One task per kernel × repeat of a shift experiment; a task runs every shift length on its sample."""
+    return [{"kernel": kernel, "repeat": r, "shifts": list(shifts)} for kernel in kernels for r in range(repeats)]
 
 
 def shift_experiment(X, y, X_test, y_test, params, C, shifts, direction_seed, *,
@@ -426,7 +497,7 @@ def shift_experiment(X, y, X_test, y_test, params, C, shifts, direction_seed, *,
     K = base.to_numpy()
     K_test = base.cross(X_test)
     original = fit_svm(K, y, C, "libsvm")
-    original_measures = _measures(original, K, y, original.decision(K_test), y_test)
+    original_measures = fit_measures(original, K, y, original.decision(K_test), y_test)
     original_measures["alignment_limit"] = alignment_limit(y)
     records = []
     for shift in shifts:
@@ -437,7 +508,7 @@ def shift_experiment(X, y, X_test, y_test, params, C, shifts, direction_seed, *,
         for solver in shifted_solvers:
             fit = fit_svm(K_s, y, C, solver)
             records.append({"shift": float(shift), "variant": "shifted", "solver": solver,
-                            **_measures(fit, K_s, y, fit.decision(K_s_test), y_test),
+                            **fit_measures(fit, K_s, y, fit.decision(K_s_test), y_test),
                             "alignment_limit": alignment_limit(y)})  # fmt: skip
         for variant, scheme in recenterings:
             recentered = CenteredGram(shifted, _centering(scheme, y))
@@ -448,7 +519,7 @@ def shift_experiment(X, y, X_test, y_test, params, C, shifts, direction_seed, *,
             decision = K_s_test @ fit.dual_coef + (fit.intercept - db)
             decision_kc = fit.decision(recentered.cross(X_test))
             rec = {"shift": float(shift), "variant": variant, "solver": "libsvm",
-                   **_measures(fit, K_c, y, decision, y_test)}  # fmt: skip
+                   **fit_measures(fit, K_c, y, decision, y_test)}  # fmt: skip
             rec["alignment_limit"] = alignment_limit(y)
             rec["test_error_kc"] = error_rate(decision_kc, y_test)
             rec["decision_gap"] = float(np.abs(decision - decision_kc).max())

@@ -4,19 +4,25 @@ import math
 
 __all__ = [
     "STYLES",
+    "agree",
     "cell",
+    "count_repeats",
     "fmt_mean_se",
     "listing",
     "markdown_table",
+    "not_run_note",
     "one",
     "paired_difference",
     "plural",
+    "present",
     "run_line",
     "save_figure",
     "select",
+    "sorted_values",
     "subplots",
     "annotate_points",
     "symlog_shift_axis",
+    "write_markdown",
     "yes_no",
 ]
 
@@ -80,6 +86,27 @@ def one(rows, **match):
     return found[0] if found else None
 
 
+def present(rows, key, order):
+    """The values of ``order`` (each once, in that order) that some row has under ``key``."""
+    found = {row[key] for row in rows}
+    return [value for value in dict.fromkeys(order) if value in found]
+
+
+def sorted_values(rows, key, **match):
+    """The distinct values of ``key`` in the rows matching ``match``, sorted (e.g. the shifts of one kernel)."""
+    return sorted({row[key] for row in select(rows, **match)})
+
+
+def count_repeats(records):
+    """How many random repeats the records hold."""
+    return len({r["repeat"] for r in records})
+
+
+def agree(a, b, key="test_error"):
+    """Whether two summary rows have equal means of ``key`` within one standard error (the larger of the two)."""
+    return abs(a[f"{key}_mean"] - b[f"{key}_mean"]) <= max(a[f"{key}_se"], b[f"{key}_se"]) + 1e-12
+
+
 def cell(row, key, digits=3):
     """``mean ± se`` of measure ``key`` in a summary row ('–' when the row or the value is missing)."""
     if row is None or f"{key}_mean" not in row:
@@ -124,6 +151,19 @@ def run_line(result):
     from ._runner import command_line
 
     return f"Run: `{command_line(result.name, result.config)}` (seed {result.config.seed}; {result.seconds:.0f} s)."
+
+
+def not_run_note(planned, run):
+    """The report lines naming the planned experiments that did not run (no data file); none when all ran."""
+    missing = [label for label in planned if label not in run]
+    return [f"Not run (data files not found): {', '.join(missing)}.", ""] if missing else []
+
+
+def write_markdown(outdir, parts, figures):
+    """Write the lines ``parts`` to ``outdir/report.md``; return the report's path and the ``figures``."""
+    path = outdir / "report.md"
+    path.write_text("\n".join(parts))
+    return [path, *figures]
 
 
 def plural(count, word, words=None):

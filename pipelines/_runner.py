@@ -47,6 +47,7 @@ __all__ = [
     "build_parser",
     "run_pipeline",
     "main_for",
+    "run_as_script",
     "command_line",
     "summarize",
     "task_rng",
@@ -400,3 +401,14 @@ def main_for(module, argv=None):
     print(f"{module.NAME}: {len(result.records)} records in {result.seconds:.1f} s")
     print(f"report: {result.outdir / 'report.md'}")
     return 0
+
+
+def run_as_script(name):
+    """``python -m pipelines.NAME``: run the importable module ``pipelines.NAME`` and exit with its code.
+
+    The module run as a script is ``__main__``; its tasks refer to the
+    functions of ``pipelines.NAME`` instead, which workers can import.
+    """
+    from pipelines import get_pipeline
+
+    sys.exit(main_for(get_pipeline(name)))

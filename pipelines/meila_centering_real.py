@@ -20,13 +20,24 @@ pair from scikit-learn's bundled copies, no data folder needed) or
 ``python -m pipelines.meila_centering_real``.
 """
 
-import sys
-
-import numpy as np
-
 from . import _meila
-from ._report import annotate_points, cell, listing, markdown_table, one, paired_difference, plural, run_line, save_figure, subplots
-from ._runner import main_for, task_rng
+from ._report import (
+    annotate_points,
+    cell,
+    count_repeats,
+    listing,
+    markdown_table,
+    not_run_note,
+    one,
+    paired_difference,
+    plural,
+    present,
+    run_line,
+    save_figure,
+    subplots,
+    write_markdown,
+)
+from ._runner import run_as_script, task_rng
 
 NAME = "meila_centering_real"
 DESCRIPTION = (
@@ -34,8 +45,9 @@ DESCRIPTION = (
     "class-balanced centering in feature space (with the Δb correction)."
 )
 
-REPEATS, QUICK_REPEATS = 10, 2
 VARIANTS = ("original", "centered")
+#: What is recorded of each fit (no shift here, so no float32 rounding of a shifted Gram).
+MEASURED = ("test_error", "alignment", "n_sv", "n_iter", "converged", "kernel_max_abs", "fit_seconds")
 
 
 def experiments(quick=False):
@@ -51,22 +63,13 @@ def experiments(quick=False):
 
 def make_tasks(config):
     """One task per experiment × split; data sets whose files cannot be found are skipped with a note."""
-    repeats = config.repeats or (QUICK_REPEATS if config.quick else REPEATS)
-    sources, data, tasks = {}, {}, []
-    for k, (label, name, kernel, pair) in enumerate(experiments(config.quick)):
-        if name not in sources:
-            # Read here, on the client: the tasks carry the arrays, so workers need no data folder.
-            sources[name], data[name] = _meila.client_data(name)
-            if sources[name] is None:
-                print(f"{NAME}: skipping {name}: its data file was not found (set DKERNEL_DATA to the folder "
-                      "holding uci/).", file=sys.stderr)  # fmt: skip
-        if sources[name] is None:
-            continue
-        for r in range(repeats):
-            # The split depends on the data set and the repeat only: both kernels of a data set share splits.
-            tasks.append({"label": label, "dataset": name, "kernel": kernel, "pair": list(pair) if pair else None,
-                          "source": sources[name], "data": data[name], "repeat": r,
-                          "split_key": f"{name}{pair or ''}"})  # fmt: skip
+    repeats = _meila.n_repeats(config)
+    plan = experiments(config.quick)
+    found = _meila.client_datasets(NAME, [name for _, name, _, _ in plan])
+    # The split depends on the data set and the repeat only: both kernels of a data set share splits.
+    tasks = [{"label": label, "kernel": kernel, **_meila.split_task(name, pair, found[name], r),
+              "split_key": f"{name}{pair or ''}"}
+             for label, name, kernel, pair in plan if name in found for r in range(repeats)]  # fmt: skip
     keys = sorted({t["split_key"] for t in tasks})
     for t in tasks:
         t["seed_index"] = keys.index(t["split_key"]) * repeats + t["repeat"]
@@ -79,11 +82,8 @@ def run_task(task):
     from dkernel.operators import CenteredGram, KernelGram
 
     rng = task_rng(task["seed"], task["seed_index"])
-    name = task["dataset"]
-    spec = _meila.TABLE1[name]
-    X, y, X_test, y_test = _meila.load_split(
-        name, rng, source=task["source"], pair=tuple(task["pair"]) if task["pair"] else None, data=task["data"]
-    )
+    spec = _meila.TABLE1[task["dataset"]]
+    X, y, X_test, y_test = _meila.task_split(task, rng)
     params = _meila.kernel_params(task["kernel"], sigma2=spec["sigma2"] if task["kernel"] == "rbf" else None)
     setting = {"experiment": task["label"], "dataset": task["label"].split("/")[0], **params, "C": spec["C"],
                "n_train": len(y), "n_test": len(y_test), "source": task["source"]}  # fmt: skip
@@ -93,7 +93,7 @@ def run_task(task):
     records = []
     fit = _meila.fit_svm(K, y, spec["C"], "libsvm")
     records.append({**setting, "variant": "original", "solver": "libsvm",
-                    **_measures(fit, K, y, fit.decision(K_test), y_test)})  # fmt: skip
+                    **_meila.fit_measures(fit, K, y, fit.decision(K_test), y_test, MEASURED)})  # fmt: skip
     centered = CenteredGram(base, Centering.class_balanced(y))
     K_c = centered.to_numpy()
     fit = _meila.fit_svm(K_c, y, spec["C"], "libsvm")
@@ -101,20 +101,8 @@ def run_task(task):
     # Meilă §4: b ← b − Δb, then classify with the original kernel.
     decision = decision_function_original_kernel(K_test, fit.dual_coef, fit.intercept, db)
     records.append({**setting, "variant": "centered", "solver": "libsvm",
-                    **_measures(fit, K_c, y, decision, y_test), "delta_b": db})  # fmt: skip
+                    **_meila.fit_measures(fit, K_c, y, decision, y_test, MEASURED), "delta_b": db})  # fmt: skip
     return [{**rec, "repeat": task["repeat"]} for rec in records]
-
-
-def _measures(fit, K_train, y, decision, y_test):
-    return {
-        "test_error": _meila.error_rate(decision, y_test),
-        "alignment": _meila.alignment(K_train, y),
-        "n_sv": fit.n_sv,
-        "n_iter": fit.n_iter,
-        "converged": fit.converged,
-        "kernel_max_abs": float(np.abs(K_train).max()),
-        "fit_seconds": fit.seconds,
-    }
 
 
 # --------------------------------------------------------------------------- #
@@ -123,9 +111,7 @@ def _measures(fit, K_train, y, decision, y_test):
 
 
 def _labels(summary):
-    order = [e[0] for e in experiments(False)] + [e[0] for e in experiments(True)]
-    present = {row["experiment"] for row in summary}
-    return [label for label in dict.fromkeys(order) if label in present]
+    return present(summary, "experiment", [e[0] for e in experiments(False) + experiments(True)])
 
 
 def _comparison(result):
@@ -221,8 +207,7 @@ def write_report(result, outdir):
     fig = _figure(comparison, outdir)
     planned = [e[0] for e in experiments(result.config.quick)]
     table1 = [e[0] for e in experiments(False)]
-    missing = [label for label in planned if label not in _labels(result.summary)]
-    repeats = len({r["repeat"] for r in result.records})
+    repeats = count_repeats(result.records)
     rows = []
     for c in comparison:
         o, ce = c["original"], c["centered"]
@@ -287,8 +272,7 @@ def write_report(result, outdir):
         f"run covers {len([c for c in comparison if c['label'] in table1])}. {_meila.digits_sentence(result.records)}",
         "",
     ]
-    if missing:
-        parts += [f"Not run (data files not found): {', '.join(missing)}.", ""]
+    parts += not_run_note(planned, _labels(result.summary))
     parts += [
         run_line(result),
         "",
@@ -307,12 +291,8 @@ def write_report(result, outdir):
         "Files: `results.csv`, `results.json` (records and summary), `fig6_centering_real.png`.",
         "",
     ]
-    path = outdir / "report.md"
-    path.write_text("\n".join(parts))
-    return [path, fig]
+    return write_markdown(outdir, parts, [fig])
 
 
 if __name__ == "__main__":
-    from pipelines import get_pipeline
-
-    sys.exit(main_for(get_pipeline(NAME)))
+    run_as_script(NAME)

@@ -17,22 +17,25 @@ Run ``dkernel run meila_imbalanced`` (``--quick`` for a reduced run) or
 ``python -m pipelines.meila_imbalanced``.
 """
 
-import sys
-
 from . import _meila
 from ._report import (
     STYLES,
+    agree,
     cell,
+    count_repeats,
     listing,
     markdown_table,
     one,
+    present,
     run_line,
     save_figure,
+    sorted_values,
     subplots,
     symlog_shift_axis,
+    write_markdown,
     yes_no,
 )
-from ._runner import main_for, task_rng
+from ._runner import run_as_script, task_rng
 
 NAME = "meila_imbalanced"
 DESCRIPTION = (
@@ -47,7 +50,6 @@ KERNELS = ("linear", "poly2", "poly3", "rbf")
 QUICK_KERNELS = ("poly2", "rbf")
 SHIFTS = (0.0, 1.0, 10.0, 1e2, 1e3, 1e4, 1e5, 1e6)
 QUICK_SHIFTS = (0.0, 1e2, 1e4)
-REPEATS, QUICK_REPEATS = 10, 2
 RECENTERINGS = (("recentered-standard", "standard"), ("recentered-class-balanced", "class-balanced"))
 #: Eq. (34) for n⁺ = RATIO n⁻: the alignment of a Gram shifted infinitely far.
 LIMIT = ((RATIO - 1) / (RATIO + 1)) ** 2
@@ -56,10 +58,8 @@ VARIANTS = ("original", "shifted") + tuple(v for v, _ in RECENTERINGS)
 
 def make_tasks(config):
     """One task per kernel × repeat; a task runs every shift length on its sample."""
-    repeats = config.repeats or (QUICK_REPEATS if config.quick else REPEATS)
     kernels = QUICK_KERNELS if config.quick else KERNELS
-    shifts = QUICK_SHIFTS if config.quick else SHIFTS
-    return [{"kernel": kernel, "repeat": r, "shifts": list(shifts)} for kernel in kernels for r in range(repeats)]
+    return _meila.shift_tasks(kernels, _meila.n_repeats(config), QUICK_SHIFTS if config.quick else SHIFTS)
 
 
 def run_task(task):
@@ -99,11 +99,11 @@ _KERNEL_TEXT = {"linear": "linear `xᵀz`", "poly2": "poly2 `(1 + xᵀz)²`", "p
 
 
 def _kernels(summary):
-    return [k for k in KERNELS if any(r["kernel"] == k for r in summary)]
+    return present(summary, "kernel", KERNELS)
 
 
 def _shifts(summary, kernel):
-    return sorted({row["shift"] for row in summary if row["kernel"] == kernel})
+    return sorted_values(summary, "shift", kernel=kernel)
 
 
 def _get(summary, kernel, shift, variant):
@@ -156,10 +156,6 @@ def _table(summary, kernel):
     return markdown_table(rows, [(k, k) for k in rows[0]]) if rows else ""
 
 
-def _agree(a, b, key="test_error"):
-    return abs(a[f"{key}_mean"] - b[f"{key}_mean"]) <= max(a[f"{key}_se"], b[f"{key}_se"]) + 1e-12
-
-
 def _findings(summary):
     rows = []
     for kernel in _kernels(summary):
@@ -183,7 +179,7 @@ def _findings(summary):
             f"at |a| = {top:g}: shifted {sh['alignment_mean']:.3f}, original {o['alignment_mean']:.3f}, "
             f"centre of weight {st['alignment_mean']:.3f}, class-balanced {cb['alignment_mean']:.3f}",
             yes_no(sh["alignment_mean"] > max(o["alignment_mean"], st["alignment_mean"], cb["alignment_mean"])))
-        ok = {v: all(_agree(_get(summary, kernel, s, v), _get(summary, kernel, s, "original")) for s in shifts)
+        ok = {v: all(agree(_get(summary, kernel, s, v), _get(summary, kernel, s, "original")) for s in shifts)
               for v, _ in RECENTERINGS}  # fmt: skip
         worst = max(abs(_get(summary, kernel, s, v)["test_error_mean"] - _get(summary, kernel, s, "original")
                         ["test_error_mean"]) for s in shifts for v, _ in RECENTERINGS)  # fmt: skip
@@ -215,7 +211,7 @@ def _harm_sentence(summary):
         shifted = _get(summary, kernel, top, "shifted")["alignment_mean"]
         if all(_get(summary, kernel, top, v)["alignment_mean"] < shifted for v, _ in RECENTERINGS):
             lower.append(kernel)
-        if all(_agree(_get(summary, kernel, s, v), _get(summary, kernel, s, "original"))
+        if all(agree(_get(summary, kernel, s, v), _get(summary, kernel, s, "original"))
                for s in shifts for v, _ in RECENTERINGS):  # fmt: skip
             same.append(kernel)
     return (f"at the largest shift both recentered Gram matrices have a lower alignment than the shifted one for "
@@ -256,7 +252,7 @@ def write_report(result, outdir):
                     "Alignment vs shift, n⁺ = 20 n⁻ (Meilă 2002, Fig. 5)")  # fmt: skip
     fig_e = _figure(summary, outdir, "test_error", "test error", "fig5_test_error.png",
                     "Test error vs shift, n⁺ = 20 n⁻")  # fmt: skip
-    repeats = len({r["repeat"] for r in result.records})
+    repeats = count_repeats(result.records)
     npos = {r["n_positive"] for r in result.records}
     nneg = {r["n_negative"] for r in result.records}
     parts = [
@@ -297,12 +293,8 @@ def write_report(result, outdir):
         "Files: `results.csv`, `results.json` (records and summary), `fig5_alignment.png`, `fig5_test_error.png`.",
         "",
     ]
-    path = outdir / "report.md"
-    path.write_text("\n".join(parts))
-    return [path, fig_a, fig_e]
+    return write_markdown(outdir, parts, [fig_a, fig_e])
 
 
 if __name__ == "__main__":
-    from pipelines import get_pipeline
-
-    sys.exit(main_for(get_pipeline(NAME)))
+    run_as_script(NAME)

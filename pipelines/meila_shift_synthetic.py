@@ -23,23 +23,26 @@ Run ``dkernel run meila_shift_synthetic`` (``--quick`` for a reduced run) or
 ``python -m pipelines.meila_shift_synthetic``.
 """
 
-import sys
-
 import numpy as np
 
 from . import _meila
 from ._report import (
     STYLES,
+    agree,
     cell,
+    count_repeats,
     markdown_table,
     one,
+    present,
     run_line,
     save_figure,
+    sorted_values,
     subplots,
     symlog_shift_axis,
+    write_markdown,
     yes_no,
 )
-from ._runner import main_for, task_rng
+from ._runner import run_as_script, task_rng
 
 NAME = "meila_shift_synthetic"
 DESCRIPTION = (
@@ -54,14 +57,11 @@ KERNELS = ("poly2", "rbf")
 SHIFTS = (0.0, 1.0, 10.0, 1e2, 1e3, 1e4, 1e5, 1e6)
 QUICK_SHIFTS = (0.0, 1e2, 1e4)
 SHIFTED_SOLVERS = ("libsvm", "dkernel", "dkernel-float32")
-REPEATS, QUICK_REPEATS = 10, 2
 
 
 def make_tasks(config):
     """One task per kernel × repeat; a task runs every shift length on its sample."""
-    repeats = config.repeats or (QUICK_REPEATS if config.quick else REPEATS)
-    shifts = QUICK_SHIFTS if config.quick else SHIFTS
-    return [{"kernel": kernel, "repeat": r, "shifts": list(shifts)} for kernel in KERNELS for r in range(repeats)]
+    return _meila.shift_tasks(KERNELS, _meila.n_repeats(config), QUICK_SHIFTS if config.quick else SHIFTS)
 
 
 def run_task(task):
@@ -102,11 +102,15 @@ _LABELS = {
 
 
 def _shifts(summary, kernel):
-    return sorted({row["shift"] for row in summary if row["kernel"] == kernel})
+    return sorted_values(summary, "shift", kernel=kernel)
+
+
+def _kernels(summary):
+    return present(summary, "kernel", KERNELS)
 
 
 def _figure(summary, outdir):
-    kernels = [k for k in KERNELS if any(r["kernel"] == k for r in summary)]
+    kernels = _kernels(summary)
     fig, axes = subplots(3, len(kernels), figsize=(5.2 * len(kernels), 10), squeeze=False)
     for col, kernel in enumerate(kernels):
         shifts = _shifts(summary, kernel)
@@ -180,11 +184,6 @@ def _numerics_table(summary, kernel):
     return markdown_table(rows, [(k, k) for k in rows[0]]) if rows else ""
 
 
-def _agree(a, b, key="test_error"):
-    """Equal means within one standard error (the larger of the two)."""
-    return abs(a[f"{key}_mean"] - b[f"{key}_mean"]) <= max(a[f"{key}_se"], b[f"{key}_se"]) + 1e-12
-
-
 def _rises(summary, kernel, key, solver, floor):
     """The shifts where ``solver`` on K_s exceeds the original's ``key`` by more than 2 SE (at least ``floor``)."""
     def get(shift, variant, solver="libsvm"):
@@ -204,8 +203,8 @@ def _kernel_facts(summary, kernel):
 
     return {
         "shifts": shifts,
-        "recentered_same": [s for s in shifts if _agree(get(s, "recentered"), get(s, "original"))],
-        "dkernel_same": [s for s in shifts if _agree(get(s, "shifted", "dkernel"), get(s, "original"))],
+        "recentered_same": [s for s in shifts if agree(get(s, "recentered"), get(s, "original"))],
+        "dkernel_same": [s for s in shifts if agree(get(s, "shifted", "dkernel"), get(s, "original"))],
         "error_rise": _rises(summary, kernel, "test_error", "libsvm", 0.005),
         "sv_rise": _rises(summary, kernel, "n_sv", "libsvm", 0.5),
         "f32_sv_rise": _rises(summary, kernel, "n_sv", "dkernel-float32", 0.5),
@@ -221,7 +220,7 @@ def _first(shifts):
 
 def _findings(summary):
     rows = []
-    for kernel in [k for k in KERNELS if any(r["kernel"] == k for r in summary)]:
+    for kernel in _kernels(summary):
         facts = _kernel_facts(summary, kernel)
         shifts = facts["shifts"]
         top = shifts[-1]
@@ -277,7 +276,7 @@ def _findings(summary):
 def _measured_sentence(summary):
     """Per kernel: where libsvm, dkernel in float64 and dkernel on float32 K_s depart from the original SVM."""
     parts = []
-    for kernel in [k for k in KERNELS if any(r["kernel"] == k for r in summary)]:
+    for kernel in _kernels(summary):
         f = _kernel_facts(summary, kernel)
         m = len(f["shifts"])
         same_shift = f["f32_sv_rise"][:1] == f["sv_rise"][:1]
@@ -293,7 +292,7 @@ def _measured_sentence(summary):
 
 def _recentered_sentence(summary):
     parts = []
-    for kernel in [k for k in KERNELS if any(r["kernel"] == k for r in summary)]:
+    for kernel in _kernels(summary):
         f = _kernel_facts(summary, kernel)
         parts.append(f"{len(f['recentered_same'])}/{len(f['shifts'])} shifts for {kernel}")
     return "its test error equals the original SVM's within 1 SE at " + " and ".join(parts)
@@ -301,7 +300,7 @@ def _recentered_sentence(summary):
 
 def _rounding_sentence(summary):
     parts = []
-    for kernel in [k for k in KERNELS if any(r["kernel"] == k for r in summary)]:
+    for kernel in _kernels(summary):
         bits = []
         for s in _shifts(summary, kernel):
             if s in (1e3, 1e4):
@@ -321,7 +320,7 @@ def write_report(result, outdir):
         f"# {NAME}: shifting and recentering in feature space (Meilă 2002, Fig. 3)",
         "",
         f"Concentric circles (radii 1 and 2, noise 0.25), {N_TRAIN} training / {N_TEST} test points, a new sample "
-        f"and a new random feature-space direction per repeat ({_repeats(records)} repeats; mean ± standard "
+        f"and a new random feature-space direction per repeat ({count_repeats(records)} repeats; mean ± standard "
         f"error). Kernels: poly2 `(1 + xᵀz)²` and RBF `exp(-|x - z|²/σ²)` with σ² = {SIGMA2:g}; C = {C:g} "
         "(the paper does not give σ² and C here: C is Table 1's value for every data set, σ² the squared gap "
         "between the rings, fixed before any shifted run). Variants: the original Gram K, the shifted Gram "
@@ -340,7 +339,7 @@ def write_report(result, outdir):
         _findings(summary),
         "",
     ]
-    for kernel in [k for k in KERNELS if any(r["kernel"] == k for r in summary)]:
+    for kernel in _kernels(summary):
         parts += [f"## {kernel}: test error, alignment A(K, yyᵀ) and support vectors", "",
                   _kernel_table(summary, kernel), ""]  # fmt: skip
     parts += [
@@ -369,23 +368,15 @@ def write_report(result, outdir):
         "cancellation of |a|²-sized terms).",
         "",
     ]
-    for kernel in [k for k in KERNELS if any(r["kernel"] == k for r in summary)]:
+    for kernel in _kernels(summary):
         parts += [f"### {kernel}: size of the numbers", "", _numerics_table(summary, kernel), ""]
     parts += [
         "Files: `results.csv` (one row per kernel × shift × variant × solver × repeat), `results.json` (records "
         "and the summary of means and standard errors), `fig3_shift_synthetic.png`.",
         "",
     ]
-    path = outdir / "report.md"
-    path.write_text("\n".join(parts))
-    return [path, fig]
-
-
-def _repeats(records):
-    return len({r["repeat"] for r in records})
+    return write_markdown(outdir, parts, [fig])
 
 
 if __name__ == "__main__":
-    from pipelines import get_pipeline
-
-    sys.exit(main_for(get_pipeline(NAME)))
+    run_as_script(NAME)

@@ -19,11 +19,24 @@ Run ``dkernel run meila_shift_uci`` (``--quick``: wdbc and one digits pair,
 from scikit-learn's bundled copies) or ``python -m pipelines.meila_shift_uci``.
 """
 
-import sys
-
 from . import _meila
-from ._report import STYLES, cell, listing, markdown_table, one, run_line, save_figure, subplots, yes_no
-from ._runner import main_for, task_rng
+from ._report import (
+    STYLES,
+    agree,
+    cell,
+    count_repeats,
+    listing,
+    markdown_table,
+    not_run_note,
+    one,
+    present,
+    run_line,
+    save_figure,
+    subplots,
+    write_markdown,
+    yes_no,
+)
+from ._runner import run_as_script, task_rng
 
 NAME = "meila_shift_uci"
 DESCRIPTION = (
@@ -34,7 +47,6 @@ DESCRIPTION = (
 SHIFT = 1000.0
 #: A further shift, beyond the paper's, to show where libsvm starts to fail with these RBF kernels.
 LARGER_SHIFT = 1e4
-REPEATS, QUICK_REPEATS = 10, 2
 SHIFTED_SOLVERS = ("libsvm", "dkernel", "dkernel-float32")
 
 
@@ -49,34 +61,19 @@ def experiments(quick=False):
 
 def make_tasks(config):
     """One task per data set × repeat; data sets whose files cannot be found are skipped with a note."""
-    repeats = config.repeats or (QUICK_REPEATS if config.quick else REPEATS)
-    sources, data = {}, {}
-    tasks = []
+    repeats = _meila.n_repeats(config)
+    plan = experiments(config.quick)
+    found = _meila.client_datasets(NAME, [name for _, name, _ in plan])
     # seed_index counts over the whole plan, so that a skipped data set leaves the others' streams unchanged.
-    for k, (label, name, pair) in enumerate(experiments(config.quick)):
-        if name not in sources:
-            # Read here, on the client: the tasks carry the arrays, so workers need no data folder.
-            sources[name], data[name] = _meila.client_data(name)
-            if sources[name] is None:
-                print(f"{NAME}: skipping {name}: its data file was not found (set DKERNEL_DATA to the folder "
-                      "holding uci/).", file=sys.stderr)  # fmt: skip
-        if sources[name] is None:
-            continue
-        for r in range(repeats):
-            tasks.append({"label": label, "dataset": name, "pair": list(pair) if pair else None,
-                          "source": sources[name], "data": data[name], "repeat": r,
-                          "seed_index": k * repeats + r})  # fmt: skip
-    return tasks
+    return [{"label": label, **_meila.split_task(name, pair, found[name], r), "seed_index": k * repeats + r}
+            for k, (label, name, pair) in enumerate(plan) if name in found for r in range(repeats)]  # fmt: skip
 
 
 def run_task(task):
     """Split the data, draw a direction, and return the records of the three Gram matrices."""
     rng = task_rng(task["seed"], task["seed_index"])
-    name = task["dataset"]
-    spec = _meila.TABLE1[name]
-    X, y, X_test, y_test = _meila.load_split(
-        name, rng, source=task["source"], pair=tuple(task["pair"]) if task["pair"] else None, data=task["data"]
-    )
+    spec = _meila.TABLE1[task["dataset"]]
+    X, y, X_test, y_test = _meila.task_split(task, rng)
     params = _meila.kernel_params("rbf", sigma2=spec["sigma2"])
     setting = {"dataset": task["label"], **params, "C": spec["C"], "n_train": len(y), "n_test": len(y_test),
                "source": task["source"]}  # fmt: skip
@@ -101,9 +98,7 @@ _POINTS = (
 
 
 def _labels(summary):
-    order = [label for label, _, _ in experiments(False)] + [label for label, _, _ in experiments(True)]
-    present = {row["dataset"] for row in summary}
-    return [label for label in dict.fromkeys(order) if label in present]
+    return present(summary, "dataset", [label for label, _, _ in experiments(False) + experiments(True)])
 
 
 def _figure(summary, outdir):
@@ -156,10 +151,6 @@ def _table(summary, shift=SHIFT):
     return markdown_table(rows, [(k, k) for k in rows[0]]) if rows else ""
 
 
-def _agree(a, b, key="test_error"):
-    return abs(a[f"{key}_mean"] - b[f"{key}_mean"]) <= max(a[f"{key}_se"], b[f"{key}_se"]) + 1e-12
-
-
 def _facts(summary):
     """The comparisons that the findings table and the text state, computed from the summary."""
     labels = _labels(summary)
@@ -167,12 +158,12 @@ def _facts(summary):
     def get(label, variant, solver="libsvm", shift=SHIFT):
         return one(summary, shift=shift, dataset=label, variant=variant, solver=solver)
 
-    same = [lb for lb in labels if _agree(get(lb, "recentered"), get(lb, "original"))]
+    same = [lb for lb in labels if agree(get(lb, "recentered"), get(lb, "original"))]
     differ = [lb for lb in labels if lb not in same]
     worse = [lb for lb in labels
              if get(lb, "shifted")["test_error_mean"] > get(lb, "original")["test_error_mean"]
              + 2 * max(get(lb, "shifted")["test_error_se"], 0.005)]  # fmt: skip
-    dk_same = [lb for lb in labels if _agree(get(lb, "shifted", "dkernel"), get(lb, "original"))]
+    dk_same = [lb for lb in labels if agree(get(lb, "shifted", "dkernel"), get(lb, "original"))]
     f32_worse = [lb for lb in labels
                  if get(lb, "shifted", "dkernel-float32")["test_error_mean"] > get(lb, "original")["test_error_mean"]
                  + 2 * max(get(lb, "shifted", "dkernel-float32")["test_error_se"], 0.005)]  # fmt: skip
@@ -189,7 +180,7 @@ def _facts(summary):
     not_restored = [f"{lb} ({get(lb, 'recentered')['alignment_mean']:.3f} vs {get(lb, 'original')['alignment_mean']:.3f})"
                     for lb in labels if lb not in restored]  # fmt: skip
     # float32 on K_s against libsvm on K_s: equal test error within 1 SE.
-    f32_like_libsvm = [lb for lb in labels if _agree(get(lb, "shifted", "dkernel-float32"), get(lb, "shifted"))]
+    f32_like_libsvm = [lb for lb in labels if agree(get(lb, "shifted", "dkernel-float32"), get(lb, "shifted"))]
     fewer_sv = [lb for lb in labels if get(lb, "shifted")["n_sv_mean"] < get(lb, "original")["n_sv_mean"]]
     better = [lb for lb in labels
               if get(lb, "shifted")["test_error_mean"] < get(lb, "original")["test_error_mean"]
@@ -282,8 +273,7 @@ def write_report(result, outdir):
     summary = result.summary
     fig = _figure(summary, outdir)
     planned = [label for label, _, _ in experiments(result.config.quick)]
-    missing = [label for label in planned if label not in _labels(summary)]
-    repeats = len({r["repeat"] for r in result.records})
+    repeats = count_repeats(result.records)
     facts = _facts(summary)
     parts = [
         f"# {NAME}: shifting and recentering real data (Meilă 2002, Fig. 4)",
@@ -300,8 +290,7 @@ def write_report(result, outdir):
         "and rounded to float32.",
         "",
     ]
-    if missing:
-        parts += [f"Not run (data files not found): {', '.join(missing)}.", ""]
+    parts += not_run_note(planned, _labels(summary))
     parts += [
         run_line(result),
         "",
@@ -343,12 +332,8 @@ def write_report(result, outdir):
         "Files: `results.csv`, `results.json` (records and summary), `fig4_shift_uci.png`.",
         "",
     ]
-    path = outdir / "report.md"
-    path.write_text("\n".join(parts))
-    return [path, fig]
+    return write_markdown(outdir, parts, [fig])
 
 
 if __name__ == "__main__":
-    from pipelines import get_pipeline
-
-    sys.exit(main_for(get_pipeline(NAME)))
+    run_as_script(NAME)

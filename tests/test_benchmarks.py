@@ -1,5 +1,6 @@
 """The benchmark scripts run end to end on tiny problems (their figures come from full runs, not from here)."""
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -30,3 +31,20 @@ def test_benchmark_runs(script, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     for text in expected:
         assert text in result.stdout, f"{text!r} missing from the output of {script}:\n{result.stdout[-3000:]}"
+
+
+#: Clock reads that belong in ``benchmarks/_timing.py`` only.
+_CLOCKS = {"perf_counter", "perf_counter_ns", "monotonic", "time", "process_time"}
+
+
+@pytest.mark.parametrize("script", sorted(CASES))
+def test_benchmark_times_with_benchmarks_timing(script):
+    tree = ast.parse((BENCHMARKS / script).read_text())
+    imports = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert "_timing" in imports, f"{script} does not time with benchmarks/_timing.py"
+    clocks = [f"line {node.lineno}" for node in ast.walk(tree) if isinstance(node, ast.Call)
+              and isinstance(node.func, ast.Attribute) and node.func.attr in _CLOCKS
+              and isinstance(node.func.value, ast.Name) and node.func.value.id == "time"]  # fmt: skip
+    assert not clocks, f"{script} reads the clock itself ({', '.join(clocks)}); use _timing.timed"
+    own = [node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and "timed" in node.name]
+    assert not own, f"{script} defines its own timing function {own}; use _timing.timed"
