@@ -375,9 +375,10 @@ def fit_svm(K, y, C, solver="libsvm"):
         return SVMFit(solver, coef, float(model.intercept_[0]), int(model.n_support_.sum()),
                       int(model.n_iter_[0]), bool(converged), time.perf_counter() - start)  # fmt: skip
     if solver in ("dkernel", "dkernel-float32"):
-        from dkernel.solver import DenseRows, solve_qp
+        from dkernel import DenseGram
+        from dkernel.solver import solve_qp
 
-        rows = DenseRows(K.astype(np.float32) if solver == "dkernel-float32" else K)
+        rows = DenseGram(K.astype(np.float32) if solver == "dkernel-float32" else K)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             result = solve_qp(rows, y, float(C), tol=TOL, max_iter=DKERNEL_MAX_ITER)
