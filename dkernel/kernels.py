@@ -114,6 +114,9 @@ def _as_pair(X, Z):
     return X.astype(dtype, copy=False), Z.astype(dtype, copy=False), False
 
 
+_PASS_ROWS = 64  # rows per element-wise pass of RBFKernel.evaluate_into (a few hundred KB to 2 MB: stays in L2)
+
+
 def _dot_block(X, Z):
     """``X Zᵀ`` as a dense array (BLAS for dense, sparse product for CSR)."""
     return np.asarray(safe_sparse_dot(X, Z.T, dense_output=True))
@@ -214,6 +217,17 @@ class Kernel:
     def _map_dot(self, K, n_features):
         raise NotImplementedError
 
+    def evaluate_into(self, X, Z, out, *, symmetric=False, on_strip=None):
+        """Evaluate :meth:`block` into ``out`` where this kernel has a fast path for it; False where it has none.
+
+        ``out`` is a C-contiguous array of the block's shape. A kernel with a
+        fast path fills ``out`` with the values of ``block(X, Z,
+        symmetric=symmetric)``, bit for bit, calls ``on_strip(a, S)`` with each
+        finished strip ``S`` of rows ``a:a + len(S)`` while it is in cache,
+        and returns True. The base kernel has none.
+        """
+        return False
+
     def diag(self, X):
         """The diagonal ``K(x_i, x_i)`` for each row of ``X``, without forming a block."""
         X = check_data(X, name="X", what="evaluating a kernel")
@@ -255,10 +269,25 @@ class LinearKernel(Kernel):
 
 
 class _GammaKernel(Kernel):
+    """A kernel with a ``gamma`` (and, if it takes one, a ``coef0``) parameter."""
+
+    def _validate(self):
+        _check_gamma(self.gamma)
+        if "coef0" in self._params:
+            _check_coef0(self.coef0)
+            self._params["coef0"] = float(self.coef0)
+        if self.gamma is not None:
+            self._params["gamma"] = float(self.gamma)
+
     def resolve(self, n_features):
         if self._params.get("gamma") is not None:
             return self
         return type(self)(**{**self._params, "gamma": 1.0 / n_features})
+
+    def _scale_dot(self, K, n_features):
+        """``gamma xᵀz + coef0`` in place, from a block of inner products."""
+        K *= self._gamma(n_features)
+        K += self.coef0
 
 
 @register_kernel
@@ -281,19 +310,14 @@ class PolynomialKernel(_GammaKernel):
         super().__init__(gamma=gamma, coef0=coef0, degree=degree)
 
     def _validate(self):
-        _check_gamma(self.gamma)
-        _check_coef0(self.coef0)
+        super()._validate()
         degree = self.degree
         if isinstance(degree, bool) or not isinstance(degree, Integral) or degree < 1:
             raise InvalidKernelParameterError(f"degree must be an integer >= 1; got {degree!r}.")
         self._params["degree"] = int(degree)
-        self._params["coef0"] = float(self.coef0)
-        if self.gamma is not None:
-            self._params["gamma"] = float(self.gamma)
 
     def _map_dot(self, K, n_features):
-        K *= self._gamma(n_features)
-        K += self.coef0
+        self._scale_dot(K, n_features)
         K **= self.degree
 
     def _diag(self, X):
@@ -320,11 +344,6 @@ class RBFKernel(_GammaKernel):
     def __init__(self, gamma=None):
         super().__init__(gamma=gamma)
 
-    def _validate(self):
-        _check_gamma(self.gamma)
-        if self.gamma is not None:
-            self._params["gamma"] = float(self.gamma)
-
     def block(self, X, Z, *, symmetric=False, x_sq_norms=None, z_sq_norms=None):
         x_sq = self._sq_norms(X) if x_sq_norms is None else x_sq_norms
         z_sq = x_sq if symmetric else (self._sq_norms(Z) if z_sq_norms is None else z_sq_norms)
@@ -340,6 +359,41 @@ class RBFKernel(_GammaKernel):
         D *= -self._gamma(X.shape[1])
         np.exp(D, out=D)
         return D
+
+    def evaluate_into(self, X, Z, out, *, symmetric=False, on_strip=None):
+        """:meth:`block` computed into ``out``, the same values bit for bit: dense X and Z of ``out``'s dtype only.
+
+        The BLAS product is written straight into ``out``, then the
+        element-wise steps of :meth:`block` (same operations, order and dtype)
+        run on strips of ``_PASS_ROWS`` rows, all steps on one strip while it
+        is in cache, instead of one pass over the whole block per step. (Bit
+        for bit under the same BLAS thread count: BLAS products may differ in
+        the last bit between thread counts.) A subclass evaluates through its
+        own :meth:`block` (False here), as do sparse data and other dtypes.
+        """
+        if not (type(self) is RBFKernel and isinstance(X, np.ndarray) and isinstance(Z, np.ndarray)
+                and X.dtype == Z.dtype == out.dtype and out.dtype in (np.float32, np.float64)
+                and out.flags.c_contiguous):
+            return False
+        x_sq = self._sq_norms(X).astype(out.dtype, copy=False)
+        z_sq = x_sq if symmetric else self._sq_norms(Z).astype(out.dtype, copy=False)
+        D = np.matmul(X, Z.T, out=out)
+        gamma = self._gamma(X.shape[1])
+        z_row = z_sq.reshape(1, -1)
+        for a in range(0, D.shape[0], _PASS_ROWS):
+            S = D[a : a + _PASS_ROWS]
+            S *= -2
+            S += x_sq[a : a + _PASS_ROWS].reshape(-1, 1)
+            S += z_row
+            np.maximum(S, 0, out=S)
+            if symmetric:
+                diagonal = np.arange(a, min(a + S.shape[0], S.shape[1]))
+                S[diagonal - a, diagonal] = 0
+            S *= -gamma
+            np.exp(S, out=S)
+            if on_strip is not None:
+                on_strip(a, S)
+        return True
 
     def _diag(self, X):
         return np.ones(X.shape[0], dtype=X.dtype)
@@ -361,16 +415,8 @@ class SigmoidKernel(_GammaKernel):
     def __init__(self, gamma=None, coef0=1.0):
         super().__init__(gamma=gamma, coef0=coef0)
 
-    def _validate(self):
-        _check_gamma(self.gamma)
-        _check_coef0(self.coef0)
-        self._params["coef0"] = float(self.coef0)
-        if self.gamma is not None:
-            self._params["gamma"] = float(self.gamma)
-
     def _map_dot(self, K, n_features):
-        K *= self._gamma(n_features)
-        K += self.coef0
+        self._scale_dot(K, n_features)
         np.tanh(K, out=K)
 
     def _diag(self, X):

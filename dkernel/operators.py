@@ -37,17 +37,14 @@ References
 
 import hashlib
 import math
-import os
 
 import dask.array as da
 import numpy as np
-import zarr
 
-from . import _artifacts
 from ._sources import DenseGram, KernelGram, as_gram, principal_submatrix, source_columns
 from ._validation import check_data, check_new_points, random_generator
 from .centering import Centering, InvalidWeightsError, origin_products
-from .exceptions import ArtifactPathError, StoreMismatchError
+from .gram import GramMatrix, check_output_store, origin_step, steps_from_description, weights_fingerprint, write_view_store
 from .normalization import GrafThresholdError, graf_intercept, graf_threshold, weight_norm
 
 __all__ = [
@@ -125,32 +122,6 @@ def _base_describe(base):
 # --------------------------------------------------------------------------- #
 
 
-def weights_fingerprint(centering):
-    """SHA-256 of an origin's weights: ``n``, the support indices and the weights (float64).
-
-    Two :class:`~dkernel.centering.Centering` objects with the same
-    fingerprint define the same origin ``a = Σ γ_i φ(x_i)`` on the same points.
-    """
-    h = hashlib.sha256()
-    h.update(f"centering:{int(centering.n)}:".encode())
-    indices = centering.indices
-    h.update(b"all" if indices is None else np.ascontiguousarray(indices, dtype="<i8").tobytes())
-    h.update(b":")
-    h.update(np.ascontiguousarray(centering.weights, dtype="<f8").tobytes())
-    return "sha256:" + h.hexdigest()
-
-
-def _origin_step(name, centering, h0, length=None):
-    step = {"name": name}
-    if name != "shifted":
-        step["scheme"] = centering.scheme
-    else:
-        step["length"] = float(length)
-    step.update({"n": int(centering.n), "n_support": int(centering.n_support),
-                 "weights": weights_fingerprint(centering), "h0": float(h0)})
-    return step
-
-
 def operator_chain(source):
     """The operators applied to the raw Gram to give ``source``, innermost first (a list of dicts).
 
@@ -165,69 +136,6 @@ def operator_chain(source):
     if isinstance(source, _GramView):
         return operator_chain(source.base) + [source._step()]
     return list(getattr(source, "operators", None) or [])
-
-
-def steps_from_description(description):
-    """The operator chain of a view from its :meth:`describe` dict (how older derived stores recorded it)."""
-    if not isinstance(description, dict):
-        return []
-    name = description.get("name")
-    base = description.get("base")
-    if name in ("centered", "shifted"):
-        centering = Centering.from_dict(description["centering"])
-        step = _origin_step(name, centering, description.get("h0", float("nan")), description.get("length"))
-    elif name == "normalized":
-        step = {"name": "normalized"}
-    else:
-        return list(description.get("operators") or [])
-    return steps_from_description(base) + [step]
-
-
-def _chain_root(source):
-    while isinstance(source, _GramView):
-        source = source.base
-    return source
-
-
-def check_output_store(path, overwrite=False, source=None):
-    """Check, before any work, that a derived store may be written at ``path``.
-
-    ``path`` must be free, an empty folder, or (with ``overwrite``) a Gram
-    store (:func:`dkernel._artifacts.check_target`). When it is the store that
-    ``source`` (a view, or the Gram a view will be built on) reads, it is
-    accepted only with ``overwrite``: the derived store is then written
-    beside it and swapped in once complete. Returns the stored Gram of
-    ``source`` that reads ``path`` (or None).
-
-    Raises
-    ------
-    ArtifactPathError
-    """
-    path = os.path.abspath(os.fspath(path))
-    root = _chain_root(source) if source is not None else None
-    root_path = getattr(root, "path", None)
-    reader = root if root_path and os.path.abspath(root_path) == path else None
-    if reader is not None and not overwrite:
-        raise ArtifactPathError(
-            f"{path} is the Gram store this view reads; writing the derived store there replaces it. Pass "
-            f"overwrite=True (CLI: --overwrite) to replace it once the derived store is complete, or choose "
-            f"another path."
-        )
-    _artifacts.check_target(path, "gram", overwrite)
-    return reader
-
-
-class _ReplacedStore:
-    """The blocks of a stored Gram whose store was replaced in place by a derived store: reading raises."""
-
-    def __init__(self, path):
-        self.path = path
-
-    def __getattr__(self, name):
-        raise StoreMismatchError(
-            f"the Gram store {self.path} was replaced by the derived store written there, so this object no longer "
-            f"reads the matrix it was opened on; open the new store with GramMatrix.open(path)."
-        )
 
 
 # --------------------------------------------------------------------------- #
@@ -356,63 +264,11 @@ class _GramView:
             If ``path`` holds anything but a Gram store, or a Gram store
             without ``overwrite``; checked before anything is computed.
         """
-        from .gram import STORE_FORMAT, STORE_VERSION, GramMatrix, data_fingerprint, write_checked_blocks
-
-        kernel = self.kernel
-        if kernel is None:
-            raise ValueError(
-                "to_zarr writes a Gram store, which records its kernel; this view is built on a matrix without "
-                "one. Build it on a GramMatrix or a KernelGram(X, kernel)."
-            )
-        path = os.path.abspath(os.fspath(path))
-        reader = check_output_store(path, overwrite, self)
-        dtype = np.dtype(dtype or getattr(_root_base(self), "dtype", np.float64))
-        rc, cc = self.chunks
-        n = self.n
-        nb = -(-n // rc), -(-n // cc)
-        root_base = _root_base(self)
-        fingerprint = getattr(root_base, "fingerprint", None)
-        if fingerprint is None and hasattr(root_base, "X"):
-            fingerprint = {"X": data_fingerprint(root_base.X), "Z": None}
-        provenance = {"kernel": kernel.to_dict(), "fingerprint": fingerprint, "operators": operator_chain(self)}
-        with _artifacts.writing(path, "gram", overwrite) as tmp:
-            root = zarr.open_group(tmp, mode="w")
-            root.create_array("K", shape=(n, n), chunks=(rc, cc), dtype=dtype, fill_value=np.nan, compressors=None)
-            done = root.create_array("done", shape=nb, chunks=(1, 1), dtype="uint8", fill_value=0, compressors=None)
-            root.create_array("diag", shape=(n,), chunks=(rc,), dtype=dtype, fill_value=np.nan, compressors=None)
-            # Dask chunks equal the zarr chunks, so every task writes whole chunks (and their checksums).
-            values = self.dask.rechunk((rc, cc)).astype(dtype)
-            checksums = write_checked_blocks(tmp, values, self.diag().astype(dtype))
-            done[:] = np.ones(nb, dtype="uint8")
-            root.attrs.update({
-                "format": STORE_FORMAT,
-                "format_version": STORE_VERSION,
-                "kernel": kernel.to_dict(),
-                "shape": [n, n],
-                "dtype": dtype.name,
-                "chunks": [rc, cc],
-                "symmetric": True,
-                "fingerprint": fingerprint,
-                "provenance": provenance,
-                "n_blocks": list(nb),
-                "blocks_done": int(nb[0] * nb[1]),
-                "operator": self.describe(),
-                "checksums": checksums,
-            })
-        if reader is not None:
-            # Its store now holds the derived matrix: reading it as the base would give wrong values.
-            reader._blocks = _ReplacedStore(path)
-            reader._diag = None
-        return GramMatrix.open(path)
+        return GramMatrix.open(write_view_store(self, path, operators=operator_chain(self), dtype=dtype,
+                                                overwrite=overwrite))
 
     def __repr__(self):
         return f"{type(self).__name__}(n={self.n}, base={self.base!r})"
-
-
-def _root_base(view):
-    while isinstance(view, _GramView):
-        view = view.base
-    return view
 
 
 def _center_block(K, h_rows, h_cols, h0):
@@ -512,7 +368,7 @@ class CenteredGram(_GramView):
         return np.asarray(_base_cross_diag(self.base, X_new, X_train), dtype=np.float64) - 2 * h_test + self.h0
 
     def _step(self):
-        return _origin_step("centered", self.centering, self.h0)
+        return origin_step("centered", self.centering, self.h0)
 
     def describe(self):
         return {
@@ -567,7 +423,7 @@ class ShiftedGram(CenteredGram):
         super().__init__(base, direction.scaled(scale, "shift"), h=h_beta * scale, h0=length**2)
 
     def _step(self):
-        return _origin_step("shifted", self.centering, self.h0, self.length)
+        return origin_step("shifted", self.centering, self.h0, self.length)
 
     def describe(self):
         return {**super().describe(), "name": "shifted", "length": self.length}

@@ -386,16 +386,16 @@ def test_killed_gram_replacement_keeps_the_old_store_and_resumes(data, tmp_path)
         import time
         import dask
         import numpy as np
-        import dkernel.gram as gram
+        from dkernel.gram import GramMatrix, _compute
 
-        slow = gram._evaluate_block
+        slow = _compute._evaluate_block
         def evaluate(*args, **kwargs):
             time.sleep(0.3)
             return slow(*args, **kwargs)
-        gram._evaluate_block = evaluate
+        _compute._evaluate_block = evaluate
         with dask.config.set(scheduler="synchronous"):
-            gram.GramMatrix.compute(np.load("X.npy"), kernel="rbf", gamma=0.2, store={str(path)!r}, chunk=16,
-                                    progress=False, overwrite=True, client=False)
+            GramMatrix.compute(np.load("X.npy"), kernel="rbf", gamma=0.2, store={str(path)!r}, chunk=16,
+                               progress=False, overwrite=True, client=False)
     """, tmp_path)
     partial = Path(_artifacts.partial_path(path))
     _kill_when(process, lambda: zarr.open_array(str(partial), path="done", mode="r")[:].sum() >= 2)

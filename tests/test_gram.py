@@ -19,7 +19,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import pairwise_kernels
 
-import dkernel.gram as gram_module
 from dkernel._options import GramOptions, default_chunk, inner_rows
 from dkernel.exceptions import (
     ArtifactPathError,
@@ -30,7 +29,7 @@ from dkernel.exceptions import (
     NonFiniteInputError,
     StoreMismatchError,
 )
-from dkernel.gram import GramMatrix, data_fingerprint
+from dkernel.gram import GramMatrix, _compute, _shards, data_fingerprint
 from dkernel.kernels import NormalizedKernel, PolynomialKernel, RBFKernel, get_kernel, register_kernel
 
 # Kernels defined here are shipped to worker processes by value.
@@ -164,32 +163,6 @@ def test_store_equals_memory_over_shapes_and_chunks(n, chunk, seed):
         assert np.array_equal(stored.submatrix(idx, start, n), K[idx, start:])
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("symmetric", [False, True], ids=["cross", "diagonal"])
-def test_block_evaluated_into_a_buffer_is_the_kernel_block_to_the_bit(dtype, symmetric):
-    rng = np.random.default_rng(3)
-    X = rng.normal(size=(150, 7)).astype(dtype)  # element-wise passes over strips of 64, 64 and 22 rows
-    Z = X if symmetric else rng.normal(size=(97, 7)).astype(dtype)
-    kernel = RBFKernel(gamma=0.3)
-    out = np.full((len(X), len(Z)), np.nan, dtype=dtype)
-    assert gram_module._evaluates_into(kernel, X, Z, out)
-    K = gram_module._rbf_block_into(kernel, X, Z, symmetric, out)
-    expected = kernel.block(X, Z, symmetric=symmetric)
-    assert K is out and K.dtype == expected.dtype
-    assert np.array_equal(K.view(np.uint8), expected.view(np.uint8))  # same bits, signs of zeros included
-
-
-def test_only_the_builtin_rbf_on_dense_data_is_evaluated_into_a_buffer():
-    X = np.ones((4, 2))
-    out = np.empty((4, 4))
-    assert gram_module._evaluates_into(RBFKernel(gamma=1.0), X, X, out)
-    assert not gram_module._evaluates_into(FlakyRBFKernel(gamma=1.0), X, X, out)  # subclasses keep their block()
-    assert not gram_module._evaluates_into(PolynomialKernel(gamma=1.0), X, X, out)
-    assert not gram_module._evaluates_into(RBFKernel(gamma=1.0), sp.csr_matrix(X), sp.csr_matrix(X), out)
-    X32 = X.astype(np.float32)
-    assert not gram_module._evaluates_into(RBFKernel(gamma=1.0), X32, X32, out)
-
-
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_store_equals_memory_with_blocks_of_several_strips(dtype, tmp_path):
     """Blocks larger than one element-wise pass and one transposed strip (300 > 256 rows)."""
@@ -239,14 +212,14 @@ def test_block_tasks_carry_no_buffers(X, tmp_path, monkeypatch):
 
     def recording_delayed(func, *args, **kwargs):
         wrapped = original(func, *args, **kwargs)
-        if func is gram_module._write_block:
+        if func is _compute._write_block:
             def call(*task_args):
                 seen.append(task_args)
                 return wrapped(*task_args)
             return call
         return wrapped
 
-    monkeypatch.setattr(gram_module.dask, "delayed", recording_delayed)
+    monkeypatch.setattr(dask, "delayed", recording_delayed)
     GramMatrix.compute(X, kernel="rbf", chunk=20, store=tmp_path / "K.zarr", progress=False)
     assert seen
     for args in seen:
@@ -412,7 +385,7 @@ def test_row_reads_fetch_only_the_requested_rows_of_the_requested_columns(X, tmp
                        options=GramOptions(checksum_bytes=16))
     stored = GramMatrix.open(path)
     reads, shards = [], []
-    real_preadv, real_read = os.preadv, gram_module._ShardFiles.read
+    real_preadv, real_read = os.preadv, _shards._ShardFiles.read
 
     def counting_preadv(fd, buffers, offset):
         got = real_preadv(fd, buffers, offset)
@@ -423,8 +396,8 @@ def test_row_reads_fetch_only_the_requested_rows_of_the_requested_columns(X, tmp
         shards.append((i, j))
         return real_read(self, out, rows, i, j, *args)
 
-    monkeypatch.setattr(gram_module.os, "preadv", counting_preadv)
-    monkeypatch.setattr(gram_module._ShardFiles, "read", recording_read)
+    monkeypatch.setattr(os, "preadv", counting_preadv)
+    monkeypatch.setattr(_shards._ShardFiles, "read", recording_read)
     idx = np.array([40, 3, 17, 3, 33])
     stored.rows(idx)
     assert sum(reads) == 4 * 50 * 8  # 4 distinct rows of 50 float64, nothing more
@@ -544,10 +517,10 @@ def test_a_block_written_but_not_flagged_is_recomputed(X, tmp_path, monkeypatch)
                 raise OSError("simulated crash after the chunk writes")
         return real_open_array(*args, **kwargs)
 
-    monkeypatch.setattr(gram_module.zarr, "open_array", open_array_failing_on_third_flag)
+    monkeypatch.setattr(zarr, "open_array", open_array_failing_on_third_flag)
     with dask.config.set(scheduler="synchronous"), pytest.raises(OSError, match="simulated crash"):
         GramMatrix.compute(X, kernel="rbf", gamma=0.4, chunk=25, store=path, progress=False)
-    monkeypatch.setattr(gram_module.zarr, "open_array", real_open_array)
+    monkeypatch.setattr(zarr, "open_array", real_open_array)
     # 2 x 2 grid, 3 evaluated blocks: the third one's chunks are written but not flagged.
     assert upper_blocks_missing(path) == 1
     done = zarr.open_array(store=str(path), path="done", mode="r")[:]

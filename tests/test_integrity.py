@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import zarr
 
-import dkernel.gram as gram_module
 from dkernel._options import GramOptions
 from dkernel.cli import main
 from dkernel.exceptions import (
@@ -18,7 +17,7 @@ from dkernel.exceptions import (
     UnverifiableStoreError,
     UnverifiedStoreWarning,
 )
-from dkernel.gram import GramMatrix
+from dkernel.gram import STORE_VERSION, GramMatrix, _blocks, _checksums, _compute
 
 CHUNK = 16  # 50 rows: a 4 x 4 block grid, the last band and column block 2 wide
 PARAMS = {"kernel": "rbf", "gamma": 0.4, "chunk": CHUNK, "progress": False}
@@ -63,14 +62,14 @@ def test_checksums_of_segments_combine_into_the_checksum_of_the_whole():
         lengths = rng.integers(0, 300, size=rng.integers(1, 6))
         data = [rng.bytes(int(n)) for n in lengths]
         crcs = np.array([[google_crc32c.value(d) for d in data]], dtype=np.uint32)
-        assert gram_module._crc_concat(crcs, [len(d) for d in data])[0] == google_crc32c.value(b"".join(data))
+        assert _checksums._crc_concat(crcs, [len(d) for d in data])[0] == google_crc32c.value(b"".join(data))
 
 
 def test_store_records_its_checksums(X, tmp_path):
     path = tmp_path / "K.zarr"
     gram = GramMatrix.compute(X, store=path, options=GramOptions(checksum_bytes=40), **PARAMS)
     attrs = dict(zarr.open_group(str(path), mode="r").attrs)
-    assert attrs["format_version"] == gram_module.STORE_VERSION == 3
+    assert attrs["format_version"] == STORE_VERSION == 3
     assert attrs["checksums"] == {"algorithm": "crc32c", "segment_columns": 5}
     sums = zarr.open_array(str(path), path="checksums", mode="r")[:]
     assert sums.shape == (50, 4 * 4)  # 4 column blocks of ceil(16 / 5) segments
@@ -188,14 +187,14 @@ def test_compute_again_recomputes_exactly_the_damaged_blocks(X, clean, tmp_path)
     damage_value(path, 3, 0, 1, 15, -1.5)  # a mirrored block (lower triangle)
     os.truncate(shard(path, 2, 2), 100)
     calls = []
-    real_write_block = gram_module._write_block
+    real_write_block = _compute._write_block
 
     def recording(X, Z, kernel, grid, i, j, *args):
         calls.append((i, j))
         return real_write_block(X, Z, kernel, grid, i, j, *args)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(gram_module, "_write_block", recording)
+        mp.setattr(_compute, "_write_block", recording)
         repaired = GramMatrix.compute(X, store=path, **PARAMS)
     assert sorted(calls) == [(0, 3), (1, 2), (2, 2)]  # the pair of (3, 0) is evaluated as (0, 3)
     assert repaired.n_blocks_computed == 3
@@ -240,7 +239,7 @@ def test_a_reader_opened_before_a_repair_reads_the_new_data(X, tmp_path):
     gram = GramMatrix.compute(X, store=path, **PARAMS)
     before = gram.rows([3])
     # Rewrite block (0, 1) with one value changed in its last bit, with its checksums (as a repair may).
-    blocks = gram_module._ZarrBlocks(path, "r+")
+    blocks = _blocks._ZarrBlocks(path, "r+")
     B = np.array(blocks.block(gram._grid, 0, 1))
     B[3, 2] = np.nextafter(B[3, 2], 2.0)
     blocks.checksums.write(0, 1, blocks.shards.write(0, 1, B, checksums=blocks.checksums))

@@ -116,6 +116,41 @@ def test_rbf_symmetric_block_has_exact_unit_diagonal(data):
     assert np.array_equal(np.diag(RBFKernel(gamma=3.0)(X)), np.ones(len(X)))
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("symmetric", [False, True], ids=["cross", "diagonal"])
+def test_rbf_block_evaluated_into_a_buffer_is_its_block_to_the_bit(dtype, symmetric):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(150, 7)).astype(dtype)  # element-wise passes over strips of 64, 64 and 22 rows
+    Z = X if symmetric else rng.normal(size=(97, 7)).astype(dtype)
+    kernel = RBFKernel(gamma=0.3)
+    out = np.full((len(X), len(Z)), np.nan, dtype=dtype)
+    strips = []
+    assert kernel.evaluate_into(X, Z, out, symmetric=symmetric, on_strip=lambda a, S: strips.append((a, S.copy())))
+    expected = kernel.block(X, Z, symmetric=symmetric)
+    assert out.dtype == expected.dtype
+    assert np.array_equal(out.view(np.uint8), expected.view(np.uint8))  # same bits, signs of zeros included
+    assert [a for a, _ in strips] == [0, 64, 128]
+    assert np.array_equal(np.concatenate([S for _, S in strips]), out)
+
+
+class _OwnBlockRBFKernel(RBFKernel):
+    """A subclass of the RBF kernel with a block() of its own."""
+
+    def block(self, X, Z, *, symmetric=False, **kwargs):
+        return super().block(X, Z, symmetric=symmetric, **kwargs)
+
+
+def test_only_the_builtin_rbf_on_dense_data_is_evaluated_into_a_buffer():
+    X = np.ones((4, 2))
+    out = np.empty((4, 4))
+    assert RBFKernel(gamma=1.0).evaluate_into(X, X, out)
+    assert not _OwnBlockRBFKernel(gamma=1.0).evaluate_into(X, X, out)  # subclasses keep their block()
+    assert not PolynomialKernel(gamma=1.0).evaluate_into(X, X, out)
+    assert not RBFKernel(gamma=1.0).evaluate_into(sp.csr_matrix(X), sp.csr_matrix(X), out)
+    X32 = X.astype(np.float32)
+    assert not RBFKernel(gamma=1.0).evaluate_into(X32, X32, out)
+
+
 @pytest.mark.parametrize(
     "kernel",
     [

@@ -1,0 +1,73 @@
+"""Gram matrices computed blockwise by Dask and persisted in zarr.
+
+A :class:`GramMatrix` holds ``K(X, Z)`` (``Z = X`` by default) as a grid of
+square blocks. Each block is one Dask task that evaluates the kernel on a row
+block of X and a row block of Z and, with a store, writes the result straight
+from the worker into its zarr chunk. For ``K(X, X)`` only the blocks on and
+above the diagonal are evaluated: the task of block (i, j), i < j, also writes
+its transpose into chunk (j, i), which halves the kernel work and makes the
+stored matrix exactly symmetric.
+
+Integrity: the task of a block also writes the CRC-32C of each row of the
+block (and of its mirror) before its done flag. Every read (``rows``,
+``submatrix``, ``block``, ``diag``, ``to_numpy``, ``in_memory``, the tasks of
+``.dask``) checks the rows it returns; damaged data, a missing or truncated
+shard, or a file that zarr cannot decode raise :class:`CorruptStoreError`
+naming the block and the command that rewrites it, never garbage values.
+:meth:`GramMatrix.verify` (``dkernel verify``) checks every block; re-running
+:meth:`GramMatrix.compute` on a store first verifies the blocks it holds and
+recomputes the damaged ones with the missing ones. Stores of format versions
+1 and 2 have no checksums: they are read unverified, with an
+:class:`UnverifiedStoreWarning`.
+
+The package, one concept per module, in the order they build on each other:
+
+=================== ==========================================================
+``_format``         the store format: layout, version, attributes, provenance,
+                    data fingerprint
+``_corruption``     how a damaged store is reported, and the repair it names
+``_grid``           the block grid
+``_checksums``      CRC-32C checksums of the stored rows
+``_shards``         the byte format of the shards of an uncompressed store
+``_blocks``         where the blocks live: a store, this process, a cluster
+``_store``          creating and replacing stores safely (computed and derived)
+``_compute``        blockwise evaluation and runs: in memory, into a store
+``_matrix``         the :class:`GramMatrix` itself
+=================== ==========================================================
+"""
+
+from ._corruption import corruption_message, gram_command, repair_hint
+from ._format import (
+    STORE_FORMAT,
+    STORE_VERSION,
+    data_fingerprint,
+    describe_operators,
+    describe_step,
+    matrix_form,
+    origin_step,
+    steps_from_description,
+    store_size_bytes,
+    weights_fingerprint,
+)
+from ._matrix import GramMatrix
+from ._store import check_output_store, check_store_path, write_view_store
+
+__all__ = [
+    "GramMatrix",
+    "STORE_FORMAT",
+    "STORE_VERSION",
+    "check_output_store",
+    "check_store_path",
+    "corruption_message",
+    "data_fingerprint",
+    "describe_operators",
+    "describe_step",
+    "gram_command",
+    "matrix_form",
+    "origin_step",
+    "repair_hint",
+    "steps_from_description",
+    "store_size_bytes",
+    "weights_fingerprint",
+    "write_view_store",
+]

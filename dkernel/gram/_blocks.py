@@ -1,0 +1,282 @@
+"""Where the blocks of a Gram live: a zarr store, this process's memory, or the memory of a cluster's workers.
+
+Each backend gives the blocks, row slabs (``submatrix``), the stored diagonal
+and the whole matrix; the store's backend (:class:`_ZarrBlocks`) checks every
+row it reads against the store's checksums, and finds the damaged blocks of a
+store (:meth:`_ZarrBlocks.corrupt_blocks`, behind ``GramMatrix.verify``). The
+store's lazy Dask array is built by :class:`~dkernel.gram.GramMatrix` itself,
+whose reads each of its tasks makes.
+"""
+
+import contextlib
+import os
+import warnings
+
+import dask
+import dask.array as da
+import numpy as np
+import zarr
+
+from .._dask import TextProgress
+from ..exceptions import CorruptStoreError, DKernelError, UnverifiableStoreError, UnverifiedStoreWarning
+from ._checksums import _Checksums, _row_crcs
+from ._corruption import _corrupt_error, _decoding
+from ._shards import _ShardFiles
+
+__all__ = []
+
+
+class _ZarrBlocks:
+    """The blocks of a zarr store; reads check each row segment against the store's checksums.
+
+    ``checksums`` is None for a store written without them (format versions
+    1 and 2): its data are then read unverified.
+    """
+
+    def __init__(self, path, mode):
+        self.path = str(path)
+        self.group = zarr.open_group(self.path, mode=mode)
+        self.K = self.group["K"]
+        self.shards = _ShardFiles.of(self.K, os.path.join(self.path, "K"))
+        self.checksums = _Checksums.of(dict(self.group.attrs), self.path)
+        self.repaired = []
+        self._done = None
+
+    def done(self, refresh=False):
+        if self._done is None or refresh:
+            self._done = self._read_flags()
+        return self._done
+
+    def _read_flags(self):
+        flags = self.group["done"]
+        try:
+            return flags[:].astype(bool)
+        except (MemoryError, PermissionError):
+            raise
+        except Exception:
+            # A damaged flag chunk: read the flags one by one; one that cannot be read counts as not done.
+            done = np.zeros(flags.shape, dtype=bool)
+            for i, j in np.ndindex(*flags.shape):
+                with contextlib.suppress(Exception):
+                    done[i, j] = bool(flags[i, j])
+            return done
+
+    def block(self, grid, i, j, buffer=None):
+        """Block (i, j), checked against its checksums; read into ``buffer`` if given (uncompressed stores)."""
+        rows, cols = grid.rows(i), grid.cols(j)
+        with _decoding(self.path, [(i, j)], "its data"):
+            if self.shards is not None:
+                B = self.shards.read_block(i, j, rows.stop - rows.start, cols.stop - cols.start, buffer)
+            else:
+                B = self.K[rows, cols]
+        if self.checksums is not None:
+            self.checksums.check_block(i, j, B)
+        return B
+
+    def submatrix(self, grid, sorted_idx, start, stop, positions=None):
+        """``K[sorted_idx, start:stop]``; with ``positions``, row p of that goes to row ``positions[p]``."""
+        if self.shards is not None:
+            return self.shards.read_rows(sorted_idx, start, stop, self.checksums, positions)
+        data = self._checked_zarr_rows(grid, sorted_idx, start, stop)
+        if positions is None:
+            return data
+        out = np.empty_like(data)
+        out[positions] = data
+        return out
+
+    def _checked_zarr_rows(self, grid, sorted_idx, start, stop):
+        checksums = self.checksums
+        if checksums is None:
+            return self._zarr_rows(grid, sorted_idx, start, stop)
+        # Read the whole checksum segments holding start:stop, check each row per block, then cut.
+        lo, hi = checksums.cover(start, stop)
+        data = self._zarr_rows(grid, sorted_idx, lo, hi)
+        bands = sorted_idx // grid.rc
+        bounds = [0, *(np.flatnonzero(np.diff(bands)) + 1).tolist(), sorted_idx.size]
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            i = int(bands[a])
+            local = sorted_idx[a:b] - i * grid.rc
+            for j in range(lo // grid.cc, -(-hi // grid.cc)):
+                c0, c1 = max(lo, j * grid.cc), min(hi, (j + 1) * grid.cc)
+                q0, q1, _, _ = checksums.span(j, c0 - j * grid.cc, c1 - j * grid.cc)
+                checksums.check(i, j, local, q0, q1, _row_crcs(data[a:b, c0 - lo : c1 - lo]))
+        if (lo, hi) != (start, stop):
+            data = np.ascontiguousarray(data[:, start - lo : stop - lo])
+        return data
+
+    def _zarr_rows(self, grid, sorted_idx, start, stop):
+        """``K[sorted_idx, start:stop]`` through zarr; a decoding error names the blocks that fail alone."""
+        try:
+            return self.K.get_orthogonal_selection((sorted_idx, slice(start, stop)))
+        except (DKernelError, MemoryError, PermissionError):
+            raise
+        except Exception as exc:
+            crossed, failed = [], []
+            for i in np.unique(sorted_idx // grid.rc).tolist():
+                rows = sorted_idx[sorted_idx // grid.rc == i]
+                for j in range(start // grid.cc, -(-stop // grid.cc)):
+                    crossed.append((i, j))
+                    cols = slice(max(start, j * grid.cc), min(stop, (j + 1) * grid.cc))
+                    try:
+                        self.K.get_orthogonal_selection((rows, cols))
+                    except Exception:
+                        failed.append((i, j))
+            raise _corrupt_error(self.path, failed or crossed,
+                                 f"its data cannot be read ({type(exc).__name__}: {exc})") from exc
+
+    def diag(self, grid):
+        if "diag" not in self.group:
+            return None
+        with _decoding(self.path, [(i, i) for i in range(grid.n_row_blocks)], "the stored diagonal"):
+            values = self.group["diag"][:]
+        if self.checksums is not None:
+            bad = self.checksums.corrupt_diagonal_chunks(values)
+            if bad:
+                raise _corrupt_error(self.path, [(i, i) for i in bad],
+                                     "the stored diagonal does not match its checksum")
+        return values
+
+    def to_numpy(self, grid):
+        if self.shards is None and self.checksums is None:
+            with _decoding(self.path, [(i, j) for i in range(grid.n_row_blocks) for j in range(grid.n_col_blocks)],
+                           "its data"):
+                return self.K[:]
+        out = np.empty((grid.n, grid.m), dtype=self.K.dtype)
+        for i in range(grid.n_row_blocks):
+            for j in range(grid.n_col_blocks):
+                out[grid.rows(i), grid.cols(j)] = self.block(grid, i, j)
+        return out
+
+    def corrupt_blocks(self, grid, progress=False, done=None):
+        """The computed blocks (flagged in ``done``, default: the store's flags) whose data fail their checksums.
+
+        Reads every such block once, and for K(X, X) the stored diagonal
+        (a bad diagonal chunk i counts as block (i, i)).
+        """
+        if self.checksums is None:
+            version = dict(self.group.attrs).get("format_version")
+            raise UnverifiableStoreError(
+                f"the Gram store {self.path} (format version {version}) was written without checksums, so its "
+                f"data cannot be verified; recompute it (GramMatrix.compute(..., overwrite=True), or "
+                f"`dkernel gram ... --overwrite`) to get a store whose reads are checked."
+            )
+        self.checksums.forget()
+        done = self.done(refresh=True) if done is None else np.asarray(done, dtype=bool)
+        todo = [(int(i), int(j)) for i, j in np.argwhere(done)]
+        bad = []
+        buffer = None if self.shards is None else np.empty(grid.rc * grid.cc, dtype=self.shards.dtype)
+        bar = TextProgress(len(todo), "blocks verified", enabled=progress)
+        try:
+            for n, (i, j) in enumerate(todo, 1):
+                try:
+                    self.block(grid, i, j, buffer)
+                except CorruptStoreError:
+                    bad.append((i, j))
+                if n < len(todo):
+                    bar.update(n)
+                else:
+                    bar.done = n  # shown once, by close()
+        finally:
+            bar.close()
+        if grid.symmetric and "diag" in self.group:
+            diagonal = [i for i in range(grid.n_row_blocks) if done[i, i]]
+            try:
+                values = self.group["diag"][:]
+                bad_chunks = self.checksums.corrupt_diagonal_chunks(values)
+            except (DKernelError, MemoryError, PermissionError):
+                raise
+            except Exception:
+                bad_chunks = diagonal
+            bad += [(i, i) for i in bad_chunks if i in diagonal]
+        return sorted(set(bad))
+
+
+class _MemoryBlocks:
+    """Blocks in this process; a mirrored block is a transposed view of its twin (no copy)."""
+
+    def __init__(self, blocks):
+        for K in blocks.values():
+            K.flags.writeable = False
+        self.blocks = blocks
+        self._dask = None
+
+    def done(self, refresh=False):
+        return None
+
+    def block(self, grid, i, j):
+        return self.blocks[i, j]
+
+    def submatrix(self, grid, sorted_idx, start, stop):
+        out = np.empty((len(sorted_idx), stop - start), dtype=next(iter(self.blocks.values())).dtype)
+        bands = sorted_idx // grid.rc
+        for i in np.unique(bands):
+            sel = np.flatnonzero(bands == i)
+            local = sorted_idx[sel] - i * grid.rc
+            for j in range(start // grid.cc, -(-stop // grid.cc)):
+                c0, c1 = max(start, j * grid.cc), min(stop, (j + 1) * grid.cc)
+                out[sel, c0 - start : c1 - start] = self.blocks[i, j][local, c0 - j * grid.cc : c1 - j * grid.cc]
+        return out
+
+    def diag(self, grid):
+        return None
+
+    def to_dask(self, grid):
+        if self._dask is None:
+            name = "gram-memory-" + dask.base.tokenize(id(self), grid.n, grid.m)
+            self._dask = da.block(
+                [
+                    [
+                        da.from_array(self.blocks[i, j], chunks=self.blocks[i, j].shape, name=f"{name}-{i}-{j}")
+                        for j in range(grid.n_col_blocks)
+                    ]
+                    for i in range(grid.n_row_blocks)
+                ]
+            )
+        return self._dask
+
+    def to_numpy(self, grid):
+        return np.block(
+            [[self.blocks[i, j] for j in range(grid.n_col_blocks)] for i in range(grid.n_row_blocks)]
+        )
+
+
+class _ClusterBlocks:
+    """A persisted Dask array whose blocks stay in the workers' memory."""
+
+    def __init__(self, array, client, owned):
+        self.array = array
+        self.client = client
+        self.owned = owned
+
+    def done(self, refresh=False):
+        return None
+
+    def _fetch(self, collection):
+        return self.client.compute(collection).result()
+
+    def block(self, grid, i, j):
+        return self._fetch(self.array.blocks[i, j])
+
+    def submatrix(self, grid, sorted_idx, start, stop):
+        return self._fetch(self.array[sorted_idx, start:stop])
+
+    def diag(self, grid):
+        return None
+
+    def to_dask(self, grid):
+        return self.array
+
+    def to_numpy(self, grid):
+        return self._fetch(self.array)
+
+
+def _warn_unverified(blocks):
+    """Warn that the store of ``blocks`` has no checksums (its reads are not verified); returns ``blocks``."""
+    if blocks.checksums is None:
+        version = dict(blocks.group.attrs).get("format_version")
+        warnings.warn(
+            f"the Gram store {blocks.path} (format version {version}) was written without checksums: its data are "
+            f"read without verification. Recompute it (overwrite=True, CLI: --overwrite) to get checked reads.",
+            UnverifiedStoreWarning, stacklevel=3,
+        )
+    return blocks

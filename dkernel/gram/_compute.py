@@ -1,0 +1,320 @@
+"""Blockwise evaluation of a Gram and its runs: in this process, on a cluster's workers, or into a store.
+
+Each block is one Dask task that evaluates the kernel on a row block of X and
+a row block of Z and, with a store, writes the result straight from the worker
+into its zarr chunk. For ``K(X, X)`` only the blocks on and above the diagonal
+are evaluated: the task of block (i, j), i < j, also writes its transpose into
+chunk (j, i), which halves the kernel work and makes the stored matrix exactly
+symmetric.
+
+A block's ``done`` flag is written by the task that computed it, after its
+chunk writes (both chunks of a mirrored pair) and its checksums returned, so
+an interrupted run never leaves a block that claims to be finished.
+Re-running a computation on the same store first verifies the blocks it holds,
+then evaluates only the blocks not flagged and the damaged ones. On a
+cluster, every worker must reach the store's path: one machine, a shared
+filesystem, or an object store.
+"""
+
+import contextlib
+import os
+import time
+import uuid
+
+import dask
+import dask.array as da
+import numpy as np
+import zarr
+from dask.system import CPU_COUNT
+from threadpoolctl import threadpool_info, threadpool_limits
+
+from .. import _artifacts
+from .._buffers import block_buffer, release_pool
+from .._dask import TextProgress, compute_with_progress, put_data, wait_with_progress
+from ..exceptions import IncompleteStoreError
+from ._blocks import _ClusterBlocks, _MemoryBlocks, _warn_unverified, _ZarrBlocks
+from ._checksums import _Checksums
+from ._format import _ARRAY_CONFIG, _remove_chunk
+from ._shards import _ShardFiles
+from ._store import _prepare_store
+
+__all__ = []
+
+
+def _mirror_upper(K, tile=512):
+    """Copy the upper triangle of a square block onto the lower one, in place.
+
+    A diagonal block evaluated by BLAS and element-wise maps is symmetric only
+    to rounding (``(a + b) + c`` differs from ``(a + c) + b``); mirroring makes
+    the stored Gram exactly symmetric, like the mirrored off-diagonal blocks.
+    Works tile by tile to avoid index arrays of the block's size.
+    """
+    size = K.shape[0]
+    for a in range(0, size, tile):
+        ta = slice(a, min(a + tile, size))
+        for b in range(0, a, tile):
+            K[ta, b : b + tile] = K[b : b + tile, ta].T
+        square = K[ta, ta]
+        lower = np.tril_indices(square.shape[0], -1)
+        square[lower] = square.T[lower]
+    return K
+
+
+def _evaluate_block(X, Z, kernel, grid, i, j, dtype, out=None, checksums=None):
+    """Block (i, j) of the Gram; into ``out`` (an array of the block's shape and dtype) where the kernel allows.
+
+    With ``checksums`` (a :class:`_Checksums`), returns ``(K, table)``, the
+    block and the checksums of its rows (:meth:`_Checksums.of_rows`): taken
+    strip by strip while each strip is in cache where the block is evaluated
+    into ``out`` (off the diagonal), else from the finished block.
+    """
+    rows, cols = grid.rows(i), grid.cols(j)
+    on_diagonal = grid.symmetric and i == j
+    Zb = X[rows] if on_diagonal else Z[cols]
+    table = on_strip = None
+    if out is not None and checksums is not None and not on_diagonal:
+        table = np.zeros((out.shape[0], checksums.spb), dtype=np.uint32)
+
+        def on_strip(a, S):
+            table[a : a + S.shape[0]] = checksums.of_rows(S)
+
+    if out is not None and kernel.evaluate_into(X[rows], Zb, out, symmetric=on_diagonal, on_strip=on_strip):
+        K = out
+    else:
+        table = None
+        K = np.asarray(kernel.block(X[rows], Zb, symmetric=on_diagonal), dtype=dtype)
+    if on_diagonal:
+        if not K.flags.writeable:
+            K = K.copy()
+        _mirror_upper(K)
+    if checksums is None:
+        return K
+    return K, (checksums.of_rows(K) if table is None else table)
+
+
+def _write_block(X, Z, kernel, grid, i, j, dtype, path, run_id, checksum_columns=None):
+    """Evaluate block (i, j), write it (and its mirror) and their checksums into the store, then flag it done.
+
+    For an uncompressed store the block is evaluated into a buffer of this
+    process's pool for ``run_id`` (:mod:`dkernel._buffers`), reused by the
+    run's next block on this thread; the task's arguments hold no block
+    memory. ``checksum_columns`` is the store's checksum segment width
+    (None for a store written without checksums). Returns the number of
+    blocks evaluated (1), so a run can count its work.
+    """
+    rows, cols = grid.rows(i), grid.cols(j)
+    store = zarr.open_array(store=path, path="K", mode="r+", config=_ARRAY_CONFIG)
+    shards = _ShardFiles.of(store, os.path.join(path, "K"))
+    checksums = None if checksum_columns is None else _Checksums(path, grid, np.dtype(dtype).itemsize,
+                                                                 checksum_columns)
+    mirrored = grid.symmetric and i != j
+    table = mirror_table = None
+    shape = (rows.stop - rows.start, cols.stop - cols.start)
+    if shards is not None:
+        buffer = block_buffer(run_id, shape, dtype, grid.rc * grid.cc * np.dtype(dtype).itemsize)
+    else:
+        buffer = contextlib.nullcontext()
+    with buffer as out:
+        if checksums is None:
+            K = _evaluate_block(X, Z, kernel, grid, i, j, dtype, out=out)
+        else:
+            K, table = _evaluate_block(X, Z, kernel, grid, i, j, dtype, out=out, checksums=checksums)
+        if shards is not None:
+            shards.write(i, j, K)
+            if mirrored:
+                mirror_table = shards.write(j, i, K, transposed=True, checksums=checksums)
+        else:
+            # A block is written whole: its old chunk (perhaps damaged) is not read back.
+            _remove_chunk(path, "K", store, (i, j))
+            store[rows, cols] = K
+            if mirrored:
+                # zarr copies a transposed (Fortran-ordered) view element by element; one
+                # contiguous copy first is several times faster.
+                KT = np.ascontiguousarray(K.T)
+                _remove_chunk(path, "K", store, (j, i))
+                store[cols, rows] = KT
+                if checksums is not None:
+                    mirror_table = checksums.of_rows(KT)
+                del KT
+        if grid.symmetric and i == j:
+            diagonal = zarr.open_array(store=path, path="diag", mode="r+", config=_ARRAY_CONFIG)
+            _remove_chunk(path, "diag", diagonal, (i,))
+            diagonal[rows] = np.diagonal(K)
+            if checksums is not None:
+                checksums.write_diagonal(i, np.diagonal(K).astype(diagonal.dtype))
+        del K
+    if checksums is not None:
+        checksums.write(i, j, table)
+        if mirrored:
+            checksums.write(j, i, mirror_table)
+    # The flags come last: only chunks whose writes returned are marked complete.
+    done = zarr.open_array(store=path, path="done", mode="r+", config=_ARRAY_CONFIG)
+    done[i, j] = 1
+    if mirrored:
+        done[j, i] = 1
+    return 1
+
+
+def _default_dtype(X, Z):
+    """float32 when the data are float32, float64 otherwise."""
+    if X.dtype == np.float32 and (Z is None or Z.dtype == np.float32):
+        return np.float32
+    return np.float64
+
+
+def _data_keys(X, Z, grid, client):
+    """X and Z put into the graph once each (one key every block task reads; Z is X for K(X, X))."""
+    Xk = put_data(X, client, name="gram-X-" + dask.base.tokenize(id(X), X.shape))
+    Zk = Xk if grid.symmetric else put_data(Z, client, name="gram-Z-" + dask.base.tokenize(id(Z), Z.shape))
+    return Xk, Zk
+
+
+def _compute_in_memory(X, Z, kernel, grid, dtype, client, owned, options):
+    """Evaluate the blocks into this process's memory, or, with a distributed client, into its workers' memory."""
+    Xk, Zk = _data_keys(X, Z, grid, client)
+    pairs = grid.evaluated_blocks()
+    tasks = [dask.delayed(_evaluate_block, pure=False)(Xk, Zk, kernel, grid, i, j, dtype) for i, j in pairs]
+    if client is None:
+        with _local_blas_threads(client, len(tasks)):
+            results = compute_with_progress(tasks, None, options.progress, label="blocks")
+        blocks = {}
+        for (i, j), K in zip(pairs, results):
+            blocks[i, j] = K
+            if grid.symmetric and i != j:
+                blocks[j, i] = K.T
+        return _MemoryBlocks(blocks), len(pairs)
+
+    row_sizes, col_sizes = grid.dask_chunks()
+    by_pair = dict(zip(pairs, tasks))
+    grid_arrays = []
+    for i in range(grid.n_row_blocks):
+        row = []
+        for j in range(grid.n_col_blocks):
+            shape = (row_sizes[i], col_sizes[j])
+            if (i, j) in by_pair:
+                row.append(da.from_delayed(by_pair[i, j], shape=shape, dtype=dtype))
+            else:
+                mirrored = dask.delayed(np.transpose, pure=True)(by_pair[j, i])
+                row.append(da.from_delayed(mirrored, shape=shape, dtype=dtype))
+        grid_arrays.append(row)
+    array = client.persist(da.block(grid_arrays))
+    futures = _futures_of(array)
+    bar = TextProgress(len(futures), "blocks", enabled=options.progress)
+    try:
+        wait_with_progress(client, futures, bar)
+    finally:
+        bar.close()
+    return _ClusterBlocks(array, client, owned), len(pairs)
+
+
+def _futures_of(collection):
+    # Imported here: distributed is a heavy import that runs without a cluster do not need.
+    from distributed import futures_of
+
+    return futures_of(collection)
+
+
+def _local_blas_threads(client, n_tasks):
+    """Share the cores between the block tasks that Dask's local scheduler runs at once (in memory or into a store).
+
+    A context manager limiting BLAS to ``cores / tasks running at once``
+    threads (never more than it has): each task makes one BLAS call, then
+    element-wise passes and file writes, and further BLAS threads only take
+    the cores from the other tasks (OpenBLAS threads also spin while they
+    wait for work). Products computed with other thread counts may differ in
+    the last bit, so such a store can differ from an in-memory Gram by
+    rounding. A no-op with a distributed client (its workers set their own
+    limits).
+    """
+    if client is not None:
+        return contextlib.nullcontext()
+    current = [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
+    if not current:
+        return contextlib.nullcontext()
+    if dask.config.get("scheduler", None) in ("sync", "synchronous", "single-threaded"):
+        running = 1
+    else:
+        running = dask.config.get("num_workers", None) or CPU_COUNT
+    share = max(1, CPU_COUNT // max(1, min(running, n_tasks)))
+    return threadpool_limits(limits=min(share, max(current)), user_api="blas")
+
+
+def _release_buffers(client, run_id):
+    """Drop the block buffers of a finished run, in this process or on every worker."""
+    if client is None:
+        release_pool(run_id)
+        return
+    with contextlib.suppress(Exception):  # a worker that died took its buffers with it
+        client.run(release_pool, run_id)
+
+
+def _compute_into_store(X, Z, kernel, grid, dtype, meta, target, overwrite, client, options):
+    """Evaluate into the store at ``target`` the blocks it lacks or holds damaged; returns ``(blocks, n_computed)``."""
+    path, replacing = _prepare_store(target, meta, grid, overwrite, options)
+    blocks = _ZarrBlocks(path, "r+")
+    done_before = blocks.done()
+    repaired = _unflag_damaged_blocks(blocks, grid, done_before, options)
+    if repaired:
+        done_before = blocks.done(refresh=True)
+    checksum_columns = None if blocks.checksums is None else blocks.checksums.seg
+    pairs = grid.evaluated_blocks(done=done_before)
+    n_computed = 0
+    started = time.perf_counter()
+    try:
+        if pairs:
+            Xk, Zk = _data_keys(X, Z, grid, client)
+            run_id = "gram-run-" + uuid.uuid4().hex
+            tasks = [dask.delayed(_write_block, pure=False)(Xk, Zk, kernel, grid, i, j, dtype, path, run_id,
+                                                            checksum_columns)
+                     for i, j in pairs]
+            try:
+                with _local_blas_threads(client, len(tasks)):
+                    n_computed = sum(compute_with_progress(tasks, client, options.progress, label="blocks"))
+            finally:
+                _release_buffers(client, run_id)
+    finally:
+        done = blocks.done(refresh=True)
+        blocks.group.attrs.update({
+            "blocks_done": int(done.sum()),
+            "last_run": {
+                "n_blocks_computed": n_computed,
+                "n_blocks_repaired": len(repaired),
+                "n_blocks_flagged": int(done.sum() - done_before.sum()),
+                "n_blocks_requested": len(pairs),
+                "seconds": round(time.perf_counter() - started, 3),
+            },
+        })
+    if replacing:
+        # Every block of the replacement is written: swap it in for the old store.
+        if not blocks.done(refresh=True).all():
+            raise IncompleteStoreError(
+                f"the replacement of {target} in {path} is not complete; run the same computation again to "
+                f"finish it (the old store is still in place)."
+            )
+        _artifacts.install(path, target, "gram")
+        blocks = _ZarrBlocks(target, "r+")
+    blocks.repaired = repaired
+    return blocks, n_computed
+
+
+def _unflag_damaged_blocks(blocks, grid, done, options):
+    """Before a run resumes a store: find its damaged blocks and clear their done flags, so the run rewrites them.
+
+    With ``options.verify``, every block flagged in ``done`` is read and
+    checked against its checksums (:meth:`_ZarrBlocks.corrupt_blocks`).
+    A store written without checksums is resumed unchecked, with a warning.
+    Returns the damaged blocks.
+    """
+    if not done.any():
+        return []
+    if blocks.checksums is None:
+        _warn_unverified(blocks)
+        return []
+    if not options.verify:
+        return []
+    bad = blocks.corrupt_blocks(grid, progress=options.progress, done=done)
+    if bad:
+        flags = zarr.open_array(store=blocks.path, path="done", mode="r+", config=_ARRAY_CONFIG)
+        for i, j in bad:
+            flags[i, j] = 0
+    return bad

@@ -1,0 +1,87 @@
+"""How a damaged Gram store is reported: :class:`CorruptStoreError` naming its blocks and its repair.
+
+Every read of a store turns damaged data, a missing or truncated file, or a
+file that zarr cannot decode into a :class:`CorruptStoreError` that names the
+store, the bad blocks and the call or ``dkernel`` command that rewrites them
+(:func:`repair_hint`), never into garbage values.
+"""
+
+import contextlib
+
+from ..exceptions import CorruptStoreError, DKernelError
+from ._format import _provenance_of, _read_meta
+
+__all__ = ["corruption_message", "gram_command", "repair_hint"]
+
+
+@contextlib.contextmanager
+def _decoding(path, blocks, what):
+    """Turn an error raised while reading stored data into a :class:`CorruptStoreError` naming ``blocks``."""
+    try:
+        yield
+    except (DKernelError, MemoryError, PermissionError):
+        raise
+    except Exception as exc:
+        raise _corrupt_error(path, blocks, f"{what} cannot be read ({type(exc).__name__}: {exc})") from exc
+
+
+def _corrupt_error(path, blocks, detail):
+    """A :class:`CorruptStoreError` naming the store, the bad blocks and the command that rewrites them."""
+    blocks = sorted({(int(i), int(j)) for i, j in blocks})
+    return CorruptStoreError(corruption_message(path, blocks, detail), path=path, blocks=blocks, detail=detail)
+
+
+def corruption_message(path, blocks, detail, cli=False):
+    """The message of a :class:`CorruptStoreError`; with ``cli``, its repair told as a ``dkernel`` command only."""
+    shown = ", ".join(f"({i}, {j})" for i, j in blocks[:8]) + (", ..." if len(blocks) > 8 else "")
+    return (f"the Gram store {path} is corrupted in block{'s' if len(blocks) > 1 else ''} {shown}: {detail}. "
+            f"{repair_hint(path, cli=cli)}")
+
+
+_CLI_KERNELS = {"linear": (), "poly": ("gamma", "degree", "coef0"), "rbf": ("gamma",),
+                "sigmoid": ("gamma", "coef0")}
+
+
+def gram_command(attrs, path, data="DATA"):
+    """The ``dkernel gram`` command line that writes (or repairs) the store ``path`` of attributes ``attrs``.
+
+    ``data`` stands for the data file. None when the command line cannot
+    express the store (a cross Gram K(X, Z), a kernel of its own class).
+    """
+    spec = attrs.get("kernel") or {}
+    flags = []
+    if spec.get("name") == "normalized":
+        flags.append("--normalize")
+        spec = (spec.get("params") or {}).get("kernel") or {}
+    name, params = spec.get("name"), spec.get("params") or {}
+    if not attrs.get("symmetric") or name not in _CLI_KERNELS or set(params) - set(_CLI_KERNELS[name]):
+        return None
+    words = ["dkernel", "gram", "--input", data, "--kernel", name]
+    for key in _CLI_KERNELS[name]:
+        if params.get(key) is not None:
+            words += [f"--{key}", repr(params[key])]
+    words += flags + ["--chunk", str(attrs["chunks"][0]), "--dtype", str(attrs["dtype"]), "--out", str(path)]
+    return " ".join(words)
+
+
+def repair_hint(path, cli=False):
+    """How to rewrite the damaged and missing blocks of the store at ``path``: the API call and the command line.
+
+    With ``cli``, only the ``dkernel`` command.
+    """
+    attrs = _read_meta(path) or {}
+    if _provenance_of(attrs)["operators"]:
+        how = "the command that derived it (dkernel center ... --out PATH --overwrite)" if cli else \
+            "its source (the same to_zarr call or dkernel command, with overwrite)"
+        return f"It is a derived store: write it again from {how}."
+    command = gram_command(attrs, path) if attrs else None
+    if cli:
+        if command:
+            return (f"Repair it with `{command}`, DATA being the data file it was computed from: only the damaged "
+                    f"and missing blocks are recomputed.")
+        return ("Repair it by re-running `dkernel gram` with the data file, kernel options, --chunk and --dtype it "
+                "was computed with: only the damaged and missing blocks are recomputed.")
+    cli_form = f"`{command}` with the data file it was computed from" if command else \
+        "`dkernel gram` with the same data and kernel options"
+    return (f"Repair it by re-running GramMatrix.compute with the same data and kernel and store={path!r} (or "
+            f"{cli_form}): only the damaged and missing blocks are recomputed.")

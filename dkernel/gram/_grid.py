@@ -1,0 +1,46 @@
+"""The block grid of a Gram: the square blocks that are its Dask tasks, zarr shards and units of work.
+
+A Gram ``K(X, Z)`` of shape ``n × m`` is cut into row blocks of X (``rc``
+rows) and column blocks of Z (``cc`` columns). For ``K(X, X)`` only the blocks
+on and above the diagonal are evaluated; block (i, j), i < j, also gives its
+mirror (j, i).
+"""
+
+__all__ = []
+
+
+class _BlockGrid:
+    """The block layout of an ``n × m`` Gram: row blocks of X, column blocks of Z."""
+
+    def __init__(self, shape, chunks, symmetric):
+        self.n, self.m = (int(s) for s in shape)
+        self.rc, self.cc = (int(c) for c in chunks)
+        self.symmetric = bool(symmetric)
+        self.n_row_blocks = -(-self.n // self.rc)
+        self.n_col_blocks = -(-self.m // self.cc)
+
+    @property
+    def n_blocks(self):
+        return self.n_row_blocks * self.n_col_blocks
+
+    def rows(self, i):
+        return slice(i * self.rc, min((i + 1) * self.rc, self.n))
+
+    def cols(self, j):
+        return slice(j * self.cc, min((j + 1) * self.cc, self.m))
+
+    def dask_chunks(self):
+        def sizes(total, size):
+            return tuple(min(size, total - s) for s in range(0, total, size))
+
+        return sizes(self.n, self.rc), sizes(self.m, self.cc)
+
+    def evaluated_blocks(self, done=None):
+        """Blocks a run evaluates: all, or (i <= j) for K(X, X), skipping those flagged in ``done``."""
+        blocks = []
+        for i in range(self.n_row_blocks):
+            for j in range(i if self.symmetric else 0, self.n_col_blocks):
+                if done is not None and done[i, j] and (not self.symmetric or done[j, i]):
+                    continue
+                blocks.append((i, j))
+        return blocks
