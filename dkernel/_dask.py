@@ -24,6 +24,7 @@ __all__ = [
     "stall_timeout",
     "local_scheduler",
     "client_for",
+    "scheduler_client",
     "connect",
     "connect_timeout",
     "StatusLine",
@@ -103,6 +104,36 @@ def client_for(client):
     finally:
         if owned:
             client.close()
+
+
+@contextlib.contextmanager
+def scheduler_client(scheduler, n_workers=None, option="--scheduler", **cluster_kwargs):
+    """The client of a scheduler choice, closed on exit with the cluster started for it.
+
+    ``scheduler`` is ``None`` (no client: Dask's local scheduler),
+    ``"local"`` (a new :func:`start_local_cluster` of ``n_workers`` worker
+    processes, ``cluster_kwargs`` passed on; the context value is its
+    client, whose ``cluster`` is the cluster) or a scheduler address
+    (:func:`connect`). An address where no scheduler answers raises
+    :class:`SchedulerUnreachableError` naming ``option`` and the address.
+    """
+    if scheduler is None:
+        yield None
+        return
+    if scheduler == "local":
+        cluster, client = start_local_cluster(n_workers=n_workers, **cluster_kwargs)
+    else:
+        cluster = None
+        try:
+            client = connect(scheduler)
+        except SchedulerUnreachableError as exc:
+            raise SchedulerUnreachableError(f"{option} {scheduler}: {exc}") from None
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
 
 
 def put_data(array, client, name):

@@ -10,7 +10,9 @@ import json
 import re
 import sys
 
-from .exceptions import CorruptStoreError, DKernelError, SchedulerUnreachableError
+from ._dask import scheduler_client
+from ._labels import load_labels
+from .exceptions import CorruptStoreError, DKernelError
 from .kernels import ESTIMATOR_DEFAULTS
 
 __all__ = ["build_parser", "main"]
@@ -18,15 +20,20 @@ __all__ = ["build_parser", "main"]
 DEMO_SHAPE = (4000, 16)
 
 
-# --------------------------------------------------------------------------- #
-# Options shared by commands, and their checks (before any work, naming the flag)
-# --------------------------------------------------------------------------- #
+# ------------------------------------- options shared by commands, and their checks
 
 #: The kernel parameters that each kernel of --kernel takes.
 _KERNEL_PARAMS = {"linear": (), "rbf": ("gamma",), "sigmoid": ("gamma", "coef0"), "poly": ("gamma", "coef0", "degree")}
 
 _GAMMA_HELP = ("float > 0, 'scale' = 1/(n_features * X.var()) or 'auto' = 1/n_features (default: "
                f"{ESTIMATOR_DEFAULTS['gamma']}, as scikit-learn's SVC)")
+
+
+def _add_command(subparsers, name, run, **kwargs):
+    """The subparser of command ``name``, which runs ``run(args)``; its epilog is shown as written."""
+    p = subparsers.add_parser(name, formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+    p.set_defaults(run=run)
+    return p
 
 
 def _add_kernel_arguments(group):
@@ -89,9 +96,7 @@ def _check_options(args):
             raise ValueError(f"--{name} must be a finite number > 0; got {value:g}.")
 
 
-# --------------------------------------------------------------------------- #
-# gram
-# --------------------------------------------------------------------------- #
+# ------------------------------------------------------------------------ gram
 
 _GRAM_EPILOG = """\
 examples:
@@ -118,13 +123,12 @@ or a shared filesystem).
 
 
 def _add_gram_parser(subparsers):
-    p = subparsers.add_parser(
-        "gram",
+    p = _add_command(
+        subparsers, "gram", _run_gram,
         help="compute a kernel Gram matrix K(X, X) into a zarr store",
         description="Compute the Gram matrix K(X, X) of a data file blockwise with Dask and write it "
         "to a zarr store (only the blocks on and above the diagonal are evaluated).",
         epilog=_GRAM_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--input", metavar="FILE",
@@ -154,7 +158,6 @@ def _add_gram_parser(subparsers):
     e.add_argument("--no-verify", action="store_true",
                    help="on an existing store, do not check the blocks already written (by default they are read "
                         "once and the damaged ones recomputed with the missing ones)")
-    p.set_defaults(run=_run_gram)
 
 
 def _demo_data():
@@ -175,6 +178,7 @@ def _kernel_from_args(args, X):
 
 def _run_gram(args):
     from ._options import GramOptions
+    from ._store_summary import computation_summary
     from .gram import GramMatrix, check_store_path
 
     check_store_path(args.out, args.overwrite)  # a path refused whatever the data: before reading them
@@ -194,27 +198,15 @@ def _run_gram(args):
         chunk = DEMO_SHAPE[0] // 4  # 4 x 4 blocks, so that the demo shows the blockwise computation
     options = GramOptions(chunk=chunk, dtype=args.dtype, codec=args.codec, progress=not args.no_progress,
                           verify=not args.no_verify)
-    cluster, client = _connect(args.scheduler, n_workers=args.workers)
-    try:
+    with scheduler_client(args.scheduler, n_workers=args.workers) as client:
+        _announce_cluster(client)
         gram = GramMatrix.compute(X, kernel=kernel, store=args.out, overwrite=args.overwrite,
                                   client=client, options=options)
-    finally:
-        _disconnect(cluster, client)
-    info = gram.info()
-    print(
-        f"dkernel: wrote the {info['shape'][0]}x{info['shape'][1]} {info['dtype']} Gram of {source} "
-        f"({_describe_kernel(info['kernel'])}) to {info['path']}: {info['blocks_done']}/{info['blocks_total']} "
-        f"blocks complete, {gram.n_blocks_computed} computed in this run"
-        + (f" ({len(gram.blocks_repaired)} damaged block(s) repaired: {_block_list(gram.blocks_repaired)})"
-           if gram.blocks_repaired else "")
-        + f", {_format_size(info['bytes_on_disk'])} on disk"
-    )
+    print(f"dkernel: {computation_summary(gram, source)}")
     return 0
 
 
-# --------------------------------------------------------------------------- #
-# info
-# --------------------------------------------------------------------------- #
+# ------------------------------------------------------------------------ info
 
 _INFO_EPILOG = """\
 example:
@@ -224,56 +216,30 @@ example:
 
 
 def _add_info_parser(subparsers):
-    p = subparsers.add_parser(
-        "info",
+    p = _add_command(
+        subparsers, "info", _run_info,
         help="describe a Gram store: kernel, shape, dtype, chunks, completeness, size",
         description="Describe a Gram store written by 'dkernel gram'.",
         epilog=_INFO_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("store", metavar="PATH", help="folder of the zarr store (e.g. K.zarr)")
     p.add_argument("--json", action="store_true", help="print the description as JSON")
-    p.set_defaults(run=_run_info)
 
 
 def _run_info(args):
+    from ._store_summary import store_summary
     from .gram import GramMatrix
 
     info = GramMatrix.open(args.store).info()
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
-    n, m = info["shape"]
-    rc, cc = info["chunks"]
-    operators = info.get("provenance", {}).get("operators") or []
-    form = info.get("matrix", "K(X, X)" if info["symmetric"] else "K(X, Z)")
-    form += ", symmetric" if info["symmetric"] else ""
-    state = "complete" if info["blocks_done"] == info["blocks_total"] else "INCOMPLETE: re-run 'dkernel gram' to finish"
-    rows = [
-        ("store", info["path"]),
-        ("kernel", _describe_kernel(info["kernel"]) + (" (of the raw Gram)" if operators else "")),
-        ("shape", f"{n} x {m} ({form})"),
-        ("dtype", info["dtype"]),
-        ("chunks", f"{rc} x {cc} ({-(-n // rc)} x {-(-m // cc)} blocks)"),
-        ("blocks", f"{info['blocks_done']}/{info['blocks_total']} ({state})"),
-        ("on disk", _format_size(info["bytes_on_disk"])),
-        ("checks", "CRC-32C of every row, checked by each read ('dkernel verify' checks every block)"
-         if info.get("checksums") else "none: written without checksums, read unverified (rebuild with "
-         "'dkernel gram ... --overwrite')"),
-        ("data X", info["fingerprint"]["X"]),
-    ]
-    if info["fingerprint"].get("Z"):
-        rows.append(("data Z", info["fingerprint"]["Z"]))
-    for number, step in enumerate(operators, 1):
-        rows.append((f"op {number}", _describe_step(step)))
-    for key, value in rows:
+    for key, value in store_summary(info):
         print(f"{key + ':':<9} {value}")
     return 0
 
 
-# --------------------------------------------------------------------------- #
-# verify
-# --------------------------------------------------------------------------- #
+# ---------------------------------------------------------------------- verify
 
 _VERIFY_EPILOG = """\
 example:
@@ -288,53 +254,34 @@ when every block is computed and intact; 1 when blocks are damaged or missing
 
 
 def _add_verify_parser(subparsers):
-    p = subparsers.add_parser(
-        "verify",
+    p = _add_command(
+        subparsers, "verify", _run_verify,
         help="check every block of a Gram store against its checksums",
         description="Check every computed block of a Gram store written by 'dkernel gram' against the "
                     "checksums written with it, and name the damaged blocks and the command that repairs them.",
         epilog=_VERIFY_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("store", metavar="PATH", help="folder of the Gram store (e.g. K.zarr)")
     p.add_argument("--no-progress", action="store_true", help="do not show progress while the blocks are read")
-    p.set_defaults(run=_run_verify)
-
-
-def _block_list(blocks, shown=8):
-    return ", ".join(f"({i}, {j})" for i, j in blocks[:shown]) + (", ..." if len(blocks) > shown else "")
 
 
 def _run_verify(args):
     import warnings
 
     from .exceptions import UnverifiedStoreWarning
-    from .gram import GramMatrix, repair_hint
+    from ._store_summary import verification_report
+    from .gram import GramMatrix
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnverifiedStoreWarning)  # verify() says it, as an error
         gram = GramMatrix.open(args.store)
     bad = gram.verify(progress=not args.no_progress)
-    total = gram.n_blocks[0] * gram.n_blocks[1]
-    done = gram.n_blocks_done
-    if not bad and done == total:
-        print(f"dkernel: {gram.path}: all {total} blocks intact")
-        return 0
-    lines = []
-    if bad:
-        lines.append(f"dkernel: {gram.path}: {len(bad)} of {done} computed blocks are DAMAGED: {_block_list(bad)}")
-    else:
-        lines.append(f"dkernel: {gram.path}: the {done} computed blocks are intact")
-    if done < total:
-        lines.append(f"dkernel: {gram.path}: {total - done} of {total} blocks are not computed yet")
-    lines.append("dkernel: " + repair_hint(gram.path, cli=True))
-    print("\n".join(lines))
-    return 1
+    intact, lines = verification_report(gram, bad)
+    print("\n".join(f"dkernel: {line}" for line in lines))
+    return 0 if intact else 1
 
 
-# --------------------------------------------------------------------------- #
-# center
-# --------------------------------------------------------------------------- #
+# ---------------------------------------------------------------------- center
 
 _CENTER_EPILOG = """\
 examples:
@@ -356,13 +303,12 @@ written beside it and replaces it only once complete.
 
 
 def _add_center_parser(subparsers):
-    p = subparsers.add_parser(
-        "center",
+    p = _add_command(
+        subparsers, "center", _run_center,
         help="center a Gram store in feature space (Meila 2002)",
         description="Translate the data in feature space to an origin a = sum_i gamma_i phi(x_i) and "
                     "write (or summarize) the centered Gram K_a = K - 1h' - h1' + h0.",
         epilog=_CENTER_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("store", metavar="PATH", help="folder of the Gram store (e.g. K.zarr)")
     p.add_argument("--labels", metavar="FILE", help="labels, one per row of the Gram (.npy, .txt or .csv); "
@@ -378,23 +324,6 @@ def _add_center_parser(subparsers):
     p.add_argument("--overwrite", action="store_true",
                    help="replace a Gram store at --out (never another folder); --out may then be the input store, "
                         "replaced once the centered store is complete")
-    p.set_defaults(run=_run_center)
-
-
-def _load_labels(path):
-    import numpy as np
-
-    from .exceptions import InputFileError
-
-    path = str(path)
-    try:
-        if path.endswith(".npy"):
-            y = np.load(path, allow_pickle=False)
-        else:
-            y = np.loadtxt(path, delimiter="," if path.endswith(".csv") else None)
-    except (OSError, ValueError) as exc:
-        raise InputFileError(f"cannot read labels from {path} (.npy, or text with one label per line): {exc}") from exc
-    return y.ravel()
 
 
 def _check_label_count(y, n, store):
@@ -421,7 +350,7 @@ def _run_center(args):
         from .operators import check_output_store
 
         check_output_store(args.out, args.overwrite, gram)  # before h = K gamma, a pass over the store
-    y = _load_labels(args.labels) if args.labels else None
+    y = load_labels(args.labels) if args.labels else None
     if y is None and args.scheme != "standard":
         raise ValueError(f"the {args.scheme} scheme needs labels; pass --labels FILE or use --scheme standard.")
     _check_label_count(y, gram.n, args.store)
@@ -444,9 +373,7 @@ def _run_center(args):
     return 0
 
 
-# --------------------------------------------------------------------------- #
-# align
-# --------------------------------------------------------------------------- #
+# ----------------------------------------------------------------------- align
 
 _ALIGN_EPILOG = """\
 examples:
@@ -462,12 +389,11 @@ examples:
 
 
 def _add_align_parser(subparsers):
-    p = subparsers.add_parser(
-        "align",
+    p = _add_command(
+        subparsers, "align", _run_align,
         help="kernel-target alignment of a Gram store (Kandola et al.)",
         description="Alignment A(K, tt') = t'Kt / (|t|^2 |K|_F) of a Gram store with its labels.",
         epilog=_ALIGN_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("store", metavar="PATH", help="folder of the Gram store (e.g. K.zarr)")
     p.add_argument("--labels", metavar="FILE", required=True, help="labels or outputs, one per row (.npy, .txt, .csv)")
@@ -477,7 +403,6 @@ def _add_align_parser(subparsers):
     p.add_argument("--repeats", type=int, default=10, metavar="R", help="submatrices with --sample "
                    "(default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="seed of the samples (default: %(default)s)")
-    p.set_defaults(run=_run_align)
 
 
 def _run_align(args):
@@ -485,7 +410,7 @@ def _run_align(args):
     from .gram import GramMatrix
 
     gram = GramMatrix.open(args.store)
-    y = _load_labels(args.labels)
+    y = load_labels(args.labels)
     _check_label_count(y, gram.n, args.store)
     _check_sample(args.sample, gram.n, args.store)
     if args.sample is None:
@@ -499,14 +424,7 @@ def _run_align(args):
     return 0
 
 
-# --------------------------------------------------------------------------- #
-# shared
-# --------------------------------------------------------------------------- #
-
-
-# --------------------------------------------------------------------------- #
-# fit / predict
-# --------------------------------------------------------------------------- #
+# --------------------------------------------------------------- fit / predict
 
 _FIT_EPILOG = """\
 examples:
@@ -526,12 +444,11 @@ the same --store reuses the Gram blocks already computed.
 
 
 def _add_fit_parser(subparsers):
-    p = subparsers.add_parser(
-        "fit",
+    p = _add_command(
+        subparsers, "fit", _run_fit,
         help="train an SVM and save it as a model store",
         description="Train dkernel.SVC on a data file and save the model (zarr + JSON attributes).",
         epilog=_FIT_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--data", "--input", dest="data", required=True, metavar="FILE",
                    help="training data: .npy, .npz (array 'X', labels 'y'), .svmlight/.libsvm, .csv "
@@ -558,7 +475,6 @@ def _add_fit_parser(subparsers):
                    help="'local' (a LocalCluster of worker processes on 127.0.0.1) or a scheduler address")
     x.add_argument("--seed", type=int, default=0, help="random seed for sampled centering")
     x.add_argument("--quiet", action="store_true", help="no progress display")
-    p.set_defaults(run=_run_fit)
 
 
 def _read_training_data(args):
@@ -566,7 +482,7 @@ def _read_training_data(args):
 
     X, y = load_input(args.data)
     if args.labels is not None:
-        y = _load_labels(args.labels)
+        y = load_labels(args.labels)
     if y is None:
         raise ValueError(f"{args.data} has no labels; pass --labels FILE.")
     if len(y) != X.shape[0]:
@@ -574,32 +490,11 @@ def _read_training_data(args):
     return X, y
 
 
-def _connect(scheduler, n_workers=None):
-    """(cluster, client) for --scheduler: a new local cluster for 'local', a client for an address.
-
-    An address where no scheduler answers fails within the connection
-    timeout (10 s) with a message naming --scheduler.
-    """
-    from ._dask import connect, start_local_cluster
-
-    if scheduler is None:
-        return None, None
-    if scheduler == "local":
-        cluster, client = start_local_cluster(n_workers=n_workers)
-        print(f"dkernel: started a local cluster at {cluster.scheduler_address}", file=sys.stderr)
-        return cluster, client
-    try:
-        return None, connect(scheduler)
-    except SchedulerUnreachableError as exc:
-        raise SchedulerUnreachableError(f"--scheduler {scheduler}: {exc}") from None
-
-
-def _disconnect(cluster, client):
-    """Close what :func:`_connect` opened."""
-    if client is not None:
-        client.close()
+def _announce_cluster(client):
+    """Say where a local cluster started for a command listens (its client's cluster; none for an address)."""
+    cluster = getattr(client, "cluster", None)
     if cluster is not None:
-        cluster.close()
+        print(f"dkernel: started a local cluster at {cluster.scheduler_address}", file=sys.stderr)
 
 
 def _run_fit(args):
@@ -619,14 +514,12 @@ def _run_fit(args):
               normalize=args.normalize, normalize_bias_correction=args.graf_correction, multiclass=args.multiclass,
               working_set_size=args.working_set_size, store=args.store, random_state=args.seed,
               verbose=not args.quiet)
-    cluster, client = _connect(args.scheduler)
-    try:
+    with scheduler_client(args.scheduler) as client:
+        _announce_cluster(client)
         clf.set_params(client=client)
         clf.fit(X, y)
         clf.set_params(client=None)
         path = clf.save(args.model, overwrite=args.overwrite)
-    finally:
-        _disconnect(cluster, client)
     print(
         f"dkernel: trained on {X.shape[0]} samples x {X.shape[1]} features, {len(clf.classes_)} classes, "
         f"{clf.support_.shape[0]} support vectors, training accuracy {clf.score(X, y):.4f}"
@@ -636,12 +529,11 @@ def _run_fit(args):
 
 
 def _add_predict_parser(subparsers):
-    p = subparsers.add_parser(
-        "predict",
+    p = _add_command(
+        subparsers, "predict", _run_predict,
         help="predict labels with a saved model",
         description="Predict labels of a data file with a model written by 'dkernel fit'.",
         epilog="example:\n  dkernel predict --model model.zarr --data X_test.npy --labels y_test.npy --out pred.npy",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--model", required=True, metavar="PATH", help="model store written by 'dkernel fit'")
     p.add_argument("--data", "--input", dest="data", required=True, metavar="FILE",
@@ -649,7 +541,6 @@ def _add_predict_parser(subparsers):
     p.add_argument("--labels", metavar="FILE", help="true labels: report the accuracy")
     p.add_argument("--out", metavar="FILE", help="write the predicted labels (.npy)")
     p.add_argument("--decision", metavar="FILE", help="write the decision values (.npy)")
-    p.set_defaults(run=_run_predict)
 
 
 def _run_predict(args):
@@ -661,7 +552,7 @@ def _run_predict(args):
     model = load_model(args.model)
     X, y = load_input(args.data)
     if args.labels is not None:
-        y = _load_labels(args.labels)
+        y = load_labels(args.labels)
     if X.shape[1] != model.n_features_in_:
         raise ValueError(f"--data {args.data} has {X.shape[1]} features but the model {args.model} was trained on "
                          f"{model.n_features_in_}.")
@@ -681,9 +572,7 @@ def _run_predict(args):
     return 0
 
 
-# --------------------------------------------------------------------------- #
-# run
-# --------------------------------------------------------------------------- #
+# ------------------------------------------------------------------------- run
 
 _RUN_EPILOG = """\
 examples:
@@ -698,20 +587,18 @@ Each pipeline writes results/NAME/: results.csv, results.json, report.md and fig
 
 
 def _add_run_parser(subparsers):
-    p = subparsers.add_parser(
-        "run",
+    p = _add_command(
+        subparsers, "run", _run_run,
         help="run a reproduction pipeline (an experiment of the papers) and write its report",
         description="Run a reproduction pipeline: its tasks go to Dask (a local cluster by default) and its "
         "results, report and figures to results/NAME/. Options after NAME belong to the pipeline: "
         "[--quick] [--scheduler ADDR|local|threads] [--out DIR] [--repeats R] [--seed S] [--overwrite] "
         "(--overwrite replaces the results of an earlier run).",
         epilog=_RUN_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--list", action="store_true", help="list the pipelines and exit")
     p.add_argument("name", nargs="?", metavar="NAME", help="pipeline to run (see --list)")
     p.add_argument("options", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-    p.set_defaults(run=_run_run)
 
 
 def _run_run(args):
@@ -723,31 +610,6 @@ def _run_run(args):
             print(f"{name:<24} {get_pipeline(name).DESCRIPTION}")
         return 0 if args.list else 2
     return main_for(get_pipeline(args.name), args.options)
-
-
-def _describe_step(step):
-    from .gram import describe_step
-
-    text = describe_step(step, full=True)
-    if step.get("h0") is not None and step.get("name") != "normalized":
-        text += f", h0 = {step['h0']:.10g}"
-    return text
-
-
-def _describe_kernel(spec):
-    params = spec.get("params", {})
-    if spec.get("name") == "normalized":
-        return f"normalized({_describe_kernel(params['kernel'])})"
-    return f"{spec.get('name')}(" + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
-                                            for k, v in params.items()) + ")"
-
-
-def _format_size(nbytes):
-    for unit in ("B", "KB", "MB", "GB"):
-        if nbytes < 1000 or unit == "GB":
-            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
-        nbytes /= 1000
-    return f"{nbytes:.1f} TB"
 
 
 #: Per command, the library parameters that a flag sets, so that an error raised by the library names the flag.

@@ -35,7 +35,6 @@ References
    DAGM 2001.
 """
 
-import hashlib
 import math
 
 import dask.array as da

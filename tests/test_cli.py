@@ -143,8 +143,8 @@ def test_gram_demo_and_info(tmp_path, capsys):
     assert "4000 x 4000" in stdout and "float64" in stdout
     assert "1000 x 1000 (4 x 4 blocks)" in stdout
     assert "16/16 (complete)" in stdout
-    # 4000² float64 = 128.0 MB of values, plus the small shard indexes.
-    assert re.search(r"\b128\.[01] MB\b", stdout)
+    # 4000² float64 = 122.07 MiB of values, plus the small shard indexes.
+    assert re.search(r"\b122\.\d\d MiB\b", stdout)
 
     code, stdout, _ = run(["info", out, "--json"], capsys)
     info = json.loads(stdout)
@@ -159,7 +159,7 @@ def test_readme_first_command_with_a_local_cluster(tmp_path, capsys):
                              "--no-progress"], capsys)
     assert code == 0, err
     assert "started a local cluster at tcp://127.0.0.1:" in err
-    assert str(out) in stdout and "MB on disk" in stdout
+    assert str(out) in stdout and "MiB on disk" in stdout
     assert GramMatrix.open(out).complete
 
 

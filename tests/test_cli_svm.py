@@ -41,12 +41,12 @@ def test_fit_then_predict_equals_the_library(wdbc_files, tmp_path, capsys):
 
 def test_interrupted_fit_leaves_no_model(wdbc_files, tmp_path, monkeypatch, capsys):
     X_path, y_path, _, _ = wdbc_files
-    import dkernel.svm
+    import dkernel.svm._training
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(dkernel.svm, "solve_qp", interrupted)
+    monkeypatch.setattr(dkernel.svm._training, "solve_qp", interrupted)
     model = tmp_path / "model.zarr"
     code = cli.main(["fit", "--data", str(X_path), "--labels", str(y_path), "--model", str(model), "--quiet"])
     assert code == 130

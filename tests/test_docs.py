@@ -8,8 +8,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-MODULES = ["dkernel.kernels", "dkernel.svm", "dkernel.gram", "dkernel.centering", "dkernel.operators",
-           "dkernel.alignment", "dkernel.datasets"]
+MODULES = ["dkernel.kernels", "dkernel.svm", "dkernel.svm._classes", "dkernel.gram", "dkernel.centering",
+           "dkernel.operators", "dkernel.alignment", "dkernel.datasets"]
 
 
 def test_readme_examples_run(tmp_path, monkeypatch):

@@ -118,6 +118,23 @@ def test_class_weight_and_sample_weight_match_libsvm():
     assert_same_optimum(ours, ref, X_te)
 
 
+def test_balanced_class_weights_equal_libsvm_class_weight():
+    from dkernel.svm._classes import _upper_bounds
+
+    X, y = load_digits(return_X_y=True)
+    y = np.where(y < 3, y, 3)  # four uneven classes
+    ref = LibSVC(kernel="rbf", gamma=0.001, class_weight="balanced", max_iter=1)
+    with pytest.warns(Warning):  # one iteration: only the class weights are used
+        ref.fit(X, y)
+    classes, y_index = np.unique(y, return_inverse=True)
+    C_i = _upper_bounds(2.0, "balanced", classes, y_index, None)
+    np.testing.assert_array_equal(C_i, 2.0 * ref.class_weight_[y_index])
+    ours = SVC(kernel="rbf", gamma=0.001, C=2.0, tol=1e-6, class_weight="balanced", client=False).fit(X, y)
+    ref = LibSVC(kernel="rbf", gamma=0.001, C=2.0, tol=1e-6, class_weight="balanced").fit(X, y)
+    np.testing.assert_array_equal(ours.support_, ref.support_)
+    np.testing.assert_allclose(ours.dual_coef_, ref.dual_coef_, atol=1e-4)
+
+
 def test_precomputed_and_sparse_inputs_agree_with_dense():
     X, y = load_breast_cancer(return_X_y=True)
     X_tr, X_te, y_tr, _ = _standardized_split(X, y, seed=5)
@@ -305,7 +322,7 @@ def test_saved_model_keeps_its_convergence_status(tmp_path):
 
 
 def test_precomputed_gram_matrix_accepted_for_prediction(tmp_path, monkeypatch):
-    import dkernel.svm
+    import dkernel.svm._predict
     from dkernel.gram import GramMatrix
 
     X, y = _wdbc_standardized()
@@ -317,7 +334,7 @@ def test_precomputed_gram_matrix_accepted_for_prediction(tmp_path, monkeypatch):
     direct = SVC(kernel="rbf", gamma=0.05, C=10.0).fit(X_tr, y_tr)
     dense = pairwise_kernels(X_te, X_tr, metric="rbf", gamma=0.05)
     # Several row blocks of the stored test kernel.
-    monkeypatch.setattr(dkernel.svm, "PREDICT_BLOCK_BYTES", 8 * X_tr.shape[0] * 7)
+    monkeypatch.setattr(dkernel.svm._predict, "PREDICT_BLOCK_BYTES", 8 * X_tr.shape[0] * 7)
     decision = clf.decision_function(K_test)
     np.testing.assert_allclose(decision, clf.decision_function(dense), rtol=0, atol=1e-12)
     np.testing.assert_allclose(decision, direct.decision_function(X_te), rtol=0, atol=1e-6)

@@ -1,0 +1,77 @@
+"""Decision values of the binary problems through the original kernel (Meilă eq. 16, Graf & Borer eq. 3).
+
+Test rows are evaluated in blocks against the support vectors; a stored
+test kernel ``K(X_test, X_train)`` is read by row blocks of bounded size; a
+dask array stays lazy and is evaluated blockwise over its row chunks.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import check_finite
+
+#: Test rows evaluated per block in prediction.
+PREDICT_BLOCK_ROWS = 4096
+
+#: Bytes of a stored test kernel ``K(X_test, X_train)`` read at once in prediction.
+PREDICT_BLOCK_BYTES = 2**28
+
+
+def is_dask(X):
+    try:
+        import dask.array as da
+    except ImportError:  # pragma: no cover - dask is a dependency
+        return False
+    return isinstance(X, da.Array)
+
+
+def is_gram_source(X):
+    """A Gram matrix read by rows (:class:`~dkernel.gram.GramMatrix` or an operator view), not an array."""
+    return hasattr(X, "rows") and hasattr(X, "shape") and not isinstance(X, np.ndarray) and not sp.issparse(X)
+
+
+def materialize(X):
+    """Compute a dask array (training data must fit in memory; its Gram need not)."""
+    if is_dask(X):
+        return X.compute()
+    return X
+
+
+def pairwise_decision(X, kernel, support_vectors, support, pair_coef, intercept):
+    """Decision values of every binary problem, shape (n_test, n_problems), blockwise over test rows.
+
+    ``kernel`` evaluates ``K(X, support_vectors)``; with ``kernel=None``,
+    ``X`` is the precomputed ``K(X_test, X_train)`` (an array, or a Gram
+    source read by row blocks) and ``support`` selects its columns.
+    """
+    if kernel is None and is_gram_source(X):
+        n_test, n_train = X.shape
+        step = max(1, min(PREDICT_BLOCK_ROWS, PREDICT_BLOCK_BYTES // (8 * n_train)))
+        out = np.empty((n_test, pair_coef.shape[0]))
+        for start in range(0, n_test, step):
+            stop = min(start + step, n_test)
+            K = np.asarray(X.rows(np.arange(start, stop)), dtype=np.float64)[:, support]
+            check_finite(K, name="the precomputed test kernel", what="predicting")
+            out[start:stop] = K @ pair_coef.T + intercept
+        return out
+    if kernel is None:
+        K = np.asarray(X, dtype=np.float64)[:, support]
+        return K @ pair_coef.T + intercept
+    out = np.empty((X.shape[0], pair_coef.shape[0]))
+    for start in range(0, X.shape[0], PREDICT_BLOCK_ROWS):
+        stop = min(start + PREDICT_BLOCK_ROWS, X.shape[0])
+        K = kernel.block(X[start:stop], support_vectors)
+        out[start:stop] = np.asarray(K, dtype=np.float64) @ pair_coef.T + intercept
+    return out
+
+
+def map_row_blocks(X, fn, n_out, label_dtype):
+    """Apply ``fn`` to each row block of a dask array, keeping it lazy.
+
+    ``n_out=None``: ``fn`` returns one label of ``label_dtype`` per row;
+    otherwise ``n_out`` float64 values per row.
+    """
+    X = X.rechunk({1: -1})
+    if n_out is None:
+        return X.map_blocks(fn, drop_axis=1, dtype=label_dtype)
+    return X.map_blocks(fn, chunks=(X.chunks[0], (n_out,)), dtype=np.float64)

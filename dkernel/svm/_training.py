@@ -1,0 +1,183 @@
+"""The training Gram of :class:`~dkernel.svm.SVC` and the binary problems solved on it.
+
+X → kernel → Gram: whole in memory (float64, or float32 when only that fits
+the memory budget), in a zarr store named by the data and the kernel, or rows
+computed on the fly. For each binary problem, the lazy views that change the
+feature space seen by the solver (the principal submatrix of the problem's
+samples; normalization, Graf & Borer eq. 2; centering, Meilă eq. 14), the
+solver, and the intercept corrections that let prediction use the original
+kernel: Δb (Meilă eq. 19) and Graf & Borer's b' (eq. 3).
+"""
+
+import hashlib
+import json
+import os
+
+import numpy as np
+
+from .._dense import dense_symmetric_gram
+from ..centering import Centering, delta_b
+from ..kernels import Kernel, estimator_kernel, get_kernel
+from .._sources import DenseGram, KernelGram, SubsetGram
+from ..normalization import graf_intercept
+from ..operators import CenteredGram
+from ..solver import solve_qp
+
+#: Fraction of the available memory that a whole in-memory training Gram may
+#: take when ``cache_size`` is not given; above it, kernel rows are computed on
+#: the fly with a row cache.
+GRAM_MEMORY_FRACTION = 0.5
+
+#: Row cache of a Gram computed on the fly when ``cache_size`` is not given.
+DEFAULT_ROW_CACHE_BYTES = 2**30
+
+
+def resolve_kernel(kernel, X, *, gamma, coef0, degree):
+    """The kernel object of the estimator's ``kernel`` parameters on ``X``; ``None`` for ``"precomputed"``."""
+    if isinstance(kernel, str) and kernel == "precomputed":
+        return None
+    if isinstance(kernel, (Kernel, dict)):
+        return get_kernel(kernel).resolve(X.shape[1])
+    return estimator_kernel(kernel, X, gamma=gamma, coef0=coef0, degree=degree)
+
+
+def gram_memory_budget(cache_size_mb):
+    """Bytes allowed for a whole in-memory Gram: ``cache_size`` MB, or half the available memory."""
+    if cache_size_mb is not None:
+        return cache_size_mb * 2**20
+    import psutil
+
+    return GRAM_MEMORY_FRACTION * psutil.virtual_memory().available
+
+
+def store_path(store, X, kernel):
+    """The Gram store of ``K(X, X)`` that ``store`` designates.
+
+    ``store`` itself when it is a zarr store (a Gram written by ``dkernel
+    gram`` or :meth:`GramMatrix.compute`: used when it holds this Gram,
+    refused otherwise); else the subfolder ``gram-<fingerprint>.zarr`` of
+    the folder ``store``, named by a digest of the data, their dtype and
+    the resolved kernel, so that each training set (a cross-validation
+    fold) has its own store and fitting the same data again reuses it.
+    """
+    from ..gram import data_fingerprint
+
+    path = os.path.abspath(os.fspath(store))
+    if os.path.exists(os.path.join(path, "zarr.json")):
+        return path
+    key = json.dumps({"X": data_fingerprint(X), "kernel": kernel.to_dict()}, sort_keys=True)
+    return os.path.join(path, f"gram-{hashlib.sha256(key.encode()).hexdigest()[:16]}.zarr")
+
+
+def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progress=False):
+    """The Gram source of the training data, before views, and how it is held.
+
+    Returns ``(gram, held)``, ``held`` being ``"store"`` (zarr at
+    ``store_path``), ``"float64"`` or ``"float32"`` (whole, in memory, when it
+    fits :func:`gram_memory_budget` and no client is used) or
+    ``"on-the-fly"`` (rows computed as needed).
+    """
+    if store_path is not None:
+        from ..gram import GramMatrix
+
+        return GramMatrix.compute(X, kernel=kernel, store=store_path, client=client, progress=progress), "store"
+    n = X.shape[0]
+    budget = gram_memory_budget(cache_size)
+    if client is None:
+        # float64 when it fits; else float32, as libsvm's single-precision kernel cache.
+        for dtype in (np.float64, np.float32):
+            if n * n * np.dtype(dtype).itemsize <= budget:
+                return dense_symmetric_gram(X, kernel, dtype=dtype, progress=progress), np.dtype(dtype).name
+    # On a cluster without a store, each worker computes the kernel columns of its own
+    # row range from X (shipped once), so no Gram matrix travels over the network.
+    return KernelGram(X, kernel, cache_bytes=row_cache_bytes(cache_size)), "on-the-fly"
+
+
+def row_cache_bytes(cache_size):
+    """The row cache of an on-the-fly Gram: ``cache_size`` MB, or :data:`DEFAULT_ROW_CACHE_BYTES`."""
+    return DEFAULT_ROW_CACHE_BYTES if cache_size is None else int(cache_size * 2**20)
+
+
+def _principal_submatrix(base, index):
+    """``base`` restricted to the samples ``index`` (``base`` itself when they are all of its samples, in order)."""
+    n_total = base.shape[0] if isinstance(base, np.ndarray) else base.n
+    if index.shape[0] == n_total and np.array_equal(index, np.arange(n_total)):
+        return base
+    if isinstance(base, np.ndarray):
+        return base[np.ix_(index, index)]
+    return SubsetGram(base, index)
+
+
+def _row_provider(gram):
+    """What the solver reads rows of Q from: an in-memory matrix as a :class:`DenseGram`, any other source as is."""
+    return DenseGram(gram) if isinstance(gram, np.ndarray) else gram
+
+
+def centering_for(scheme, n_sample, y_pm, rng):
+    """The origin of one binary problem: ``None``, an explicit :class:`Centering`, or ``scheme`` on its labels.
+
+    With ``n_sample``, the origin is represented by a sample of that many
+    points (Meilă §5), drawn with a seed taken from ``rng``.
+    """
+    if scheme is None:
+        return None
+    if isinstance(scheme, Centering):
+        return scheme
+    if n_sample is not None:
+        seed = int(rng.integers(2**31 - 1))
+        return Centering.sampled(y_pm, n_sample, scheme=scheme, random_state=seed)
+    if scheme == "standard":
+        return Centering.standard(y_pm.shape[0])
+    return Centering.class_balanced(y_pm)
+
+
+def outer_iteration_cap(n, working_set_size):
+    """libsvm's cap of max(10⁷, 100 n) two-variable steps, in outer iterations of q variables."""
+    q = working_set_size or min(n, 512)
+    return max(1000, max(10**7, 100 * n) // max(q, 2))
+
+
+def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, tol, working_set_size, max_iter,
+               client, verbose):
+    """Solve one binary problem on the samples ``index`` of ``base`` and correct its intercept.
+
+    ``centering`` (a :class:`Centering` or ``None``) moves the origin of the
+    feature space before solving; the intercept is then reduced by Δb
+    (Meilă eq. 19) so that prediction uses the original kernel (eq. 16).
+    ``normalized`` says that ``base`` is a normalized view; with
+    ``bias_correction`` the intercept becomes Graf & Borer's b' (eq. 3).
+    ``max_iter=-1`` is libsvm's limit (:func:`outer_iteration_cap`). The
+    solver's gradient updates run on ``client`` when no view is involved.
+
+    Returns a dict: ``coef`` (α y), ``intercept`` (corrected),
+    ``uncorrected``, ``delta_b``, ``objective``, ``n_iter``, ``converged``.
+    """
+    gram = _principal_submatrix(base, index)
+    h = None
+    if centering is not None:
+        gram = CenteredGram(gram, centering)
+        h = gram.h
+    rows = _row_provider(gram)
+    max_iter = outer_iteration_cap(rows.n, working_set_size) if max_iter == -1 else max_iter
+    kwargs = dict(tol=tol, working_set_size=working_set_size, max_iter=max_iter, verbose=bool(verbose))
+    if client is not None and centering is None and not normalized and hasattr(rows, "rows"):
+        kwargs["client"] = client
+    result = solve_qp(rows, y_pm, C, **kwargs)
+    coef = result.alpha * y_pm
+    b = float(result.intercept)
+    db = delta_b(coef, h) if h is not None else 0.0
+    intercept = b - db
+    if bias_correction:
+        # ‖w‖² = αᵀQα = 2 (objective + Σα) for the C-SVC dual (p = -1); translation-invariant.
+        w_norm = float(np.sqrt(max(2.0 * (result.objective + result.alpha.sum()), 0.0)))
+        if w_norm > 0:
+            intercept = graf_intercept(intercept, w_norm)
+    return {
+        "coef": coef,
+        "intercept": intercept,
+        "uncorrected": b,
+        "delta_b": db,
+        "objective": result.objective,
+        "n_iter": result.n_iter,
+        "converged": result.converged,
+    }
