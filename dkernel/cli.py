@@ -13,7 +13,7 @@ import sys
 from ._dask import scheduler_client
 from ._labels import load_labels
 from .exceptions import CorruptStoreError, DKernelError
-from .kernels import ESTIMATOR_DEFAULTS
+from .svm._kernel import ESTIMATOR_DEFAULTS, KERNEL_PARAMS
 
 __all__ = ["build_parser", "main"]
 
@@ -23,7 +23,6 @@ DEMO_SHAPE = (4000, 16)
 # ------------------------------------- options shared by commands, and their checks
 
 #: The kernel parameters that each kernel of --kernel takes.
-_KERNEL_PARAMS = {"linear": (), "rbf": ("gamma",), "sigmoid": ("gamma", "coef0"), "poly": ("gamma", "coef0", "degree")}
 
 _GAMMA_HELP = ("float > 0, 'scale' = 1/(n_features * X.var()) or 'auto' = 1/n_features (default: "
                f"{ESTIMATOR_DEFAULTS['gamma']}, as scikit-learn's SVC)")
@@ -38,7 +37,7 @@ def _add_command(subparsers, name, run, **kwargs):
 
 def _add_kernel_arguments(group):
     """--kernel, --gamma, --degree, --coef0: the same choices and defaults for 'gram' and 'fit'."""
-    group.add_argument("--kernel", default="rbf", choices=list(_KERNEL_PARAMS),
+    group.add_argument("--kernel", default="rbf", choices=list(KERNEL_PARAMS),
                        help="kernel function (default: %(default)s); rbf is exp(-gamma |x - z|^2), poly "
                             "(gamma x'z + coef0)^degree, sigmoid tanh(gamma x'z + coef0)")
     group.add_argument("--gamma", default=None, help=_GAMMA_HELP)
@@ -51,9 +50,9 @@ def _add_kernel_arguments(group):
 def _kernel_args(args):
     """``{"gamma", "coef0", "degree"}`` of the kernel options, defaults filled in; a misused option is refused."""
     given = [name for name in ("gamma", "degree", "coef0") if getattr(args, name) is not None]
-    unused = [name for name in given if name not in _KERNEL_PARAMS[args.kernel]]
+    unused = [name for name in given if name not in KERNEL_PARAMS[args.kernel]]
     if unused:
-        takes = ", ".join(f"--{name}" for name in _KERNEL_PARAMS[args.kernel]) or "no parameter"
+        takes = ", ".join(f"--{name}" for name in KERNEL_PARAMS[args.kernel]) or "no parameter"
         raise ValueError(f"{', '.join(f'--{name}' for name in unused)}: unknown parameter of the {args.kernel} "
                          f"kernel, which takes {takes}.")
     values = {name: ESTIMATOR_DEFAULTS[name] if getattr(args, name) is None else getattr(args, name)
@@ -170,7 +169,8 @@ def _demo_data():
 
 def _kernel_from_args(args, X):
     """The kernel of --kernel/--gamma/--degree/--coef0 (gamma 'scale' resolved on X), as 'dkernel fit' builds it."""
-    from .kernels import NormalizedKernel, estimator_kernel
+    from .kernels import NormalizedKernel
+    from .svm._kernel import estimator_kernel
 
     kernel = estimator_kernel(args.kernel, X, **_kernel_args(args))
     return NormalizedKernel(kernel) if args.normalize else kernel

@@ -58,8 +58,7 @@ __all__ = [
     "kernel_from_dict",
     "register_kernel",
     "gamma_from_sigma2",
-    "estimator_kernel",
-    "ESTIMATOR_DEFAULTS",
+    "describe_kernel",
     "KERNELS",
 ]
 
@@ -566,46 +565,3 @@ def describe_kernel(spec):
     return f"{name}(" + ", ".join(
         f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items()
     ) + ")"
-
-
-#: Kernel parameter defaults of :class:`dkernel.SVC` and of the ``dkernel gram`` and ``dkernel fit`` commands:
-#: scikit-learn's SVC conventions (``gamma="scale"`` is ``1 / (n_features * X.var())``).
-ESTIMATOR_DEFAULTS = {"gamma": "scale", "coef0": 0.0, "degree": 3}
-
-
-def estimator_kernel(name, X, gamma=ESTIMATOR_DEFAULTS["gamma"], coef0=ESTIMATOR_DEFAULTS["coef0"],
-                     degree=ESTIMATOR_DEFAULTS["degree"]):
-    """The kernel ``name`` with scikit-learn's SVC parameter conventions, its ``gamma`` resolved on ``X``.
-
-    Parameters
-    ----------
-    name : {"linear", "poly", "rbf", "sigmoid"}
-    X : ndarray or sparse matrix of shape (n, d)
-        The training data (only read for ``gamma="scale"`` / ``"auto"``).
-    gamma : {"scale", "auto"} or float
-        ``"scale"``: ``1 / (d * X.var())`` (1 when the variance is 0);
-        ``"auto"``: ``1 / d``.
-    coef0 : float
-    degree : int
-
-    Returns
-    -------
-    Kernel
-        With every parameter concrete, so that the same data and arguments
-        give the same kernel (and the same Gram store) wherever it is built.
-    """
-    if gamma == "scale":
-        if hasattr(X, "multiply"):  # sparse
-            var = X.multiply(X).mean() - X.mean() ** 2
-        else:
-            var = X.var()
-        gamma = 1.0 / (X.shape[1] * var) if var != 0 else 1.0
-    elif gamma == "auto":
-        gamma = 1.0 / X.shape[1]
-    else:
-        gamma = float(gamma)
-    params = {"linear": {}, "rbf": {"gamma": gamma}, "sigmoid": {"gamma": gamma, "coef0": coef0},
-              "poly": {"gamma": gamma, "coef0": coef0, "degree": degree}}
-    if name not in params:
-        raise InvalidKernelParameterError(f"unknown kernel {name!r}; use one of {sorted(params)}.")
-    return get_kernel(name, **params[name])

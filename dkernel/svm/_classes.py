@@ -23,8 +23,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._dask import client_for
 from .._validation import check_finite
 from ..centering import Centering
-from ..kernels import ESTIMATOR_DEFAULTS, Kernel, NormalizedKernel
+from ..kernels import Kernel, NormalizedKernel
 from ..operators import NormalizedGram
+from ._kernel import ESTIMATOR_DEFAULTS
 from . import _multiclass, _persist
 from ._predict import is_dask, is_gram_source, map_row_blocks, materialize, pairwise_decision
 from ._training import centering_for, fit_binary, resolve_kernel, store_path, training_gram

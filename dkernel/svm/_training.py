@@ -16,12 +16,13 @@ import os
 import numpy as np
 
 from .._dense import dense_symmetric_gram
-from ..centering import Centering, delta_b
-from ..kernels import Kernel, estimator_kernel, get_kernel
 from .._sources import DenseGram, KernelGram, SubsetGram
+from ..centering import Centering, delta_b
+from ..kernels import Kernel, get_kernel
 from ..normalization import graf_intercept
 from ..operators import CenteredGram
 from ..solver import solve_qp
+from ._kernel import estimator_kernel
 
 #: Fraction of the available memory that a whole in-memory training Gram may
 #: take when ``cache_size`` is not given; above it, kernel rows are computed on
