@@ -10,7 +10,7 @@ import time
 
 import dask
 from dask.callbacks import Callback
-from dask.utils import format_time, parse_timedelta
+from dask.utils import format_bytes, format_time, parse_timedelta
 
 from .exceptions import ClusterStalledError, SchedulerUnreachableError
 
@@ -404,7 +404,7 @@ def _raise_if_stalled(client, timeout, what="no task finished"):
     if len(paused) < len(workers):
         return  # some worker is running: slow tasks, not a stall
     details = "; ".join(
-        f"{address}: {_gib(info.get('metrics', {}).get('memory'))} of {_gib(info.get('memory_limit'))}"
+        f"{address}: {_memory(info.get('metrics', {}).get('memory'))} of {_memory(info.get('memory_limit'))}"
         for address, info in sorted(paused.items())
     )
     threshold = dask.config.get("distributed.worker.memory.pause", 0.8)
@@ -416,8 +416,8 @@ def _raise_if_stalled(client, timeout, what="no task finished"):
     )
 
 
-def _gib(nbytes):
-    return "?" if not nbytes else f"{nbytes / 2**30:.2f} GiB"
+def _memory(nbytes):
+    return "?" if not nbytes else format_bytes(nbytes)
 
 
 def start_local_cluster(n_workers=None, threads_per_worker=None, **kwargs):

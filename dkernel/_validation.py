@@ -7,10 +7,9 @@ row 17); remove or impute them before computing a Gram matrix."
 import numpy as np
 import scipy.sparse as sp
 
-from .exceptions import DKernelError, EmptyInputError, FeatureMismatchError, NonFiniteInputError
+from .exceptions import EmptyInputError, FeatureMismatchError, InvalidLabelsError, NonFiniteInputError
 
 __all__ = [
-    "InvalidLabelsError",
     "check_data",
     "check_finite",
     "check_labels",
@@ -110,10 +109,6 @@ def check_new_points(X_new, X_train):
     X_new = check_data(X_new, name="X_new", what="evaluating the kernel on new points")
     check_same_features(X_new, X_train, "X_new", "X_train")
     return X_new
-
-
-class InvalidLabelsError(DKernelError, ValueError):
-    """Labels do not fit the data or the requested scheme (wrong length, a single class ...)."""
 
 
 def check_labels(y, n=None, *, name="y"):

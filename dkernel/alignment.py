@@ -36,8 +36,9 @@ import numba
 import numpy as np
 
 from ._sources import principal_submatrix, source_dask, source_diag, source_n
-from ._validation import InvalidLabelsError, check_labels, random_generator
+from ._validation import check_labels, random_generator
 from .centering import SampleSizeError
+from .exceptions import InvalidLabelsError
 
 __all__ = [
     "AlignmentEstimate",

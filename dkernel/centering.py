@@ -21,7 +21,7 @@ time: the cost is ``O(n n' d)`` and no ``n × n`` (nor ``n × n'``) array is
 ever held.
 
 The origin found by gradient ascent on a criterion (Meilă §5, eqs. 23–33) is
-in :mod:`dkernel.general_centering`; its names are also importable from here.
+in :mod:`dkernel.general_centering`.
 
 Sources
 -------
@@ -38,7 +38,6 @@ References
 """
 
 import dataclasses
-import importlib
 from numbers import Integral
 
 import dask
@@ -46,8 +45,8 @@ import dask.array as da
 import numpy as np
 
 from ._sources import source_columns, source_dask, source_n
-from ._validation import InvalidLabelsError, check_labels, random_generator
-from .exceptions import DKernelError
+from ._validation import check_labels, random_generator
+from .exceptions import DKernelError, InvalidLabelsError
 
 __all__ = [
     "Centering",
@@ -59,16 +58,6 @@ __all__ = [
     "delta_b",
     "origin_products",
 ]
-
-#: Names of :mod:`dkernel.general_centering` that this module also answers.
-_GENERAL_CENTERING_NAMES = ("CenteringResult", "Criterion", "criterion", "feature_space_gradient", "general_centering")
-
-
-def __getattr__(name):
-    if name in _GENERAL_CENTERING_NAMES:
-        # By module path: the package attribute of the same name is the function general_centering.
-        return getattr(importlib.import_module(f"{__package__}.general_centering"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class InvalidWeightsError(DKernelError, ValueError):

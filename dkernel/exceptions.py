@@ -6,6 +6,7 @@ keeps working for callers that do not know about dkernel.
 """
 
 __all__ = [
+    "InvalidLabelsError",
     "DKernelError",
     "InvalidKernelParameterError",
     "NonFiniteInputError",
@@ -25,6 +26,10 @@ __all__ = [
 
 class DKernelError(Exception):
     """Base class of all dkernel errors."""
+
+
+class InvalidLabelsError(DKernelError, ValueError):
+    """Labels do not fit the data or the requested scheme (wrong length, a single class ...)."""
 
 
 class InvalidKernelParameterError(DKernelError, ValueError):

@@ -24,8 +24,9 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ._sources import principal_submatrix, source_n
-from ._validation import InvalidLabelsError, check_labels
+from ._validation import check_labels
 from .centering import Centering, InvalidWeightsError, class_balanced_weights
+from .exceptions import InvalidLabelsError
 
 __all__ = [
     "CenteringResult",

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from dkernel._sources import KernelGram
-from dkernel._validation import InvalidLabelsError
+from dkernel.exceptions import InvalidLabelsError
 from dkernel.alignment import (
     AlignmentEstimate,
     alignment,
