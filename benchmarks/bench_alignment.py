@@ -36,7 +36,8 @@ MEASURES = (  # the modules these figures depend on: re-run and record when one 
     "dkernel/alignment.py",
     "dkernel/centering.py",
     "dkernel/operators.py",
-    "dkernel/gram.py",
+    "dkernel/_sources.py",
+    "dkernel/gram",
     "dkernel/kernels.py",
 )
 

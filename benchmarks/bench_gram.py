@@ -43,7 +43,7 @@ from _provenance import print_header, print_versions  # benchmarks/_*.py, beside
 from _timing import timed
 
 MEASURES = (  # the modules these figures depend on: re-run and record when one changes
-    "dkernel/gram.py",
+    "dkernel/gram",
     "dkernel/kernels.py",
     "dkernel/_options.py",
     "dkernel/_dask.py",

@@ -41,9 +41,10 @@ from _provenance import print_header, print_versions  # benchmarks/_*.py, beside
 from _timing import timed
 
 MEASURES = (  # the modules these figures depend on: re-run and record when one changes
-    "dkernel/gram.py",
-    "dkernel/svm.py",
+    "dkernel/gram",
+    "dkernel/svm",
     "dkernel/solver",
+    "dkernel/_sources.py",
     "dkernel/_dask.py",
     "dkernel/_buffers.py",
     "dkernel/kernels.py",

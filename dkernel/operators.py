@@ -24,9 +24,8 @@ view                entries                                               paper
 :class:`~dkernel._sources.KernelGram` evaluates a kernel on the fly from ``X``
 (nothing stored), :class:`~dkernel._sources.DenseGram` wraps a small in-memory
 matrix; both follow the Gram protocol (:mod:`dkernel._sources`), so every view
-works on a stored Gram, on a kernel with data, or on an ndarray. They, and
-Graf & Borer's threshold correction (:mod:`dkernel.normalization`), are also
-importable from here.
+works on a stored Gram, on a kernel with data, or on an ndarray. Graf &
+Borer's threshold correction b' is in :mod:`dkernel.normalization`.
 
 References
 ----------
@@ -40,34 +39,16 @@ import math
 import dask.array as da
 import numpy as np
 
-from ._sources import DenseGram, KernelGram, as_gram, principal_submatrix, source_columns
+from ._sources import as_gram, principal_submatrix, source_columns
 from ._validation import check_data, check_new_points, random_generator
 from .centering import Centering, InvalidWeightsError, origin_products
-from .gram import GramMatrix, check_output_store, origin_step, steps_from_description, weights_fingerprint, write_view_store
-from .normalization import GrafThresholdError, graf_intercept, graf_threshold, weight_norm
+from .gram import GramMatrix, matrix_form, origin_step, write_view_store
 
-__all__ = [
-    "CenteredGram",
-    "DenseGram",
-    "GrafThresholdError",
-    "KernelGram",
-    "NormalizedGram",
-    "ShiftedGram",
-    "as_gram",
-    "check_output_store",
-    "graf_intercept",
-    "operator_chain",
-    "steps_from_description",
-    "graf_threshold",
-    "weight_norm",
-    "weights_fingerprint",
-]
+__all__ = ["CenteredGram", "NormalizedGram", "ShiftedGram", "operator_chain"]
 
 def _refuse_derived_store(base):
     operators = getattr(base, "operators", None)
     if operators:
-        from .gram import matrix_form
-
         raise ValueError(
             f"kernel values for new points cannot be computed from the store {getattr(base, 'path', '')}: it holds "
             f"{matrix_form(operators)}, a derived matrix, and its kernel is that of the raw Gram. Build the view on "

@@ -492,7 +492,7 @@ def shift_experiment(X, y, X_test, y_test, params, C, shifts, direction_seed, *,
         ``solver`` and the measured values; the caller adds the setting.
     """
     from dkernel.centering import delta_b
-    from dkernel.operators import CenteredGram, KernelGram, ShiftedGram
+    from dkernel import CenteredGram, KernelGram, ShiftedGram
 
     base = KernelGram(X, make_kernel(params))
     K = base.to_numpy()

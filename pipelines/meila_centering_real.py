@@ -79,7 +79,7 @@ def make_tasks(config):
 def run_task(task):
     """Train the original and the centered SVM on one split; return their two records."""
     from dkernel.centering import Centering, decision_function_original_kernel, delta_b
-    from dkernel.operators import CenteredGram, KernelGram
+    from dkernel import CenteredGram, KernelGram
 
     rng = task_rng(task["seed"], task["seed_index"])
     spec = _meila.TABLE1[task["dataset"]]

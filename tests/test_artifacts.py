@@ -27,7 +27,8 @@ from dkernel.centering import Centering
 from dkernel.cli import main
 from dkernel.exceptions import ArtifactPathError, StoreMismatchError
 from dkernel.gram import GramMatrix
-from dkernel.operators import CenteredGram, NormalizedGram, weights_fingerprint
+from dkernel.gram import weights_fingerprint
+from dkernel.operators import CenteredGram, NormalizedGram
 from dkernel.svm import SVC, load_model
 from pipelines._runner import PipelineConfig, main_for, run_pipeline
 
