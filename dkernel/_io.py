@@ -1,7 +1,11 @@
-"""Reading data matrices from files: .npy, .npz, svmlight/libsvm, .csv.
+"""Reading the user's files: data matrices (.npy, .npz, svmlight/libsvm, .csv) and labels.
+
+Labels are a NumPy ``.npy`` array, or text with one label per line (``.csv``:
+comma-separated): the labels of a data matrix, or of the rows of a Gram store,
+in the order of the data the Gram was computed from.
 
 Every failure (missing file, unknown extension, unparsable content) raises
-:class:`InputFileError` naming the path and the supported formats.
+:class:`InputFileError` naming the path (and, for data, the supported formats).
 """
 
 import os
@@ -10,7 +14,7 @@ import numpy as np
 
 from .exceptions import InputFileError
 
-__all__ = ["load_input", "SUPPORTED_FORMATS"]
+__all__ = ["load_input", "load_labels", "SUPPORTED_FORMATS"]
 
 SUPPORTED_FORMATS = {
     ".npy": "NumPy array (n_samples, n_features)",
@@ -111,3 +115,16 @@ def _load_csv(path, label_column):
         return data, None
     y = data[:, label_column]
     return np.delete(data, label_column, axis=1), y
+
+
+def load_labels(path):
+    """The labels in the file ``path``, as a 1-D array."""
+    path = str(path)
+    try:
+        if path.endswith(".npy"):
+            y = np.load(path, allow_pickle=False)
+        else:
+            y = np.loadtxt(path, delimiter="," if path.endswith(".csv") else None)
+    except (OSError, ValueError) as exc:
+        raise InputFileError(f"cannot read labels from {path} (.npy, or text with one label per line): {exc}") from exc
+    return y.ravel()

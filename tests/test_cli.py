@@ -134,7 +134,7 @@ def test_gram_demo_and_info(tmp_path, capsys):
     # gamma='scale' by default, as scikit-learn's SVC (and 'dkernel fit') computes it for the same data.
     from sklearn.svm import SVC as SklearnSVC
 
-    from dkernel.cli import _demo_data
+    from dkernel.cli._store import _demo_data
 
     X = _demo_data()
     with pytest.warns(Warning):  # one iteration: only the gamma it resolves is used

@@ -33,6 +33,7 @@ The package, one concept per module, in the order they build on each other:
 ``_store``          creating and replacing stores safely (computed and derived)
 ``_compute``        blockwise evaluation and runs: in memory, into a store
 ``_matrix``         the :class:`GramMatrix` itself
+``_summary``        a store described in words (``dkernel info``, ``verify``)
 =================== ==========================================================
 """
 

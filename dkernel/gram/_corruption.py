@@ -11,7 +11,7 @@ import contextlib
 from ..exceptions import CorruptStoreError, DKernelError
 from ._format import _provenance_of, _read_meta
 
-__all__ = ["corruption_message", "gram_command", "repair_hint"]
+__all__ = ["corruption_message", "describe_blocks", "gram_command", "repair_hint"]
 
 
 @contextlib.contextmanager
@@ -31,10 +31,15 @@ def _corrupt_error(path, blocks, detail):
     return CorruptStoreError(corruption_message(path, blocks, detail), path=path, blocks=blocks, detail=detail)
 
 
+def describe_blocks(blocks, shown=8):
+    """Block indices as text: ``(0, 1), (2, 3), ...`` (the first ``shown`` of them)."""
+    return ", ".join(f"({i}, {j})" for i, j in blocks[:shown]) + (", ..." if len(blocks) > shown else "")
+
+
 def corruption_message(path, blocks, detail, cli=False):
     """The message of a :class:`CorruptStoreError`; with ``cli``, its repair told as a ``dkernel`` command only."""
-    shown = ", ".join(f"({i}, {j})" for i, j in blocks[:8]) + (", ..." if len(blocks) > 8 else "")
-    return (f"the Gram store {path} is corrupted in block{'s' if len(blocks) > 1 else ''} {shown}: {detail}. "
+    return (f"the Gram store {path} is corrupted in block{'s' if len(blocks) > 1 else ''} "
+            f"{describe_blocks(blocks)}: {detail}. "
             f"{repair_hint(path, cli=cli)}")
 
 

@@ -2,20 +2,17 @@
 
 Built from :meth:`GramMatrix.info` and :meth:`GramMatrix.verify`; kernels are
 named by :func:`~dkernel.kernels.describe_kernel`, operator steps by
-:func:`~dkernel.gram.describe_step`, sizes by :func:`dask.utils.format_bytes`.
+:func:`~dkernel.gram.describe_step`, blocks by :func:`describe_blocks` (as a
+:class:`CorruptStoreError` names them), sizes by :func:`dask.utils.format_bytes`.
 """
 
 from dask.utils import format_bytes
 
-from .gram import describe_step, repair_hint
-from .kernels import describe_kernel
+from ..kernels import describe_kernel
+from ._corruption import describe_blocks, repair_hint
+from ._format import describe_step
 
-__all__ = ["describe_blocks", "store_summary", "computation_summary", "verification_report"]
-
-
-def describe_blocks(blocks, shown=8):
-    """Block indices as text: ``(0, 1), (2, 3), ...`` (the first ``shown`` of them)."""
-    return ", ".join(f"({i}, {j})" for i, j in blocks[:shown]) + (", ..." if len(blocks) > shown else "")
+__all__ = ["store_summary", "computation_summary", "verification_report"]
 
 
 def describe_operator_step(step):

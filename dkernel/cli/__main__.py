@@ -1,0 +1,7 @@
+"""``python -m dkernel.cli``: the ``dkernel`` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

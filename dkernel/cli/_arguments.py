@@ -1,0 +1,127 @@
+"""What several ``dkernel`` commands share: the kernel flags and their checks, range checks of numeric options,
+the flags that name library parameters in error messages, reading the user's data files, announcing a cluster.
+"""
+
+import argparse
+import re
+import sys
+
+from ..svm._kernel import ESTIMATOR_DEFAULTS, KERNEL_PARAMS
+
+_GAMMA_HELP = ("float > 0, 'scale' = 1/(n_features * X.var()) or 'auto' = 1/n_features (default: "
+               f"{ESTIMATOR_DEFAULTS['gamma']}, as scikit-learn's SVC)")
+
+
+def _add_command(subparsers, name, run, **kwargs):
+    """The subparser of command ``name``, which runs ``run(args)``; its epilog is shown as written."""
+    p = subparsers.add_parser(name, formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+    p.set_defaults(run=run)
+    return p
+
+
+def _add_kernel_arguments(group):
+    """--kernel, --gamma, --degree, --coef0: the same choices and defaults for 'gram' and 'fit'."""
+    group.add_argument("--kernel", default="rbf", choices=list(KERNEL_PARAMS),
+                       help="kernel function (default: %(default)s); rbf is exp(-gamma |x - z|^2), poly "
+                            "(gamma x'z + coef0)^degree, sigmoid tanh(gamma x'z + coef0)")
+    group.add_argument("--gamma", default=None, help=_GAMMA_HELP)
+    group.add_argument("--degree", type=int, default=None,
+                       help=f"degree of poly (default: {ESTIMATOR_DEFAULTS['degree']})")
+    group.add_argument("--coef0", type=float, default=None,
+                       help=f"offset of poly and sigmoid (default: {ESTIMATOR_DEFAULTS['coef0']:g})")
+
+
+def _kernel_args(args):
+    """``{"gamma", "coef0", "degree"}`` of the kernel options, defaults filled in; a misused option is refused."""
+    given = [name for name in ("gamma", "degree", "coef0") if getattr(args, name) is not None]
+    unused = [name for name in given if name not in KERNEL_PARAMS[args.kernel]]
+    if unused:
+        takes = ", ".join(f"--{name}" for name in KERNEL_PARAMS[args.kernel]) or "no parameter"
+        raise ValueError(f"{', '.join(f'--{name}' for name in unused)}: unknown parameter of the {args.kernel} "
+                         f"kernel, which takes {takes}.")
+    values = {name: ESTIMATOR_DEFAULTS[name] if getattr(args, name) is None else getattr(args, name)
+              for name in ("gamma", "degree", "coef0")}  # fmt: skip
+    gamma = values["gamma"]
+    if gamma not in ("scale", "auto"):
+        try:
+            gamma = float(gamma)
+        except ValueError:
+            gamma = None
+        if gamma is None or not (0 < gamma < float("inf")):
+            raise ValueError(f"--gamma must be a number > 0, 'scale' or 'auto'; got {values['gamma']!r}.")
+        values["gamma"] = gamma
+    if values["degree"] < 1:
+        raise ValueError(f"--degree must be an integer >= 1; got {values['degree']}.")
+    return values
+
+
+#: Per command: (option, lowest allowed value) of its numeric options, checked before any work.
+_LOWEST = {
+    "gram": (("chunk", 1), ("workers", 1)),
+    "center": (("sample", 1),),
+    "align": (("sample", 2), ("repeats", 2)),
+    "fit": (("centering_sample", 2), ("working_set_size", 2)),
+}
+_POSITIVE = {"fit": ("C", "tol")}
+
+
+def _check_options(args):
+    """Refuse out-of-range numeric options and misused kernel options with a message that names the flag."""
+    if args.command in ("gram", "fit"):
+        _kernel_args(args)
+    for name, lowest in _LOWEST.get(args.command, ()):
+        value = getattr(args, name)
+        if value is not None and value < lowest:
+            raise ValueError(f"--{name.replace('_', '-')} must be an integer >= {lowest}; got {value}.")
+    for name in _POSITIVE.get(args.command, ()):
+        value = getattr(args, name)
+        if not (0 < value < float("inf")):
+            raise ValueError(f"--{name} must be a finite number > 0; got {value:g}.")
+
+
+def _kernel_from_args(args, X):
+    """The kernel of --kernel/--gamma/--degree/--coef0 (gamma 'scale' resolved on X), as 'dkernel fit' builds it."""
+    from ..kernels import NormalizedKernel
+    from ..svm._kernel import estimator_kernel
+
+    kernel = estimator_kernel(args.kernel, X, **_kernel_args(args))
+    return NormalizedKernel(kernel) if args.normalize else kernel
+
+
+#: Per command, the library parameters that a flag sets, so that an error raised by the library names the flag.
+_FLAG_NAMES = {
+    "center": {"n_sample": "--sample", "random_state": "--seed"},
+    "align": {"n_sample": "--sample", "n_repeats": "--repeats", "random_state": "--seed"},
+    "fit": {"centering_sample": "--centering-sample", "n_sample": "--centering-sample",
+            "working_set_size": "--working-set-size", "normalize_bias_correction": "--graf-correction",
+            "random_state": "--seed"},
+}
+
+
+def _in_flags(message, names):
+    """``message`` with the library parameter names of ``names`` replaced by flags (``n_sample=5``: ``--sample 5``).
+
+    A library message that names both forms (``overwrite=True (CLI: --overwrite)``) keeps the flag only.
+    """
+    message = re.sub(r"\b\w+=\w+ \(CLI: (--[\w-]+)\)", r"\1", message)
+    for name, flag in names.items():
+        message = re.sub(rf"(?<![\w-]){name}\b(=)?", lambda m, flag=flag: flag + (" " if m.group(1) else ""), message)
+    return message
+
+
+def _read_data(path, labels=None):
+    """``(X, y)`` of the data file ``path``; ``y`` read from the file ``labels`` when given, else the file's own."""
+    from .._io import load_input, load_labels
+
+    X, y = load_input(path)
+    if labels is not None:
+        y = load_labels(labels)
+    return X, y
+
+
+def _announce_cluster(client):
+    """Say where a local cluster started for a command listens (its client's cluster; none for an address)."""
+    cluster = getattr(client, "cluster", None)
+    if cluster is not None:
+        print(f"dkernel: started a local cluster at {cluster.scheduler_address}", file=sys.stderr)
+

@@ -1,0 +1,189 @@
+"""The ``dkernel`` commands of a Gram store: ``gram`` computes one, ``info`` describes it, ``verify`` checks it."""
+
+import json
+
+from .._dask import scheduler_client
+from ._arguments import _add_command, _add_kernel_arguments, _announce_cluster, _kernel_from_args, _read_data
+
+DEMO_SHAPE = (4000, 16)
+
+
+_GRAM_EPILOG = """\
+examples:
+  # first run on a fresh machine: a 4000x16 two-class demo data set,
+  # computed by a local cluster of worker processes
+  dkernel gram --demo --scheduler local --out /tmp/K.zarr
+
+  # an RBF Gram of your data, exp(-0.5 |x - z|^2), in float32
+  dkernel gram --input X.npy --kernel rbf --gamma 0.5 --dtype float32 --out K.zarr
+
+  # a normalized polynomial kernel of an svmlight file, on a running scheduler
+  dkernel gram --input train.svmlight --kernel poly --degree 2 --coef0 1 \\
+      --normalize --scheduler tcp://127.0.0.1:8786 --out K.zarr
+
+An interrupted run (Ctrl-C, a killed worker) is resumed by running the same
+command again: only the missing blocks are computed. A store built from other
+data or another kernel, or a derived (e.g. centered) store, is refused unless
+--overwrite is given; the replacement is built beside it and swapped in when
+complete. A folder that is not a Gram store is never replaced.
+
+With --scheduler ADDRESS every worker must reach the --out path (one machine,
+or a shared filesystem).
+"""
+
+
+def _add_gram_parser(subparsers):
+    p = _add_command(
+        subparsers, "gram", _run_gram,
+        help="compute a kernel Gram matrix K(X, X) into a zarr store",
+        description="Compute the Gram matrix K(X, X) of a data file blockwise with Dask and write it "
+        "to a zarr store (only the blocks on and above the diagonal are evaluated).",
+        epilog=_GRAM_EPILOG,
+    )
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--input", metavar="FILE",
+                        help="data matrix, one sample per row: .npy, .npz (array 'X'), .svmlight/.libsvm, .csv")
+    source.add_argument("--demo", action="store_true",
+                        help=f"use a generated {DEMO_SHAPE[0]}x{DEMO_SHAPE[1]} two-class blob data set")
+    p.add_argument("--out", required=True, metavar="PATH", help="folder of the zarr store to write (e.g. K.zarr)")
+    k = p.add_argument_group("kernel (the defaults of 'dkernel fit' and scikit-learn's SVC)")
+    _add_kernel_arguments(k)
+    k.add_argument("--normalize", action="store_true",
+                   help="normalize in feature space: K(x,z) / sqrt(K(x,x) K(z,z)) (Graf & Borer 2001)")
+    e = p.add_argument_group("execution")
+    e.add_argument("--chunk", type=int, default=None, metavar="N",
+                   help="block side in rows (default: ~128 MB per block, 4096 for float64)")
+    e.add_argument("--dtype", choices=["float32", "float64"], default=None,
+                   help="dtype of the Gram (default: float32 for float32 data, else float64)")
+    e.add_argument("--codec", choices=["none", "lz4", "zstd"], default="none",
+                   help="compression of the stored chunks (default: none, fastest)")
+    e.add_argument("--scheduler", default=None, metavar="ADDR|local",
+                   help="'local' starts a cluster of worker processes on 127.0.0.1; an address such as "
+                   "tcp://127.0.0.1:8786 uses a running scheduler; default: threads in this process")
+    e.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="number of worker processes with --scheduler local (default: one per core)")
+    e.add_argument("--overwrite", action="store_true",
+                   help="replace a Gram store built from other data, kernel or provenance (never another folder)")
+    e.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
+    e.add_argument("--no-verify", action="store_true",
+                   help="on an existing store, do not check the blocks already written (by default they are read "
+                        "once and the damaged ones recomputed with the missing ones)")
+
+
+def _demo_data():
+    from sklearn.datasets import make_blobs
+
+    X, _ = make_blobs(n_samples=DEMO_SHAPE[0], n_features=DEMO_SHAPE[1], centers=2, cluster_std=2.0,
+                      random_state=0)
+    return X
+
+
+def _run_gram(args):
+    from .._options import GramOptions
+    from ..gram._summary import computation_summary
+    from ..gram import GramMatrix, check_store_path
+
+    check_store_path(args.out, args.overwrite)  # a path refused whatever the data: before reading them
+
+    if args.demo:
+        X, source = _demo_data(), f"demo blobs {DEMO_SHAPE[0]}x{DEMO_SHAPE[1]}"
+    else:
+        from .._validation import check_data
+
+        X, _ = _read_data(args.input)
+        X = check_data(X, name=f"--input {args.input}")
+        source = args.input
+    kernel = _kernel_from_args(args, X)
+    chunk = args.chunk
+    if chunk is None and args.demo:
+        chunk = DEMO_SHAPE[0] // 4  # 4 x 4 blocks, so that the demo shows the blockwise computation
+    options = GramOptions(chunk=chunk, dtype=args.dtype, codec=args.codec, progress=not args.no_progress,
+                          verify=not args.no_verify)
+    with scheduler_client(args.scheduler, n_workers=args.workers) as client:
+        _announce_cluster(client)
+        gram = GramMatrix.compute(X, kernel=kernel, store=args.out, overwrite=args.overwrite,
+                                  client=client, options=options)
+    print(f"dkernel: {computation_summary(gram, source)}")
+    return 0
+
+
+# ------------------------------------------------------------------------ info
+
+_INFO_EPILOG = """\
+example:
+  dkernel info /tmp/K.zarr
+  dkernel info /tmp/K.zarr --json
+"""
+
+
+def _add_info_parser(subparsers):
+    p = _add_command(
+        subparsers, "info", _run_info,
+        help="describe a Gram store: kernel, shape, dtype, chunks, completeness, size",
+        description="Describe a Gram store written by 'dkernel gram'.",
+        epilog=_INFO_EPILOG,
+    )
+    p.add_argument("store", metavar="PATH", help="folder of the zarr store (e.g. K.zarr)")
+    p.add_argument("--json", action="store_true", help="print the description as JSON")
+
+
+def _run_info(args):
+    from ..gram._summary import store_summary
+    from ..gram import GramMatrix
+
+    info = GramMatrix.open(args.store).info()
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    for key, value in store_summary(info):
+        print(f"{key + ':':<9} {value}")
+    return 0
+
+
+# ---------------------------------------------------------------------- verify
+
+_VERIFY_EPILOG = """\
+example:
+  dkernel verify K.zarr
+
+Every computed block is read once (the whole store when it is complete) and
+each of its rows compared with the CRC-32C written with it. Exit status: 0
+when every block is computed and intact; 1 when blocks are damaged or missing
+(they are named, with the 'dkernel gram' command that rewrites exactly them);
+2 on an error (not a Gram store, or a store written without checksums).
+"""
+
+
+def _add_verify_parser(subparsers):
+    p = _add_command(
+        subparsers, "verify", _run_verify,
+        help="check every block of a Gram store against its checksums",
+        description="Check every computed block of a Gram store written by 'dkernel gram' against the "
+                    "checksums written with it, and name the damaged blocks and the command that repairs them.",
+        epilog=_VERIFY_EPILOG,
+    )
+    p.add_argument("store", metavar="PATH", help="folder of the Gram store (e.g. K.zarr)")
+    p.add_argument("--no-progress", action="store_true", help="do not show progress while the blocks are read")
+
+
+def _run_verify(args):
+    import warnings
+
+    from ..exceptions import UnverifiedStoreWarning
+    from ..gram import GramMatrix
+    from ..gram._summary import verification_report
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnverifiedStoreWarning)  # verify() says it, as an error
+        gram = GramMatrix.open(args.store)
+    bad = gram.verify(progress=not args.no_progress)
+    intact, lines = verification_report(gram, bad)
+    print("\n".join(f"dkernel: {line}" for line in lines))
+    return 0 if intact else 1
+
+
+def add_commands(subparsers):
+    """gram, info, verify."""
+    _add_gram_parser(subparsers)
+    _add_info_parser(subparsers)
+    _add_verify_parser(subparsers)

@@ -1,0 +1,152 @@
+"""The ``dkernel`` commands on a view of a Gram store: ``center`` (Meila's origin, eq. 19's delta_b), ``align``
+(Kandola's kernel-target alignment).
+"""
+
+from .._io import load_labels
+from ._arguments import _add_command
+
+_CENTER_EPILOG = """\
+examples:
+  # Meila's class-balanced centering of a stored Gram, materialized in a new store
+  dkernel center K.zarr --labels y.npy --scheme class-balanced --out Ka.zarr
+
+  # the origin represented by 2000 sampled points (1000 per class); print h0 and h
+  dkernel center K.zarr --labels y.npy --sample 2000 --seed 0
+
+The centered store records its provenance (the base kernel and data, the
+origin's scheme, weights fingerprint and h0), shown by 'dkernel info'; 'dkernel
+gram' and 'dkernel fit --store' refuse it as a raw Gram. An SVM trained on it
+is evaluated with the original kernel after subtracting
+delta_b = sum_i alpha_i y_i h_i from its intercept (Meila eq. 19).
+
+--out K.zarr (the input store itself) needs --overwrite: the centered store is
+written beside it and replaces it only once complete.
+"""
+
+
+def _add_center_parser(subparsers):
+    p = _add_command(
+        subparsers, "center", _run_center,
+        help="center a Gram store in feature space (Meila 2002)",
+        description="Translate the data in feature space to an origin a = sum_i gamma_i phi(x_i) and "
+                    "write (or summarize) the centered Gram K_a = K - 1h' - h1' + h0.",
+        epilog=_CENTER_EPILOG,
+    )
+    p.add_argument("store", metavar="PATH", help="folder of the Gram store (e.g. K.zarr)")
+    p.add_argument("--labels", metavar="FILE", help="labels, one per row of the Gram (.npy, .txt or .csv); "
+                   "required by the class schemes")
+    p.add_argument("--scheme", choices=("class-balanced", "standard", "multiclass"), default="class-balanced",
+                   help="origin: halfway between the class centres (two classes), the centre of gravity, or the "
+                        "mean of the class centres (default: %(default)s)")
+    p.add_argument("--sample", type=int, metavar="N", help="represent the origin by N sampled points "
+                   "(N/c per class for the class schemes)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the sample (default: %(default)s)")
+    p.add_argument("--out", metavar="PATH", help="write the centered Gram to this store; without it, print h0 "
+                   "and a summary of h")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a Gram store at --out (never another folder); --out may then be the input store, "
+                        "replaced once the centered store is complete")
+
+
+def _check_label_count(y, n, store):
+    if y is not None and len(y) != n:
+        raise ValueError(f"--labels has {len(y)} labels but the Gram store {store} has {n} rows; pass one label "
+                         f"per row, in the order of the data the Gram was computed from.")
+
+
+def _check_sample(n_sample, n, store):
+    if n_sample is not None and n_sample > n:
+        raise ValueError(f"--sample {n_sample} is larger than the {n} rows of the Gram store {store}; use "
+                         f"--sample {n} or less.")
+
+
+def _run_center(args):
+    import numpy as np
+
+    from ..centering import Centering
+    from ..gram import GramMatrix
+    from ..operators import CenteredGram
+
+    gram = GramMatrix.open(args.store)
+    if args.out:
+        from ..operators import check_output_store
+
+        check_output_store(args.out, args.overwrite, gram)  # before h = K gamma, a pass over the store
+    y = load_labels(args.labels) if args.labels else None
+    if y is None and args.scheme != "standard":
+        raise ValueError(f"the {args.scheme} scheme needs labels; pass --labels FILE or use --scheme standard.")
+    _check_label_count(y, gram.n, args.store)
+    _check_sample(args.sample, gram.n, args.store)
+    if args.sample is not None:
+        centering = Centering.sampled(gram.n if y is None or args.scheme == "standard" else y, args.sample,
+                                      args.scheme, random_state=args.seed)
+    elif args.scheme == "standard":
+        centering = Centering.standard(gram.n)
+    else:
+        centering = getattr(Centering, args.scheme.replace("-", "_"))(y)
+    view = CenteredGram(gram, centering)
+    h = view.h
+    print(f"dkernel: origin {centering.scheme} on {centering.n_support} of {centering.n} points: "
+          f"h0 = <a, a> = {view.h0:.10g}; h = <a, x_i>: min {h.min():.6g}, mean {np.mean(h):.6g}, "
+          f"max {h.max():.6g}")
+    if args.out:
+        out = view.to_zarr(args.out, overwrite=args.overwrite)
+        print(f"dkernel: wrote the centered {out.shape[0]}x{out.shape[1]} {out.dtype.name} Gram to {out.path}")
+    return 0
+
+
+# ----------------------------------------------------------------------- align
+
+_ALIGN_EPILOG = """\
+examples:
+  # exact kernel-target alignment, one streaming pass over the store
+  dkernel align K.zarr --labels y.npy
+
+  # estimated from 10 random 1000 x 1000 submatrices, with a standard error
+  dkernel align K.zarr --labels y.npy --sample 1000 --repeats 10
+
+  # uneven classes (Kandola eq. 9) or real outputs (eq. 7)
+  dkernel align K.zarr --labels y.npy --target uneven
+"""
+
+
+def _add_align_parser(subparsers):
+    p = _add_command(
+        subparsers, "align", _run_align,
+        help="kernel-target alignment of a Gram store (Kandola et al.)",
+        description="Alignment A(K, tt') = t'Kt / (|t|^2 |K|_F) of a Gram store with its labels.",
+        epilog=_ALIGN_EPILOG,
+    )
+    p.add_argument("store", metavar="PATH", help="folder of the Gram store (e.g. K.zarr)")
+    p.add_argument("--labels", metavar="FILE", required=True, help="labels or outputs, one per row (.npy, .txt, .csv)")
+    p.add_argument("--target", choices=("classification", "uneven", "regression"), default="classification",
+                   help="target t: +-1 labels, 1/n+ and -1/n-, or y - mean(y) (default: %(default)s)")
+    p.add_argument("--sample", type=int, metavar="N", help="estimate from random N x N submatrices")
+    p.add_argument("--repeats", type=int, default=10, metavar="R", help="submatrices with --sample "
+                   "(default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the samples (default: %(default)s)")
+
+
+def _run_align(args):
+    from ..alignment import sampled_target_alignment, target_alignment
+    from ..gram import GramMatrix
+
+    gram = GramMatrix.open(args.store)
+    y = load_labels(args.labels)
+    _check_label_count(y, gram.n, args.store)
+    _check_sample(args.sample, gram.n, args.store)
+    if args.sample is None:
+        value = target_alignment(gram, y, args.target)
+        print(f"alignment ({args.target}): {value:.10g}")
+    else:
+        est = sampled_target_alignment(gram, y, args.sample, n_repeats=args.repeats, target=args.target,
+                                       random_state=args.seed)
+        print(f"alignment ({args.target}, sampled): {est.value:.10g} +- {est.stderr:.3g} "
+              f"(n'={est.n_sample}, {est.n_repeats} samples)")
+    return 0
+
+
+def add_commands(subparsers):
+    """center, align."""
+    _add_center_parser(subparsers)
+    _add_align_parser(subparsers)
