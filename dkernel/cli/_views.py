@@ -64,13 +64,11 @@ def _run_center(args):
     import numpy as np
 
     from ..centering import Centering
-    from ..gram import GramMatrix
+    from ..gram import GramMatrix, check_output_store
     from ..operators import CenteredGram
 
     gram = GramMatrix.open(args.store)
     if args.out:
-        from ..operators import check_output_store
-
         check_output_store(args.out, args.overwrite, gram)  # before h = K gamma, a pass over the store
     y = load_labels(args.labels) if args.labels else None
     if y is None and args.scheme != "standard":
