@@ -2,14 +2,18 @@
 
 import doctest
 import importlib
+import pkgutil
 from pathlib import Path
 
 import pytest
 
+import dkernel
+
 ROOT = Path(__file__).resolve().parents[1]
 
-MODULES = ["dkernel.kernels", "dkernel.svm", "dkernel.svm._classes", "dkernel.gram", "dkernel.centering",
-           "dkernel.operators", "dkernel.alignment", "dkernel.datasets"]
+#: Every module of the package (``__main__`` modules run a command when imported): each docstring example runs.
+MODULES = sorted(info.name for info in pkgutil.walk_packages(dkernel.__path__, "dkernel.")
+                 if not info.name.endswith(".__main__"))
 
 
 def test_readme_examples_run(tmp_path, monkeypatch):
