@@ -225,21 +225,14 @@ def _run_tasks(client, run_task, tasks, progress):
 
 def execute(run_task, tasks, config):
     """Run ``run_task`` over ``tasks`` on the configured scheduler; return the results in task order."""
-    from dkernel._dask import resolve_client, start_local_cluster
-    from dkernel.exceptions import SchedulerUnreachableError
+    from dkernel._dask import scheduler_client
 
     if config.scheduler == "threads":
         return _run_tasks(None, run_task, tasks, config.progress)
+    n_workers = None
     if config.scheduler == "local":
         n_workers = config.n_workers or max(1, min(os.cpu_count() or 1, len(tasks)))
-        cluster, client = start_local_cluster(n_workers=n_workers, threads_per_worker=1)
-        with cluster, client:
-            return _run_tasks(client, run_task, tasks, config.progress)
-    try:
-        client, _ = resolve_client(config.scheduler)
-    except SchedulerUnreachableError as exc:
-        raise SchedulerUnreachableError(f"--scheduler {config.scheduler}: {exc}") from None
-    with client:
+    with scheduler_client(config.scheduler, n_workers=n_workers, threads_per_worker=1) as client:
         return _run_tasks(client, run_task, tasks, config.progress)
 
 
