@@ -96,9 +96,10 @@ def gamma_from_sigma2(sigma2, convention="meila"):
     raise ValueError(f"convention must be 'meila' or 'gaussian'; got {convention!r}.")
 
 
-def _output_dtype(X, Z):
-    """float32 only when both inputs are float32; float64 otherwise."""
-    if X.dtype == np.float32 and Z.dtype == np.float32:
+def output_dtype(X, Z=None):
+    """The dtype of kernel values between ``X`` and ``Z`` (``X`` itself when None): float32 only when both
+    inputs are float32, float64 otherwise."""
+    if X.dtype == np.float32 and (Z is None or Z.dtype == np.float32):
         return np.float32
     return np.float64
 
@@ -109,7 +110,7 @@ def _as_pair(X, Z):
         return X, X, True
     Z = check_data(Z, name="Z", what="evaluating a kernel")
     check_same_features(X, Z)
-    dtype = _output_dtype(X, Z)
+    dtype = output_dtype(X, Z)
     return X.astype(dtype, copy=False), Z.astype(dtype, copy=False), False
 
 

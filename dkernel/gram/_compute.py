@@ -155,13 +155,6 @@ def _write_block(X, Z, kernel, grid, i, j, dtype, path, run_id, checksum_columns
     return 1
 
 
-def _default_dtype(X, Z):
-    """float32 when the data are float32, float64 otherwise."""
-    if X.dtype == np.float32 and (Z is None or Z.dtype == np.float32):
-        return np.float32
-    return np.float64
-
-
 def _data_keys(X, Z, grid, client):
     """X and Z put into the graph once each (one key every block task reads; Z is X for K(X, X))."""
     Xk = put_data(X, client, name="gram-X-" + dask.base.tokenize(id(X), X.shape))

@@ -21,9 +21,9 @@ from .._dask import resolve_client
 from .._options import GramOptions
 from .._validation import check_data, check_same_features
 from ..exceptions import CorruptStoreError, IncompleteStoreError, StoreMismatchError, UnverifiedStoreWarning
-from ..kernels import get_kernel, kernel_from_dict
+from ..kernels import get_kernel, kernel_from_dict, output_dtype
 from ._blocks import _ClusterBlocks, _MemoryBlocks, _warn_unverified, _ZarrBlocks
-from ._compute import _compute_in_memory, _compute_into_store, _default_dtype
+from ._compute import _compute_in_memory, _compute_into_store
 from ._format import (
     STORE_FORMAT,
     _provenance_of,
@@ -163,7 +163,7 @@ class GramMatrix:
         if not symmetric:
             Z = check_data(Z, name="Z")
             check_same_features(X, Z)
-        gram_dtype = np.dtype(options.dtype or _default_dtype(X, None if symmetric else Z))
+        gram_dtype = np.dtype(options.dtype or output_dtype(X, None if symmetric else Z))
         X = X.astype(gram_dtype, copy=False)
         Z = X if symmetric else Z.astype(gram_dtype, copy=False)
         kernel = kernel.resolve(X.shape[1])
