@@ -215,6 +215,32 @@ class Centering:
         return cls(len(y), class_balanced_weights(y), None, "class-balanced")
 
     @classmethod
+    def from_scheme(cls, scheme, y=None, *, n=None, n_sample=None, random_state=None):
+        """The origin named by ``scheme``, for the labels ``y`` (or ``n`` points: ``"standard"`` needs no labels).
+
+        ``scheme`` is ``"standard"`` (:meth:`standard`), ``"class-balanced"``
+        (:meth:`class_balanced`, eq. 13) or ``"multiclass"``
+        (:meth:`multiclass`); with ``n_sample``, the origin is represented by
+        a sample of that many points (:meth:`sampled`, Meilă §5).
+
+        Raises
+        ------
+        InvalidLabelsError
+            If a class scheme is asked for without labels.
+        """
+        if scheme not in ("standard", "class-balanced", "multiclass"):
+            raise InvalidWeightsError(
+                f"unknown origin scheme {scheme!r}; use 'standard', 'class-balanced' or 'multiclass'."
+            )
+        if y is None and scheme != "standard":
+            raise InvalidLabelsError(f"the {scheme} scheme needs labels y.")
+        if n_sample is not None:
+            return cls.sampled(n if y is None else y, n_sample, scheme, random_state=random_state)
+        if scheme == "standard":
+            return cls.standard(n if y is None else len(y))
+        return cls.class_balanced(y) if scheme == "class-balanced" else cls.multiclass(y)
+
+    @classmethod
     def multiclass(cls, y):
         """The mean of the class centres: γ_i = 1/(c n_{class(i)}), for ``c >= 2`` classes."""
         y = check_labels(y)

@@ -274,3 +274,23 @@ def test_general_centering_refuses_an_init_off_the_sample():
     X, y = make_data(80)
     with pytest.raises(InvalidWeightsError, match="outside the sample"):
         general_centering(KernelGram(X, "linear"), y, "alignment", n_sample=20, init=Centering.standard(80))
+
+
+def test_origin_from_scheme_names_the_same_origins_as_the_constructors():
+    y = np.array([1, 1, 1, -1, -1, 1, -1, 1])
+    pairs = [
+        (Centering.from_scheme("standard", n=8), Centering.standard(8)),
+        (Centering.from_scheme("standard", y), Centering.standard(8)),
+        (Centering.from_scheme("class-balanced", y), Centering.class_balanced(y)),
+        (Centering.from_scheme("multiclass", y), Centering.multiclass(y)),
+        (Centering.from_scheme("class-balanced", y, n_sample=4, random_state=3),
+         Centering.sampled(y, 4, "class-balanced", random_state=3)),
+        (Centering.from_scheme("standard", n=8, n_sample=4, random_state=3),
+         Centering.sampled(8, 4, "standard", random_state=3)),
+    ]
+    for made, expected in pairs:
+        assert made.to_dict() == expected.to_dict()
+    with pytest.raises(InvalidLabelsError, match="class-balanced scheme needs labels"):
+        Centering.from_scheme("class-balanced", n=8)
+    with pytest.raises(ValueError, match="unknown origin scheme 'balanced'"):
+        Centering.from_scheme("balanced", y)

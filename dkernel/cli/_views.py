@@ -75,13 +75,8 @@ def _run_center(args):
         raise ValueError(f"the {args.scheme} scheme needs labels; pass --labels FILE or use --scheme standard.")
     _check_label_count(y, gram.n, args.store)
     _check_sample(args.sample, gram.n, args.store)
-    if args.sample is not None:
-        centering = Centering.sampled(gram.n if y is None or args.scheme == "standard" else y, args.sample,
-                                      args.scheme, random_state=args.seed)
-    elif args.scheme == "standard":
-        centering = Centering.standard(gram.n)
-    else:
-        centering = getattr(Centering, args.scheme.replace("-", "_"))(y)
+    centering = Centering.from_scheme(args.scheme, None if args.scheme == "standard" else y, n=gram.n,
+                                      n_sample=args.sample, random_state=args.seed)
     view = CenteredGram(gram, centering)
     h = view.h
     print(f"dkernel: origin {centering.scheme} on {centering.n_support} of {centering.n} points: "
