@@ -8,26 +8,39 @@ Part 2 compares, on a subset of ``--subset`` points, the exact class-balanced
 centering with its sampled versions for several n':
 ``‖K_a − K̃_a‖_F / ‖K_a‖_F``. The difference of two centerings of the same K
 is ``−δh 1ᵀ − 1 δhᵀ + δh0``, whose Frobenius norm is O(n); ``‖K_a‖_F`` is
-one streaming pass over the lazy view.
+one streaming pass over the lazy view. A second table gives, for the same
+samples, the relative error of h itself, ``‖h̃ − h‖ / ‖h‖``, and that of the
+sampled kernel-target alignment (Kandola eq. 1, ``--repeats`` samples of n'
+points) against the exact one.
+
+With ``--workers N``, part 1 runs again on a LocalCluster of N one-thread
+worker processes (``--memory-limit`` each): X and X_S are scattered once,
+each task evaluates one row block of K(X, X_S). Prints the time, each
+worker's peak resident memory and the client's (``VmHWM`` on Linux, as
+``bench_out_of_core.py`` measures it), and the difference from part 1's h.
 
     python benchmarks/bench_centering.py                # n = 200000, d = 32, n' = 2000
     python benchmarks/bench_centering.py --n 20000      # a quicker run
+    python benchmarks/bench_centering.py --n 1000000 --workers 2    # on a cluster, 2 GB per worker
 """
 
 import argparse
+import os
 import resource
 import tracemalloc
 
 import dask
 import numpy as np
 
-from dkernel.alignment import frobenius_norm
+from dkernel._dask import start_local_cluster
+from dkernel.alignment import frobenius_norm, sampled_target_alignment, target_alignment
 from dkernel.centering import Centering, origin_products
 from dkernel import KernelGram
 from dkernel.operators import CenteredGram
 from _problems import noisy_threshold_labels  # benchmarks/_*.py, beside this script
 from _provenance import print_header
 from _timing import timed
+from bench_out_of_core import WorkerMemory, _read_peak, _reset_peak
 
 MEASURES = (  # the modules these figures depend on: re-run and record when one changes
     "dkernel/centering.py",
@@ -35,6 +48,7 @@ MEASURES = (  # the modules these figures depend on: re-run and record when one 
     "dkernel/_sources.py",
     "dkernel/alignment.py",
     "dkernel/kernels.py",
+    "dkernel/_dask.py",
 )
 
 
@@ -58,6 +72,10 @@ def main():
     parser.add_argument("--samples", type=int, nargs="+", default=[250, 500, 1000, 2000])
     parser.add_argument("--chunk", type=int, default=4096)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=5, help="samples of the sampled alignment (default: 5)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="also run part 1 on a LocalCluster of this many worker processes")
+    parser.add_argument("--memory-limit", default="2GB", help="memory limit of each worker (default: 2GB)")
     args = parser.parse_args()
     print_header()
     dask.config.set(scheduler="threads")
@@ -80,6 +98,8 @@ def main():
           f"h in [{h.min():.4g}, {h.max():.4g}]")
     print(f"peak traced memory during h: {peak / 1e9:.3f} GB; process max RSS: {maxrss:.3f} GB "
           f"({'below' if max(peak / 1e9, maxrss) < 2 else 'ABOVE'} 2 GB)")
+    if args.workers:
+        on_cluster(args, base, centering, h, h0)
 
     m = min(args.subset, args.n)
     Xs, ys = X[:m], y[:m]
@@ -88,6 +108,7 @@ def main():
     norm, seconds = timed(lambda: frobenius_norm(exact))
     print(f"\nsubset n={m}: exact class-balanced centering, ‖K_a‖_F = {norm:.6g} ({seconds:.1f} s)")
     print(f"{'n_sample':>9} {'rel. error':>12} {'seconds':>8}")
+    errors_h = []
     for n_sample in args.samples:
         if n_sample > m:
             continue
@@ -95,6 +116,41 @@ def main():
                                                                                    random_state=args.seed)))
         err = centering_difference_norm(exact.h, exact.h0, h_s, h0_s) / norm
         print(f"{n_sample:>9} {err:>12.4e} {seconds:>8.2f}")
+        errors_h.append((n_sample, np.linalg.norm(h_s - exact.h) / np.linalg.norm(exact.h)))
+
+    a_exact = target_alignment(sub, ys)
+    print(f"\nsubset n={m}: relative error of the sampled h and of the sampled alignment "
+          f"(exact A(K, yyᵀ) = {a_exact:.6g}; {args.repeats} samples of n' points)")
+    print(f"{'n_sample':>9} {'h rel. error':>13} {'alignment':>10} {'± stderr':>9} {'rel. error':>11}")
+    for n_sample, err_h in errors_h:
+        est = sampled_target_alignment(sub, ys, n_sample, n_repeats=args.repeats, random_state=args.seed)
+        print(f"{n_sample:>9} {err_h:>13.4e} {est.value:>10.6g} {est.stderr:>9.2g} "
+              f"{abs(est.value - a_exact) / abs(a_exact):>11.4e}")
+
+
+def on_cluster(args, base, centering, h_local, h0_local):
+    """Part 1 again on a LocalCluster: time, each worker's peak memory and the client's."""
+    print(f"\non a LocalCluster of {args.workers} worker processes x 1 thread, memory limit "
+          f"{args.memory_limit} each:")
+    cluster, client = start_local_cluster(n_workers=args.workers, threads_per_worker=1,
+                                          memory_limit=args.memory_limit)
+    with cluster, client:
+        exact = os.path.exists("/proc/self/clear_refs")
+        if exact:
+            _reset_peak()
+        with WorkerMemory(client) as memory:
+            (h, h0), elapsed = timed(lambda: origin_products(base, centering, client=client))
+        client_peak = _read_peak() if exact else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    limit = dask.utils.parse_bytes(args.memory_limit)
+    peaks = [rss for _, rss in sorted(memory.peak.items())]
+    rate = args.n * args.n_sample / elapsed
+    print(f"sampled h, h0 on the cluster: {elapsed:.2f} s ({rate / 1e6:.1f} M kernel entries/s), h0={h0:.6g}")
+    print(f"peak worker memory: {', '.join(f'{rss / 1e9:.3f} GB' for rss in peaks)} "
+          f"({'below' if max(peaks) < limit else 'ABOVE'} the {args.memory_limit} limit); "
+          f"client: {client_peak / 1e9:.3f} GB")
+    diff = np.abs(h - h_local).max() / np.abs(h_local).max()
+    print(f"max |h(cluster) - h(this process)| / max |h| = {diff:.2e}, "
+          f"|h0(cluster) - h0(this process)| / |h0| = {abs(h0 - h0_local) / abs(h0_local):.2e}")
 
 
 if __name__ == "__main__":

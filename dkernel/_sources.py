@@ -37,6 +37,7 @@ import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 
+from ._dask import put_data
 from ._validation import check_data, check_new_points
 from .kernels import Kernel, get_kernel
 
@@ -433,8 +434,8 @@ class KernelGram:
         c = self.chunks[0]
         return [(start, min(start + c, self.n)) for start in range(0, self.n, c)]
 
-    def _lazy_blocks(self, Z, z_bounds, symmetric):
-        X = self._X_key()
+    def _lazy_blocks(self, Z, z_bounds, symmetric, X=None):
+        X = self._X_key() if X is None else X
         return da.block([
             [
                 da.from_delayed(
@@ -450,10 +451,19 @@ class KernelGram:
     def dask(self):
         return self._lazy_blocks(self._X_key(), self._bounds(), symmetric=True)
 
-    def columns(self, indices):
-        """Lazy ``K(X, X[indices])`` in row blocks of ``chunk`` rows."""
+    def columns(self, indices, *, client=None):
+        """Lazy ``K(X, X[indices])`` in row blocks of ``chunk`` rows.
+
+        With a distributed ``client``, ``X`` and ``X[indices]`` are scattered
+        to its workers once (:func:`dkernel._dask.put_data`) and every block
+        task refers to them, instead of travelling in the graph.
+        """
         XS = self.X[np.asarray(indices, dtype=np.intp)]
-        return self._lazy_blocks(dask.delayed(XS, pure=True), [(0, XS.shape[0])], symmetric=False)
+        bounds = [(0, XS.shape[0])]
+        if client is None:
+            return self._lazy_blocks(dask.delayed(XS, pure=True), bounds, symmetric=False)
+        X = put_data(self.X, client, name="kernel-gram-X")
+        return self._lazy_blocks(put_data(XS, client, name="kernel-gram-XS"), bounds, symmetric=False, X=X)
 
     def principal_submatrix(self, indices):
         XS = self.X[np.asarray(indices, dtype=np.intp)]

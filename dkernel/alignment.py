@@ -35,7 +35,8 @@ import dask.array as da
 import numba
 import numpy as np
 
-from ._sources import principal_submatrix, source_dask, source_diag, source_n
+from ._dask import client_for, compute_with_progress, put_data
+from ._sources import KernelGram, principal_submatrix, source_dask, source_diag, source_n
 from ._validation import check_labels, random_generator
 from .centering import SampleSizeError
 from .exceptions import InvalidLabelsError
@@ -112,12 +113,16 @@ def _target_sums_core(K, t_rows, t_cols):
     return q, f
 
 
-def _target_block_stats(K, t_rows, t_cols):
+def _target_block_stats(K, t, rows, cols):
     K = np.asarray(K)
     if K.dtype not in (np.float32, np.float64):
         K = K.astype(np.float64)
-    q, f = _target_sums_core(K, np.asarray(t_rows, dtype=np.float64), np.asarray(t_cols, dtype=np.float64))
-    return np.array([[[q, f]]])
+    q, f = _target_sums_core(K, t[rows[0] : rows[1]], t[cols[0] : cols[1]])
+    return np.array([q, f])
+
+
+def _summed(*parts):
+    return np.sum(parts, axis=0)
 
 
 def _pair_block_stats(K1, K2):
@@ -129,20 +134,33 @@ def _pair_block_stats(K1, K2):
     return out
 
 
-def _target_sums(source, t):
-    """Lazy ``(tᵀKt, ‖K‖²_F)`` in one pass over the blocks."""
+def _target_row_tasks(source, t, client):
+    """One task per row block ``I``: ``(Σ_j t_Iᵀ K_Ij t_j, Σ_j ‖K_Ij‖²_F)``, one block at a time.
+
+    ``t`` enters the graph once (:func:`put_data`, scattered with a client);
+    each block task slices its rows and columns of it.
+    """
     K = source_dask(source)
-    rows = da.from_array(t, chunks=(K.chunks[0],))
-    cols = da.from_array(t, chunks=(K.chunks[1],))
-    stats = da.blockwise(
-        _target_block_stats, "ijk", K, "ij", rows, "i", cols, "j",
-        new_axes={"k": 2}, adjust_chunks={"i": 1, "j": 1}, dtype=np.float64,
-    )
-    return stats.sum(axis=(0, 1))
+    t = put_data(np.asarray(t, dtype=np.float64), client, name="alignment-target-" + dask.base.tokenize(t))
+    row_bounds, col_bounds = (np.cumsum((0,) + chunks).tolist() for chunks in K.chunks)
+    return [
+        dask.delayed(_summed, pure=True)(*[
+            dask.delayed(_target_block_stats, pure=True)(
+                block, t, (row_bounds[i], row_bounds[i + 1]), (col_bounds[j], col_bounds[j + 1]))
+            for j, block in enumerate(row)
+        ])
+        for i, row in enumerate(K.to_delayed())
+    ]
 
 
-def target_alignment(source, y, target="classification", *, compute=True):
-    """Exact kernel-target alignment ``tᵀKt / (‖t‖² ‖K‖_F)`` in one streaming pass.
+def _target_sums(source, t, client=None, progress=False):
+    """``(tᵀKt, ‖K‖²_F)`` in one pass over the blocks, on ``client`` (None: Dask's local scheduler)."""
+    parts = compute_with_progress(_target_row_tasks(source, t, client), client, progress, label="row blocks")
+    return np.sum(parts, axis=0)
+
+
+def target_alignment(source, y, target="classification", *, compute=True, client=None, progress=False):
+    """Exact kernel-target alignment ``tᵀKt / (‖t‖² ‖K‖_F)`` in one streaming pass (Kandola eq. 1).
 
     Parameters
     ----------
@@ -152,7 +170,14 @@ def target_alignment(source, y, target="classification", *, compute=True):
     target : {"classification", "uneven", "regression"}, default="classification"
         See :func:`alignment_target`.
     compute : bool, default=True
-        ``False`` returns a lazy 0-d dask array.
+        ``False`` returns a lazy 0-d dask array (``client`` is not used).
+    client : distributed.Client, str, None or False, default=None
+        Where to compute (:func:`dkernel._dask.resolve_client`: None is the
+        current default client if any, else this process). Each task reduces
+        one block to two numbers; the sums of each row block are gathered
+        as they complete.
+    progress : bool, default=False
+        Show the row blocks finished so far.
 
     Returns
     -------
@@ -160,21 +185,22 @@ def target_alignment(source, y, target="classification", *, compute=True):
     """
     n = source_n(source)
     t = alignment_target(check_labels(y, n), target)
-    sums = _target_sums(source, t)
     tt = float(t @ t)
-    value = da.where(sums[1] > 0, sums[0] / (tt * da.sqrt(sums[1])), np.nan)
     if not compute:
-        return value
-    q, f = (float(v) for v in sums.compute())
+        sums = da.from_delayed(dask.delayed(_summed, pure=True)(*_target_row_tasks(source, t, None)),
+                               shape=(2,), dtype=np.float64)
+        return da.where(sums[1] > 0, sums[0] / (tt * da.sqrt(sums[1])), np.nan)
+    with client_for(client) as client:
+        q, f = (float(v) for v in _target_sums(source, t, client, progress))
     if f == 0:
         raise ValueError("the Gram matrix is zero, so its alignment is undefined.")
     return q / (tt * math.sqrt(f))
 
 
-def frobenius_norm(source):
-    """``‖K‖_F`` in one streaming pass (float64 accumulation)."""
-    sums = _target_sums(source, np.zeros(source_n(source)))
-    return math.sqrt(float(sums[1].compute()))
+def frobenius_norm(source, *, client=None):
+    """``‖K‖_F`` in one streaming pass (float64 accumulation), on ``client`` (see :func:`target_alignment`)."""
+    with client_for(client) as client:
+        return math.sqrt(float(_target_sums(source, np.zeros(source_n(source)), client)[1]))
 
 
 def alignment(source1, source2, *, compute=True):
@@ -230,17 +256,18 @@ class AlignmentEstimate:
         return f"{self.value:.6g} ± {self.stderr:.2g} (n'={self.n_sample}, {self.n_repeats} samples)"
 
 
-def sampled_target_alignment(source, y, n_sample, *, n_repeats=10, target="classification", random_state=None):
+def sampled_target_alignment(source, y, n_sample, *, n_repeats=10, target="classification", random_state=None,
+                             client=None, progress=False):
     """Kernel-target alignment estimated from ``n_repeats`` random ``n' × n'`` submatrices.
 
     Each sample ``S`` of ``n'`` points (uniform, without replacement) gives
     the off-diagonal sums ``Σ_{i≠j∈S} t_i t_j K_ij`` and ``Σ_{i≠j∈S} K_ij²``,
     scaled by ``n(n-1) / (n'(n'-1))`` to unbiased estimates of the full
-    off-diagonal sums. The diagonal terms ``Σ t_i² K_ii`` and ``Σ K_ii²`` are
-    exact (``diag()`` costs ``O(n)``), and ``t`` is built from all labels.
-    Estimating the diagonal from the sample instead would overweight it by a
-    factor ``n/n'``, which biases the alignment of kernels with a dominant
-    diagonal (RBF with a small width).
+    off-diagonal sums of Kandola's eq. (1). The diagonal terms ``Σ t_i² K_ii``
+    and ``Σ K_ii²`` are exact (``diag()`` costs ``O(n)``), and ``t`` is built
+    from all labels. Estimating the diagonal from the sample instead would
+    overweight it by a factor ``n/n'``, which biases the alignment of kernels
+    with a dominant diagonal (RBF with a small width).
 
     Parameters
     ----------
@@ -252,6 +279,16 @@ def sampled_target_alignment(source, y, n_sample, *, n_repeats=10, target="class
         Independent samples (at least 2, for the standard error).
     target : {"classification", "uneven", "regression"}, default="classification"
     random_state : int, Generator or None
+    client : distributed.Client, str, None or False, default=None
+        Where to compute (:func:`dkernel._dask.resolve_client`). On a
+        cluster, one task per sample reduces its ``n' × n'`` submatrix to two
+        sums: a :class:`~dkernel._sources.KernelGram` (with a :class:`Kernel`)
+        ships ``X_S`` once per sample and the worker evaluates ``K(X_S, X_S)``;
+        a store or a lazy view is read by the workers. Matrices held in this
+        process (ndarray, ``DenseGram``, views with ``principal_submatrix``
+        other than a ``KernelGram``) are sampled here.
+    progress : bool, default=False
+        Show the samples finished so far.
 
     Returns
     -------
@@ -270,18 +307,10 @@ def sampled_target_alignment(source, y, n_sample, *, n_repeats=10, target="class
     q_diag, f_diag, tt = float(t**2 @ d), float(d @ d), float(t @ t)
     scale = n * (n - 1) / (n_sample * (n_sample - 1))
     samples = [np.sort(rng.choice(n, size=n_sample, replace=False)) for _ in range(n_repeats)]
-    if isinstance(source, np.ndarray) or hasattr(source, "principal_submatrix"):
-        submatrices = (principal_submatrix(source, S) for S in samples)
-    else:
-        # One computation for all samples, so that a stored chunk is read once, not once per sample.
-        K = source_dask(source)
-        submatrices = dask.compute(*[K[S][:, S] for S in samples])
+    with client_for(client) as client:
+        sums = _off_diagonal_sums_of_samples(source, t, samples, client, progress)
     values = []
-    for S, K in zip(samples, submatrices):
-        K = np.asarray(K, dtype=np.float64)
-        tS, dS = t[S], np.diagonal(K)
-        q_off = float(tS @ K @ tS) - float(tS**2 @ dS)
-        f_off = float(np.vdot(K, K)) - float(dS @ dS)
+    for q_off, f_off in sums:
         f = f_diag + scale * f_off
         if not f > 0:
             raise ValueError("the sampled Gram matrix is zero, so its alignment is undefined.")
@@ -291,3 +320,31 @@ def sampled_target_alignment(source, y, n_sample, *, n_repeats=10, target="class
         float(values.mean()), float(values.std(ddof=1) / math.sqrt(n_repeats)), int(n_sample), int(n_repeats)
     )
 
+
+def _off_diagonal_sums(K, tS):
+    """``(Σ_{i≠j} t_i t_j K_ij, Σ_{i≠j} K_ij²)`` of one sample's submatrix ``K = K[S][:, S]``."""
+    K = np.asarray(K, dtype=np.float64)
+    dS = np.diagonal(K)
+    return float(tS @ K @ tS) - float(tS**2 @ dS), float(np.vdot(K, K)) - float(dS @ dS)
+
+
+def _kernel_sample_sums(XS, tS, kernel):
+    return _off_diagonal_sums(kernel.block(XS, XS, symmetric=True), tS)
+
+
+def _off_diagonal_sums_of_samples(source, t, samples, client, progress):
+    """:func:`_off_diagonal_sums` of every sample, in this process or one task per sample on ``client``."""
+    on_cluster_kernel = client is not None and isinstance(source, KernelGram) and source.kernel is not None
+    if not on_cluster_kernel and (isinstance(source, np.ndarray) or hasattr(source, "principal_submatrix")):
+        return [_off_diagonal_sums(principal_submatrix(source, S), t[S]) for S in samples]
+    tasks = []
+    for k, S in enumerate(samples):
+        tS = put_data(t[S], client, name=f"alignment-sample-target-{k}-" + dask.base.tokenize(t, S))
+        if on_cluster_kernel:
+            XS = put_data(source.X[S], client, name=f"alignment-sample-X-{k}-" + dask.base.tokenize(S))
+            tasks.append(dask.delayed(_kernel_sample_sums, pure=True)(XS, tS, source.kernel))
+        else:
+            # One computation for all samples, so that a stored chunk is read once, not once per sample.
+            K = source_dask(source)
+            tasks.append(dask.delayed(_off_diagonal_sums, pure=True)(K[S][:, S], tS))
+    return compute_with_progress(tasks, client, progress, label="samples")

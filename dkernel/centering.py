@@ -44,7 +44,8 @@ import dask
 import dask.array as da
 import numpy as np
 
-from ._sources import source_columns, source_dask, source_n
+from ._dask import client_for, compute_with_progress, put_data
+from ._sources import KernelGram, source_columns, source_dask, source_n
 from ._validation import check_labels, random_generator
 from .exceptions import DKernelError, InvalidLabelsError
 
@@ -400,7 +401,7 @@ def _check_n(n):
     return int(n)
 
 
-def origin_products(source, centering, *, compute=True):
+def origin_products(source, centering, *, compute=True, client=None, progress=False):
     """``h = Kγ`` and ``h0 = γᵀKγ``: the inner products of the origin (Meilă eqs. 17–18).
 
     Parameters
@@ -413,7 +414,17 @@ def origin_products(source, centering, *, compute=True):
         (computed from ``X`` by a ``KernelGram``), one row block per task.
     compute : bool, default=True
         Return ndarray / float; ``False`` returns the lazy dask expressions
-        so that the caller can batch them with other computations.
+        so that the caller can batch them with other computations (they run
+        on whatever scheduler computes them; ``client`` is not used).
+    client : distributed.Client, str, None or False, default=None
+        Where to compute (:func:`dkernel._dask.resolve_client`): None is the
+        current default client if there is one, else this process; False is
+        this process; a string is a scheduler address. On a cluster each task
+        computes ``h`` on one row block, ``K[I, S] γ_S``; a ``KernelGram``'s
+        ``X`` and ``X_S`` are scattered to the workers once. A task holds one
+        block of ``chunk × n'`` kernel values, never ``n × n'``.
+    progress : bool, default=False
+        Show the row blocks finished so far.
 
     Returns
     -------
@@ -426,17 +437,55 @@ def origin_products(source, centering, *, compute=True):
             f"the centering is defined for n={centering.n} points but the Gram matrix has {n} rows; "
             f"build the centering from this matrix's labels."
         )
-    if centering.indices is None:
-        h = da.dot(source_dask(source), centering.weights)
-        support_h = h
-    else:
-        h = da.dot(source_columns(source, centering.indices), centering.weights)
-        support_h = h[centering.indices]
-    h0 = da.dot(support_h, centering.weights)
     if not compute:
-        return h, h0
-    h, h0 = dask.compute(h, h0)
-    return np.asarray(h, dtype=np.float64), float(h0)
+        if centering.indices is None:
+            h = da.dot(source_dask(source), centering.weights)
+            support_h = h
+        else:
+            h = da.dot(source_columns(source, centering.indices), centering.weights)
+            support_h = h[centering.indices]
+        return h, da.dot(support_h, centering.weights)
+    with client_for(client) as client:
+        tasks = _h_row_tasks(source, centering, client)
+        parts = compute_with_progress(tasks, client, progress, label="row blocks of h")
+    h = np.concatenate(parts).astype(np.float64, copy=False)
+    support_h = h if centering.indices is None else h[centering.indices]
+    return h, float(support_h @ centering.weights)
+
+
+def _h_row_tasks(source, centering, client):
+    """One task per row block ``I`` of ``K``: ``h_I = K[I, S] γ_S`` (eq. 17), summed over the column blocks.
+
+    γ enters the graph once (:func:`put_data`); each block task slices its
+    part, so no task carries more than its block bounds.
+    """
+    weights = put_data(centering.weights, client, name="origin-weights-" + dask.base.tokenize(centering.weights))
+    if centering.indices is None:
+        K = source_dask(source)
+    elif isinstance(source, KernelGram):
+        K = source.columns(centering.indices, client=client)
+    else:
+        K = source_columns(source, centering.indices)
+    col_bounds = np.cumsum((0,) + K.chunks[1])
+    blocks = K.to_delayed()
+    return [
+        dask.delayed(_summed, pure=True)(*[
+            dask.delayed(_block_products, pure=True)(block, weights, int(col_bounds[j]), int(col_bounds[j + 1]))
+            for j, block in enumerate(row)
+        ])
+        for row in blocks
+    ]
+
+
+def _block_products(K, weights, start, stop):
+    return np.asarray(K) @ weights[start:stop]
+
+
+def _summed(*parts):
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
+    return total
 
 
 # --------------------------------------------------------------------------- #
