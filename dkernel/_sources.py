@@ -505,7 +505,12 @@ class KernelGram:
 
 
 class SubsetGram:
-    """The principal submatrix ``K[index][:, index]`` of a Gram source, read on demand."""
+    """The principal submatrix ``K[index][:, index]`` of a Gram source, read on demand.
+
+    A solver worker reads ``submatrix(idx, start, stop)``: the base's columns
+    spanning ``index[start:stop]`` only. ``column_slab`` narrows the base the
+    same way where it has one (an in-memory base ships those columns only).
+    """
 
     def __init__(self, base, index):
         self.base = base
@@ -539,6 +544,34 @@ class SubsetGram:
         if self._diag is None:
             self._diag = np.asarray(self.base.diag())[self.index]
         return self._diag
+
+    def _base_span(self, start, stop):
+        """The base's columns ``lo:hi`` spanning ``index[start:stop]``, and those columns' positions in it."""
+        columns = self.index[start:stop]
+        lo, hi = int(columns.min()), int(columns.max()) + 1
+        return lo, hi, columns - lo
+
+    def submatrix(self, idx, start, stop):
+        """``K[index[idx]][:, index[start:stop]]``, reading only the base's columns that span them."""
+        idx = np.asarray(idx, dtype=np.intp)
+        if start >= stop:
+            return np.empty((idx.size, 0))
+        lo, hi, local = self._base_span(start, stop)
+        base_rows = self.index[idx]
+        if hasattr(self.base, "submatrix"):
+            K = self.base.submatrix(base_rows, lo, hi)
+        else:
+            K = self.base.rows(base_rows)[:, lo:hi]
+        return np.asarray(K)[:, local]
+
+    def column_slab(self, start, stop):
+        """The subset over the base's column slab spanning ``index[start:stop]``; ``self`` where the base has none."""
+        slab = getattr(self.base, "column_slab", None)
+        if slab is None or (start, stop) == (0, self.n) or start >= stop:
+            return self
+        lo, hi, _ = self._base_span(start, stop)
+        base = slab(lo, hi)
+        return self if base is self.base else SubsetGram(base, self.index)
 
     @property
     def dask(self):

@@ -6,8 +6,12 @@ A view has the reading interface of :class:`dkernel.gram.GramMatrix` —
 underlying Gram when they are read ("out-of-core row updates"): no corrected
 copy of the matrix is ever made unless :meth:`to_zarr` is asked for. The SVM
 solver, which only calls ``rows(idx)``, ``diag()`` and ``n``, takes a view
-unchanged, and views compose (``CenteredGram(ShiftedGram(K, 1e4), ...)``
-recenters shifted data, as in Meilă's experiments).
+unchanged. A view is a small spec (its base and ``n``-vectors), so it runs the
+same on a Dask worker: the distributed solver sends each worker the view's
+``column_slab`` and reads ``submatrix(idx, start, stop)`` there, each worker
+correcting only the columns it owns. Views compose
+(``CenteredGram(ShiftedGram(K, 1e4), ...)`` recenters shifted data, as in
+Meilă's experiments).
 
 Test points go through ``cross(X_new)``: the view's kernel between new points
 and the training points, built from the base kernel exactly as the view is
@@ -34,6 +38,7 @@ References
    DAGM 2001.
 """
 
+import copy
 import math
 
 import dask.array as da
@@ -155,13 +160,37 @@ class _GramView:
         return self._correct(self.base.rows(idx), idx, slice(None))
 
     def submatrix(self, idx, start, stop):
-        """``[idx, start:stop]`` of the view."""
+        """``[idx, start:stop]`` of the view from the base's columns ``start:stop`` alone.
+
+        What a solver worker reads for the columns it owns: the base's
+        ``submatrix`` (a store reads only those blocks, a kernel evaluates
+        only ``K(X[idx], X[start:stop])``) corrected with ``v[idx]`` and
+        ``v[start:stop]``.
+        """
         idx = np.asarray(idx, dtype=np.intp)
         if hasattr(self.base, "submatrix"):
             K = self.base.submatrix(idx, start, stop)
         else:
             K = self.base.rows(idx)[:, start:stop]
         return self._correct(K, idx, slice(start, stop))
+
+    def column_slab(self, start, stop):
+        """The view restricted to the columns ``start:stop``: what one solver worker needs.
+
+        The base's own column slab (an in-memory base ships only those
+        columns) with the whole per-point vector (``n`` floats: the rows a
+        worker corrects may be any); a base without one (a store, a kernel
+        with its data) is already a small spec and the view is returned as is.
+        """
+        slab = getattr(self.base, "column_slab", None)
+        if slab is None or (start, stop) == (0, self.n):
+            return self
+        base = slab(start, stop)
+        if base is self.base:
+            return self
+        view = copy.copy(self)
+        view.base = base
+        return view
 
     def block(self, i, j):
         """Block ``(i, j)`` of the grid of ``chunks``."""

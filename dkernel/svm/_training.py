@@ -12,6 +12,7 @@ kernel: Δb (Meilă eq. 19) and Graf & Borer's b' (eq. 3).
 import hashlib
 import json
 import os
+import warnings
 
 import numpy as np
 
@@ -114,6 +115,41 @@ def _row_provider(gram):
     return DenseGram(gram) if isinstance(gram, np.ndarray) else gram
 
 
+def _gram_root(source):
+    """The raw Gram at the bottom of a chain of views and subsets."""
+    while hasattr(source, "base") and not isinstance(source, np.ndarray):
+        source = source.base
+    return source
+
+
+def solver_client(rows, client):
+    """The client to solve ``rows`` on: ``client``, or None with a :class:`UserWarning` when the workers cannot read it.
+
+    Every view and subset is a small spec the workers rebuild; the raw Gram
+    under them must travel too (a zarr store as its path, a
+    :class:`KernelGram` with its data, an in-memory matrix as column slabs).
+    A Gram whose blocks are held by the cluster's own futures cannot.
+    """
+    if client is None:
+        return None
+    root = _gram_root(rows)
+    if isinstance(root, (DenseGram, KernelGram)):
+        return client
+    import cloudpickle
+
+    try:
+        cloudpickle.dumps(root)
+    except Exception as exc:
+        warnings.warn(
+            f"the solver runs in this process, not on the Dask workers: the Gram source {root!r} cannot be sent "
+            f"to a worker ({type(exc).__name__}: {exc}). Store it (GramMatrix.compute(..., store=path)) or hold it "
+            f"in memory (gram.in_memory()) to solve on the workers.",
+            UserWarning, stacklevel=3,
+        )
+        return None
+    return client
+
+
 def centering_for(scheme, n_sample, y_pm, rng):
     """The origin of one binary problem: ``None``, an explicit :class:`Centering`, or ``scheme`` on its labels.
 
@@ -147,8 +183,11 @@ def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, 
     (Meilă eq. 19) so that prediction uses the original kernel (eq. 16).
     ``normalized`` says that ``base`` is a normalized view; with
     ``bias_correction`` the intercept becomes Graf & Borer's b' (eq. 3).
-    ``max_iter=-1`` is libsvm's limit (:func:`outer_iteration_cap`). The
-    solver's gradient updates run on ``client`` when no view is involved.
+    ``max_iter=-1`` is libsvm's limit (:func:`outer_iteration_cap`). With a
+    ``client`` the solver's gradient lives on its workers, each reading and
+    correcting (subset, eq. 2, eq. 14) the kernel columns it owns; where the
+    Gram cannot travel to the workers a :class:`UserWarning` says so and the
+    solver runs here (:func:`solver_client`).
 
     Returns a dict: ``coef`` (α y), ``intercept`` (corrected),
     ``uncorrected``, ``delta_b``, ``objective``, ``n_iter``, ``converged``.
@@ -161,9 +200,7 @@ def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, 
     rows = _row_provider(gram)
     max_iter = outer_iteration_cap(rows.n, working_set_size) if max_iter == -1 else max_iter
     kwargs = dict(tol=tol, working_set_size=working_set_size, max_iter=max_iter, verbose=bool(verbose))
-    if client is not None and centering is None and not normalized and hasattr(rows, "rows"):
-        kwargs["client"] = client
-    result = solve_qp(rows, y_pm, C, **kwargs)
+    result = solve_qp(rows, y_pm, C, client=solver_client(rows, client), **kwargs)
     coef = result.alpha * y_pm
     b = float(result.intercept)
     db = delta_b(coef, h) if h is not None else 0.0
