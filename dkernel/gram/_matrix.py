@@ -397,6 +397,11 @@ class GramMatrix:
         self._check_blocks(np.arange(self._grid.n_row_blocks))
         return self._read(self._blocks.to_numpy, self._grid)
 
+    @property
+    def held_by_cluster(self):
+        """Whether the blocks are held in a Dask cluster's memory (persisted there): such a Gram cannot travel to workers."""
+        return isinstance(self._blocks, _ClusterBlocks)
+
     def in_memory(self):
         """A copy of this Gram held in this process's memory, for fast repeated ``rows(idx)``.
 

@@ -133,17 +133,11 @@ def solver_client(rows, client):
     if client is None:
         return None
     root = _gram_root(rows)
-    if isinstance(root, (DenseGram, KernelGram)):
-        return client
-    import cloudpickle
-
-    try:
-        cloudpickle.dumps(root)
-    except Exception as exc:
+    if getattr(root, "held_by_cluster", False):
         warnings.warn(
-            f"the solver runs in this process, not on the Dask workers: the Gram source {root!r} cannot be sent "
-            f"to a worker ({type(exc).__name__}: {exc}). Store it (GramMatrix.compute(..., store=path)) or hold it "
-            f"in memory (gram.in_memory()) to solve on the workers.",
+            f"the solver runs in this process, not on the Dask workers: the blocks of {root!r} are held in the "
+            f"cluster's memory and cannot be sent to a worker. Store it (GramMatrix.compute(..., store=path)) or "
+            f"hold it in memory (gram.in_memory()) to solve on the workers.",
             UserWarning, stacklevel=3,
         )
         return None
