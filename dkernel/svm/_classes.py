@@ -123,8 +123,9 @@ class SVC(ClassifierMixin, BaseEstimator):
         computed on the fly with a cache of this size. ``None``: half of the
         available memory for the whole Gram, 1 GiB of row cache.
     client : distributed.Client, str or False, default=None
-        Run the Gram computation (and the solver's gradient updates, without
-        ``centering``/``normalize``) on this cluster: a client, or a
+        Run the Gram computation and the solver's gradient updates on this
+        cluster (centered and normalized views too: each worker corrects the
+        rows it reads for its own columns): a client, or a
         scheduler address (``"tcp://127.0.0.1:8786"``; the client opened for
         it is closed when ``fit`` returns). ``None`` uses the current client
         if one exists, else this process; ``False`` always runs in this
