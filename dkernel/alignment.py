@@ -337,14 +337,15 @@ def _off_diagonal_sums_of_samples(source, t, samples, client, progress):
     on_cluster_kernel = client is not None and isinstance(source, KernelGram) and source.kernel is not None
     if not on_cluster_kernel and (isinstance(source, np.ndarray) or hasattr(source, "principal_submatrix")):
         return [_off_diagonal_sums(principal_submatrix(source, S), t[S]) for S in samples]
+    if not on_cluster_kernel:
+        # The submatrices as arrays, in one computation: Dask's array optimizations then read only the sampled
+        # rows of each stored chunk, and each chunk once, not once per sample.
+        K = source_dask(source)
+        submatrices = compute_with_progress([K[S][:, S] for S in samples], client, progress, label="samples")
+        return [_off_diagonal_sums(sub, t[S]) for sub, S in zip(submatrices, samples)]
     tasks = []
     for k, S in enumerate(samples):
         tS = put_data(t[S], client, name=f"alignment-sample-target-{k}-" + dask.base.tokenize(t, S))
-        if on_cluster_kernel:
-            XS = put_data(source.X[S], client, name=f"alignment-sample-X-{k}-" + dask.base.tokenize(S))
-            tasks.append(dask.delayed(_kernel_sample_sums, pure=True)(XS, tS, source.kernel))
-        else:
-            # One computation for all samples, so that a stored chunk is read once, not once per sample.
-            K = source_dask(source)
-            tasks.append(dask.delayed(_off_diagonal_sums, pure=True)(K[S][:, S], tS))
+        XS = put_data(source.X[S], client, name=f"alignment-sample-X-{k}-" + dask.base.tokenize(S))
+        tasks.append(dask.delayed(_kernel_sample_sums, pure=True)(XS, tS, source.kernel))
     return compute_with_progress(tasks, client, progress, label="samples")
