@@ -80,12 +80,19 @@ def source_n(source):
     return int(source.n)
 
 
-def source_dask(source):
-    """The whole matrix as a lazy Dask array."""
+def source_dask(source, client=None):
+    """The whole matrix as a lazy Dask array.
+
+    With a distributed ``client``, a Gram computed on the fly scatters its
+    data to the workers once (:meth:`KernelGram.lazy`) rather than carrying
+    them in the graph.
+    """
     if isinstance(source, da.Array):
         return source
     if isinstance(source, np.ndarray):
         return da.from_array(source, chunks=(min(source.shape[0], DEFAULT_CHUNK),) * 2)
+    if client is not None and hasattr(source, "lazy"):
+        return source.lazy(client)
     return source.dask
 
 
@@ -450,6 +457,13 @@ class KernelGram:
     @property
     def dask(self):
         return self._lazy_blocks(self._X_key(), self._bounds(), symmetric=True)
+
+    def lazy(self, client=None):
+        """The whole matrix as a lazy Dask array; with a distributed ``client``, ``X`` is scattered to it once."""
+        if client is None:
+            return self.dask
+        X = put_data(self.X, client, name="kernel-gram-X")
+        return self._lazy_blocks(X, self._bounds(), symmetric=True, X=X)
 
     def columns(self, indices, *, client=None):
         """Lazy ``K(X, X[indices])`` in row blocks of ``chunk`` rows.

@@ -140,7 +140,7 @@ def _target_row_tasks(source, t, client):
     ``t`` enters the graph once (:func:`put_data`, scattered with a client);
     each block task slices its rows and columns of it.
     """
-    K = source_dask(source)
+    K = source_dask(source, client)
     t = put_data(np.asarray(t, dtype=np.float64), client, name="alignment-target-" + dask.base.tokenize(t))
     row_bounds, col_bounds = (np.cumsum((0,) + chunks).tolist() for chunks in K.chunks)
     return [

@@ -461,7 +461,7 @@ def _h_row_tasks(source, centering, client):
     """
     weights = put_data(centering.weights, client, name="origin-weights-" + dask.base.tokenize(centering.weights))
     if centering.indices is None:
-        K = source_dask(source)
+        K = source_dask(source, client)
     elif isinstance(source, KernelGram):
         K = source.columns(centering.indices, client=client)
     else:

@@ -95,7 +95,7 @@ class _GraphRecorder:
 
 @pytest.mark.parametrize("kind", ["kernel", "store"])
 def test_tasks_carry_small_arguments(problem, sources, cluster_client, kind, monkeypatch):
-    """X, X_S, γ and t are scattered once; no task carries more than its block bounds and sample indices."""
+    """X, X_S, γ and t are scattered once, for the sampled and the exact passes; no task carries more than its block bounds and sample indices."""
     _, y = problem
     source = sources[kind]
     recorder = _GraphRecorder(cluster_client)
@@ -103,8 +103,8 @@ def test_tasks_carry_small_arguments(problem, sources, cluster_client, kind, mon
     centering = Centering.sampled(y, 600, random_state=1)  # 600 weights, X_S of 24 kB
     origin_products(source, centering, client=cluster_client)
     sampled_target_alignment(source, y, 600, n_repeats=2, random_state=2, client=cluster_client)
-    if kind == "store":  # a KernelGram's .dask holds X as one key of its graph
-        target_alignment(source, y, client=cluster_client)
+    origin_products(source, Centering.standard(len(y)), client=cluster_client)  # exact: one pass over all columns
+    target_alignment(source, y, client=cluster_client)
     assert recorder.sizes
     largest = max(recorder.sizes, key=recorder.sizes.get)
     assert recorder.sizes[largest] < 4096, f"task {largest} pickles to {recorder.sizes[largest]} bytes"
