@@ -169,7 +169,7 @@ def outer_iteration_cap(n, working_set_size):
 
 
 def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, tol, working_set_size, max_iter,
-               client, verbose):
+               client, verbose, shrinking=True):
     """Solve one binary problem on the samples ``index`` of ``base`` and correct its intercept.
 
     ``centering`` (a :class:`Centering` or ``None``) moves the origin of the
@@ -193,7 +193,8 @@ def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, 
         h = gram.h
     rows = _row_provider(gram)
     max_iter = outer_iteration_cap(rows.n, working_set_size) if max_iter == -1 else max_iter
-    kwargs = dict(tol=tol, working_set_size=working_set_size, max_iter=max_iter, verbose=bool(verbose))
+    kwargs = dict(tol=tol, working_set_size=working_set_size, max_iter=max_iter, verbose=bool(verbose),
+                  shrinking=bool(shrinking))
     result = solve_qp(rows, y_pm, C, client=solver_client(rows, client), **kwargs)
     coef = result.alpha * y_pm
     b = float(result.intercept)
