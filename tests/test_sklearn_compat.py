@@ -303,6 +303,21 @@ def test_predict_proba_with_probability_true(SVC, data, fmt):
     np.testing.assert_array_equal(again.predict_proba(_as(fmt, X)), P)  # random_state fixes the folds
 
 
+def test_probabilities_with_dkernel_views_one_vs_rest_and_dask_input():
+    """Centering leaves the classifier, hence its cross-validated sigmoids, unchanged; ovr problems are normalized."""
+    da = pytest.importorskip("dask.array")
+    X, y = _multiclass()
+    plain = DkSVC(gamma=0.1, probability=True, random_state=0, tol=1e-6).fit(X, y)
+    centered = DkSVC(gamma=0.1, probability=True, random_state=0, tol=1e-6, centering="class-balanced").fit(X, y)
+    np.testing.assert_allclose(centered.predict_proba(X), plain.predict_proba(X), atol=1e-3)
+    ovr = DkSVC(gamma=0.1, probability=True, random_state=0, multiclass="ovr").fit(X, y)
+    P = ovr.predict_proba(X)
+    assert ovr.probA_.shape == (3,) and (P.argmax(axis=1) == ovr.predict(X)).mean() > 0.95
+    lazy = plain.predict_proba(da.from_array(X, chunks=40))
+    assert isinstance(lazy, da.Array)
+    np.testing.assert_allclose(lazy.compute(), plain.predict_proba(X))
+
+
 def test_predict_proba_needs_probability_at_fit_time(SVC):
     X, y = _binary()
     clf = SVC().fit(X, y)

@@ -177,7 +177,8 @@ def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, 
     (Meilă eq. 19) so that prediction uses the original kernel (eq. 16).
     ``normalized`` says that ``base`` is a normalized view; with
     ``bias_correction`` the intercept becomes Graf & Borer's b' (eq. 3).
-    ``max_iter=-1`` is libsvm's limit (:func:`outer_iteration_cap`). With a
+    ``max_iter=-1`` is libsvm's limit (:func:`outer_iteration_cap`);
+    ``shrinking`` is the solver's (libsvm's shrinking test). With a
     ``client`` the solver's gradient lives on its workers, each reading and
     correcting (subset, eq. 2, eq. 14) the kernel columns it owns; where the
     Gram cannot travel to the workers a :class:`UserWarning` says so and the
