@@ -393,3 +393,14 @@ def test_check_estimator_with_probability():
     from dkernel.svm import EXPECTED_FAILED_CHECKS
 
     check_estimator(DkSVC(probability=True, random_state=0), expected_failed_checks=EXPECTED_FAILED_CHECKS)
+
+
+def test_saved_model_keeps_the_probability_model_and_refuses_a_kernel_function(tmp_path):
+    X, y = _multiclass()
+    clf = DkSVC(probability=True, random_state=0, class_weight="balanced").fit(sp.csr_matrix(X), y)
+    again = DkSVC.load(clf.save(tmp_path / "model.zarr"))
+    np.testing.assert_array_equal(again.predict_proba(X), clf.predict_proba(X))
+    np.testing.assert_array_equal(again.class_weight_, clf.class_weight_)
+    assert type(again.dual_coef_) is sp.csr_matrix
+    with pytest.raises(ValueError, match="kernel is a Python function"):
+        DkSVC(kernel=lambda A, B: A @ B.T).fit(X, y).save(tmp_path / "function.zarr")
