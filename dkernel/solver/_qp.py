@@ -135,10 +135,12 @@ def _check_upper_bounds(C, n):
         C = np.full(n, float(C))
     if C.shape != (n,):
         raise ValueError(f"C must be a scalar or have shape ({n},); got shape {C.shape}.")
-    bad = ~(np.isfinite(C) & (C > 0))
+    bad = ~(C > 0)  # +inf is the hard margin, as in libsvm; NaN fails the comparison
     if bad.any():
         first = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"C must be finite and > 0 for every sample; C[{first}] = {C[first]!r}.")
+        raise ValueError(
+            f"C must be finite and > 0 (or inf, the hard margin) for every sample; C[{first}] = {C[first]!r}."
+        )
     return C
 
 

@@ -14,21 +14,26 @@ import os
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.class_weight import compute_class_weight
+from sklearn.exceptions import NotFittedError
+from sklearn.utils import _safe_indexing
+from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .._dask import client_for
-from .._validation import check_finite
 from ..centering import Centering
-from ..kernels import Kernel, NormalizedKernel
+from ..kernels import Kernel, LinearKernel, NormalizedKernel
 from ..operators import NormalizedGram
 from ._kernel import ESTIMATOR_DEFAULTS
-from . import _multiclass, _persist
-from ._predict import is_dask, is_gram_source, map_row_blocks, materialize, pairwise_decision
-from ._training import centering_for, fit_binary, resolve_kernel, store_path, training_gram
+from . import _multiclass, _persist, _probability
+from ._inputs import callable_gram, check_labels, class_weights, kept_samples, seed_from
+from ._inputs import check_params_consistency, single_class_message, sklearn_sparse, validate_fit_data, validate_predict_data
+from ._inputs import upper_bounds as _upper_bounds  # noqa: F401 (its former home)
+from ._probability import PlattProbabilityMixin
+from ._predict import is_dask, map_row_blocks, pairwise_decision
+from ._training import _row_provider, centering_for, fit_binary, resolve_kernel, store_path, training_gram
 
 __all__ = ["SVC", "load_model"]
 
@@ -45,7 +50,7 @@ EXPECTED_FAILED_CHECKS = {
 }
 
 
-class SVC(ClassifierMixin, BaseEstimator):
+class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
     """C-Support Vector Classification on Dask, with feature-space centering and normalization.
 
     The dual problem is solved by dkernel's block-coordinate solver on a Gram
@@ -67,15 +72,29 @@ class SVC(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     C : float, default=1.0
-        Regularization parameter (> 0).
-    kernel : {"linear", "poly", "rbf", "sigmoid", "precomputed"} or Kernel, default="rbf"
+        Regularization parameter, in (0, inf]; ``np.inf`` is the hard margin.
+    kernel : {"linear", "poly", "rbf", "sigmoid", "precomputed"}, Kernel or callable, default="rbf"
         With ``"precomputed"``, ``X`` in ``fit`` is a square Gram matrix (an
         ndarray or a :class:`~dkernel.gram.GramMatrix`) and ``X`` in
-        ``predict`` is the kernel between test and training points.
+        ``predict`` is the kernel between test and training points. A
+        function ``kernel(A, B)`` returning the Gram matrix between two sets
+        of samples (any objects it understands) is evaluated on the training
+        set in ``fit`` and between test points and support vectors in
+        ``predict``, as scikit-learn's.
     degree : int, default=3
     gamma : {"scale", "auto"} or float, default="scale"
         ``"scale"``: ``1 / (n_features * X.var())``; ``"auto"``: ``1 / n_features``.
     coef0 : float, default=0.0
+    shrinking : bool, default=True
+        Fill the solver's working sets only with variables that can still
+        form a violating pair (libsvm's shrinking test).
+    probability : bool, default=False
+        Fit libsvm's probability model for :meth:`predict_proba`: Platt
+        sigmoids on the decision values of an internal 5-fold
+        cross-validation (``random_state`` draws the folds), joined by
+        pairwise coupling (:mod:`._probability`). Five more fits per binary
+        problem. ``CalibratedClassifierCV(SVC(), ensemble=False)`` is the
+        route scikit-learn ≥ 1.9 recommends; it works with this class too.
     tol : float, default=1e-3
         Stop when the maximal violating pair gap ``m(α) − M(α) <= tol`` (libsvm).
     class_weight : dict or "balanced", default=None
@@ -89,6 +108,10 @@ class SVC(ClassifierMixin, BaseEstimator):
     decision_function_shape : {"ovo", "ovr"}, default="ovr"
         Shape of :meth:`decision_function` for one-vs-one training, as in
         scikit-learn.
+    break_ties : bool, default=False
+        With ``decision_function_shape="ovr"`` and more than two classes,
+        :meth:`predict` returns the argmax of :meth:`decision_function`
+        instead of the first class among those with the most votes.
     multiclass : {"ovo", "ovr"}, default="ovo"
         One-vs-one (libsvm's scheme) or one-vs-rest with winner-take-all (as
         in Graf & Borer's COIL experiment).
@@ -131,7 +154,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         if one exists, else this process; ``False`` always runs in this
         process.
     random_state : int, RandomState or None, default=None
-        Sampling of ``centering_sample``.
+        Sampling of ``centering_sample`` and the folds of ``probability``.
     verbose : bool, default=False
         Show the solver's progress (gap and free support vectors per outer
         iteration).
@@ -139,15 +162,27 @@ class SVC(ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+    class_weight_ : ndarray of shape (n_classes,)
+        Multipliers of ``C`` per class, from ``class_weight``.
     n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when ``X`` has string feature names.
     support_ : ndarray of shape (n_SV,)
         Training indices of the support vectors, grouped by class.
     support_vectors_ : ndarray of shape (n_SV, n_features)
         Empty with ``kernel="precomputed"``.
-    n_support_ : ndarray of shape (n_classes,)
-    dual_coef_ : ndarray
+    n_support_ : ndarray of shape (n_classes,), dtype int32
+    dual_coef_ : ndarray or sparse matrix
         ``α_i y_i``. One-vs-one: libsvm's layout, shape
         ``(n_classes - 1, n_SV)``; one-vs-rest: ``(n_classes, n_SV)``.
+        Sparse after a fit on sparse ``X``, as scikit-learn's.
+    coef_ : ndarray or sparse matrix of shape (n_problems, n_features)
+        ``w`` of each binary problem (read-only), for ``kernel="linear"``
+        only (centering included: prediction uses the original kernel).
+    probA_, probB_ : ndarray of shape (n_problems,)
+        With ``probability=True``, the sigmoid ``1 / (1 + exp(A f + B))``
+        of each problem's libsvm-oriented decision value ``f`` (positive for
+        the first class of a pair); empty otherwise.
     intercept_ : ndarray
         Intercepts for prediction with the original kernel, corrections
         included: one per binary problem.
@@ -157,7 +192,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         Intercepts as found by the solver on the (centered/normalized) Gram.
     objective_ : ndarray
         Dual objective per binary problem.
-    n_iter_ : ndarray
+    n_iter_ : ndarray of dtype int32
         Solver outer iterations per binary problem.
     gram_dtype_ : str
         How the training Gram was held: ``"float64"`` or ``"float32"`` (whole,
@@ -168,6 +203,9 @@ class SVC(ClassifierMixin, BaseEstimator):
     fit_status_ : int
         0 when every binary problem converged to ``tol``, 1 when one stopped
         at ``max_iter``.
+    shape_fit_ : tuple
+        Shape of the training ``X`` (``(n_samples,)`` for a list given to a
+        kernel function).
 
     References
     ----------
@@ -176,6 +214,10 @@ class SVC(ClassifierMixin, BaseEstimator):
        machines", DAGM 2001, eqs. 2–3.
     .. [3] R.-E. Fan, P.-H. Chen and C.-J. Lin, "Working set selection using
        second order information for training SVM", JMLR 6, 2005.
+    .. [4] H.-T. Lin, C.-J. Lin and R. C. Weng, "A note on Platt's
+       probabilistic outputs for support vector machines", 2007;
+       T.-F. Wu, C.-J. Lin and R. C. Weng, "Probability estimates for
+       multi-class classification by pairwise coupling", JMLR 5, 2004.
 
     Examples
     --------
@@ -188,15 +230,18 @@ class SVC(ClassifierMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "C": [Interval(Real, 0.0, None, closed="neither")],
-        "kernel": [StrOptions({"linear", "poly", "rbf", "sigmoid", "precomputed"}), Kernel, dict],
+        "C": [Interval(Real, 0.0, None, closed="right")],
+        "kernel": [StrOptions({"linear", "poly", "rbf", "sigmoid", "precomputed"}), Kernel, dict, callable],
         "degree": [Interval(Integral, 1, None, closed="left")],
         "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0.0, None, closed="neither")],
         "coef0": [Interval(Real, None, None, closed="neither")],
+        "shrinking": ["boolean"],
+        "probability": ["boolean", Hidden(StrOptions({"deprecated"}))],
         "tol": [Interval(Real, 0.0, None, closed="neither")],
         "class_weight": [StrOptions({"balanced"}), dict, None],
         "max_iter": [Interval(Integral, -1, None, closed="left")],
         "decision_function_shape": [StrOptions({"ovo", "ovr"})],
+        "break_ties": ["boolean"],
         "multiclass": [StrOptions({"ovo", "ovr"})],
         "centering": [StrOptions({"standard", "class-balanced"}), Centering, None],
         "centering_sample": [Interval(Integral, 2, None, closed="left"), None],
@@ -217,10 +262,13 @@ class SVC(ClassifierMixin, BaseEstimator):
         degree=ESTIMATOR_DEFAULTS["degree"],
         gamma=ESTIMATOR_DEFAULTS["gamma"],
         coef0=ESTIMATOR_DEFAULTS["coef0"],
+        shrinking=True,
+        probability=False,
         tol=1e-3,
         class_weight=None,
         max_iter=-1,
         decision_function_shape="ovr",
+        break_ties=False,
         multiclass="ovo",
         centering=None,
         centering_sample=None,
@@ -238,10 +286,13 @@ class SVC(ClassifierMixin, BaseEstimator):
         self.degree = degree
         self.gamma = gamma
         self.coef0 = coef0
+        self.shrinking = shrinking
+        self.probability = probability
         self.tol = tol
         self.class_weight = class_weight
         self.max_iter = max_iter
         self.decision_function_shape = decision_function_shape
+        self.break_ties = break_ties
         self.multiclass = multiclass
         self.centering = centering
         self.centering_sample = centering_sample
@@ -265,64 +316,15 @@ class SVC(ClassifierMixin, BaseEstimator):
     def _precomputed(self):
         return isinstance(self.kernel, str) and self.kernel == "precomputed"
 
-    # ------------------------------------------------------------ validation
-    def _check_params_consistency(self):
-        if self.normalize_bias_correction and not self.normalize:
-            raise ValueError(
-                "normalize_bias_correction=True needs normalize=True: Graf & Borer's b' is defined for a "
-                "normalized kernel."
-            )
-        if self.normalize and self._precomputed:
-            raise ValueError(
-                "normalize=True is not available with kernel='precomputed' (prediction would need K(x, x) of "
-                "the test points); normalize the Gram matrix yourself or pass a kernel."
-            )
-        if self.centering_sample is not None and self.centering is None:
-            raise ValueError("centering_sample is set but centering is None; choose a centering scheme.")
+    @property
+    def _callable_kernel(self):
+        """A user function ``kernel(A, B)`` (scikit-learn's callable kernel), not a dkernel :class:`Kernel`."""
+        return callable(self.kernel) and not isinstance(self.kernel, Kernel)
 
-    def _validate_fit_data(self, X, y):
-        if self._precomputed:
-            return self._validate_precomputed_fit(X, y)
-        X = materialize(X)
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            accept_sparse="csr",
-            dtype=[np.float64, np.float32],
-            ensure_all_finite=False,
-            order="C",
-        )
-        check_finite(X, name="X", what="fitting or predicting")
-        return X, y
-
-    def _validate_precomputed_fit(self, X, y):
-        if hasattr(X, "rows") and hasattr(X, "diag"):
-            n = int(X.n)
-            if tuple(X.shape) != (n, n):
-                raise ValueError(
-                    f"a precomputed Gram matrix must be square (n_samples, n_samples); got shape {tuple(X.shape)}."
-                )
-            y = np.asarray(y)
-            if y.shape[0] != n:
-                raise ValueError(f"y has {y.shape[0]} labels but the Gram matrix has {n} rows.")
-            self.n_features_in_ = n
-            return X, y
-        X = materialize(X)
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite=False, order="C")
-        if X.shape[0] != X.shape[1]:
-            raise ValueError(
-                f"a precomputed Gram matrix must be square (n_samples, n_samples); got shape {X.shape}. "
-                f"Pass K(X_train, X_train) to fit and K(X_test, X_train) to predict."
-            )
-        check_finite(X, name="the precomputed Gram matrix", what="fitting")
-        scale = max(1.0, float(np.abs(X).max()))
-        if not np.allclose(X, X.T, rtol=1e-10, atol=1e-10 * scale):
-            raise ValueError(
-                "the precomputed Gram matrix is not symmetric (max |K - Kᵀ| = "
-                f"{float(np.abs(X - X.T).max()):.3g}); pass a kernel matrix K(X, X)."
-            )
-        return X, y
+    @property
+    def _gram_given(self):
+        """The training Gram comes from the user (precomputed, or a kernel function): no kernel object."""
+        return self._precomputed or self._callable_kernel
 
     # -------------------------------------------------------------- fitting
     @_fit_context(prefer_skip_nested_validation=True)
@@ -333,52 +335,61 @@ class SVC(ClassifierMixin, BaseEstimator):
         ----------
         X : array-like, sparse matrix or dask array of shape (n_samples, n_features)
             Or, with ``kernel="precomputed"``, a Gram matrix (ndarray or
-            :class:`~dkernel.gram.GramMatrix`) of shape (n_samples, n_samples).
+            :class:`~dkernel.gram.GramMatrix`) of shape (n_samples, n_samples);
+            with a kernel function, anything it takes.
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), default=None
-            Per-sample multipliers of ``C``.
+            Per-sample multipliers of ``C``; a sample of weight zero or less
+            is left out, as in libsvm.
 
         Returns
         -------
         self
         """
-        self._check_params_consistency()
-        X, y = self._validate_fit_data(X, y)
-        y = _check_labels(y)
+        check_params_consistency(self)
+        X_given = X
+        X, y = validate_fit_data(self, X, y)
+        if self._callable_kernel:  # as scikit-learn's: (n_samples,) for what a kernel function takes without a shape
+            shape_fit = tuple(X_given.shape) if hasattr(X_given, "shape") else (X.shape[0],)
+        else:
+            shape_fit = tuple(X.shape)
+        y = check_labels(y)
         check_classification_targets(y)
         classes, y_index = np.unique(y, return_inverse=True)
         if classes.shape[0] < 2:
-            raise ValueError(
-                f"the training labels contain a single class ({_scalar(classes[0])!r}): one class is not enough, "
-                f"an SVM needs at least two classes."
-            )
+            raise ValueError(single_class_message(classes[0]))
         if isinstance(self.centering, Centering) and classes.shape[0] > 2:
             raise ValueError(
                 "an explicit Centering object is defined for one binary problem; use centering='class-balanced' "
                 "or 'standard' for multiclass data."
             )
         self.classes_ = classes
+        self.class_weight_ = class_weights(self.class_weight, classes, y)
         C_i = _upper_bounds(self.C, self.class_weight, classes, y_index, sample_weight)
-
-        kernel = resolve_kernel(self.kernel, X, gamma=self.gamma, coef0=self.coef0, degree=self.degree)
+        keep = kept_samples(C_i, y_index, classes)  # a sample of weight <= 0 is removed, as in libsvm
+        kernel = None if self._callable_kernel else resolve_kernel(
+            self.kernel, X, gamma=self.gamma, coef0=self.coef0, degree=self.degree)
         self._kernel = kernel
-        # A zero weight removes the sample, as in libsvm.
-        keep = np.flatnonzero(C_i > 0)
-        if np.unique(y_index[keep]).shape[0] < 2:
-            raise ValueError("the samples with non-zero weight contain a single class; an SVM needs two.")
+        self._sparse = bool(sp.issparse(X)) and not self._gram_given
         problems = _multiclass.binary_problems(y_index, classes.shape[0], keep, self.multiclass)
-        rng = np.random.default_rng(_seed_from(self.random_state))
+        rng = np.random.default_rng(seed_from(self.random_state))
         with client_for(self.client) as client:
             base = self._training_gram(X, kernel, client)
             if self.normalize:
                 base = NormalizedGram(base)
             fits = [self._fit_binary(base, index, y_pm, C_i[index], client, rng) for index, y_pm in problems]
+            self._probA, self._probB = (self._platt_parameters(base, problems, C_i, client, rng)
+                                        if self._wants_probability else (np.empty(0), np.empty(0)))
         self._store_fits(X, problems, fits, y_index)
+        self.shape_fit_ = shape_fit
+        if self._callable_kernel:
+            # Prediction evaluates the kernel function against the support vectors only.
+            self._support_data = _safe_indexing(X_given, self.support_)
         return self
 
     def _training_gram(self, X, kernel, client):
         """The Gram source of the training data, before views; records how it is held in ``gram_dtype_``."""
-        if self._precomputed:
+        if self._gram_given:
             self.gram_dtype_ = "precomputed"
             return X
         path = None
@@ -394,61 +405,73 @@ class SVC(ClassifierMixin, BaseEstimator):
             base, index, y_pm, C, centering=centering_for(self.centering, self.centering_sample, y_pm, rng),
             normalized=self.normalize, bias_correction=self.normalize_bias_correction, tol=self.tol,
             working_set_size=self.working_set_size, max_iter=self.max_iter,
-            client=client, verbose=self.verbose,
+            client=client, verbose=self.verbose, shrinking=self.shrinking,
         )
+
+    def _platt_parameters(self, base, problems, C_i, client, rng):
+        """libsvm's probability model: a sigmoid per problem on 5-fold cross-validated decision values."""
+        def fit_on(index, y_pm, C):
+            return self._fit_binary(base, index, y_pm, C, client, rng)
+
+        return _probability.platt_parameters(problems, C_i, fit_on, _row_provider(base).rows, rng,
+                                             binary=self.classes_.shape[0] == 2)
 
     def _store_fits(self, X, problems, fits, y_index):
         n_classes = self.classes_.shape[0]
-        support, self.n_support_, self._pair_coef = _multiclass.support_and_coefficients(
+        support, self._n_support, self._pair_coef = _multiclass.support_and_coefficients(
             problems, [fit["coef"] for fit in fits], y_index, n_classes)
         self.support_ = support
-        if self._is_ovo_multiclass:
-            self.dual_coef_ = _multiclass.libsvm_dual_coef(self._pair_coef, y_index[support], n_classes)
-        else:
-            self.dual_coef_ = self._pair_coef
+        self._set_dual_coef()
         self.intercept_ = np.array([fit["intercept"] for fit in fits])
         self.uncorrected_intercept_ = np.array([fit["uncorrected"] for fit in fits])
         self.delta_b_ = np.array([fit["delta_b"] for fit in fits])
         self.objective_ = np.array([fit["objective"] for fit in fits])
-        self.n_iter_ = np.array([fit["n_iter"] for fit in fits], dtype=np.int64)
+        self.n_iter_ = np.array([fit["n_iter"] for fit in fits], dtype=np.int32)
         self.fit_status_ = int(not all(fit["converged"] for fit in fits))
-        self.support_vectors_ = np.empty((0, 0)) if self._precomputed else X[support]
-        self.shape_fit_ = (y_index.shape[0], self.n_features_in_)
+        self.support_vectors_ = np.empty((0, 0)) if self._gram_given else X[support]
+
+    def _set_dual_coef(self):
+        """``dual_coef_``: libsvm's layout for one-vs-one, sparse after a sparse fit (as scikit-learn's)."""
+        dual = _multiclass.dual_coef(self._pair_coef, self._n_support, self._is_ovo_multiclass)
+        self.dual_coef_ = sklearn_sparse(sp.csr_matrix(dual)) if self._sparse else dual
 
     @property
     def _is_ovo_multiclass(self):
         return self.classes_.shape[0] > 2 and self.multiclass == "ovo"
 
+    # ------------------------------------------------------ fitted views
+    @property
+    def n_support_(self):
+        """Number of support vectors of each class (int32)."""
+        try:
+            check_is_fitted(self)
+        except NotFittedError as error:
+            raise AttributeError("n_support_ is defined once the SVC is fitted.") from error
+        return self._n_support
+
+    @property
+    def coef_(self):
+        """Weights ``w`` of each binary problem in the input space (read-only); ``kernel="linear"`` only."""
+        linear = isinstance(self.kernel, LinearKernel) or (isinstance(self.kernel, str) and self.kernel == "linear")
+        if not linear or self.normalize:
+            raise AttributeError("coef_ is only available when using a linear kernel")
+        sv = self.support_vectors_
+        coef = sp.csr_matrix(self._pair_coef) @ sv if sp.issparse(sv) else self._pair_coef @ sv
+        (coef.data if sp.issparse(coef) else coef).flags.writeable = False
+        return coef
+
     # ----------------------------------------------------------- prediction
     def _pairwise_decision(self, X):
         """Decision values of every binary problem, shape (n_test, n_problems)."""
+        if self._callable_kernel:
+            K = callable_gram(self.kernel, X, self._support_data)
+            n_sv = self.support_.shape[0]
+            if K.ndim != 2 or K.shape[1] != n_sv:
+                raise ValueError(f"the kernel function returned shape {K.shape}; expected (n_test, {n_sv}), test "
+                                 f"points by the {n_sv} support vectors.")
+            return pairwise_decision(K, None, None, np.arange(n_sv), self._pair_coef, self.intercept_)
         kernel = None if self._precomputed else NormalizedKernel(self._kernel) if self.normalize else self._kernel
         return pairwise_decision(X, kernel, self.support_vectors_, self.support_, self._pair_coef, self.intercept_)
-
-    def _validate_predict_data(self, X):
-        check_is_fitted(self)
-        if self._precomputed and is_gram_source(X):
-            n_train = self.shape_fit_[0]
-            if len(X.shape) != 2 or X.shape[1] != n_train:
-                raise ValueError(
-                    f"X should be a kernel matrix of shape (n_test, {n_train}) between test and training "
-                    f"points; got a Gram matrix of shape {tuple(X.shape)}."
-                )
-            return X
-        if self._precomputed:
-            X = validate_data(self, materialize(X), dtype=np.float64, reset=False, ensure_all_finite=False)
-            n_train = self.shape_fit_[0]
-            if X.shape[1] != n_train:
-                raise ValueError(
-                    f"X should be a kernel matrix of shape (n_test, {n_train}) between test and training "
-                    f"points; got {X.shape}."
-                )
-            check_finite(X, name="the precomputed test kernel", what="predicting")
-            return X
-        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False,
-                          ensure_all_finite=False, order="C")
-        check_finite(X, name="X", what="fitting or predicting")
-        return X
 
     def decision_function(self, X):
         """Decision values through the original kernel plus the intercept corrections.
@@ -477,19 +500,29 @@ class SVC(ClassifierMixin, BaseEstimator):
             if n_out == 1:
                 return map_row_blocks(X, lambda b: fn(b)[:, None], 1, self.classes_.dtype)[:, 0]
             return map_row_blocks(X, fn, n_out, self.classes_.dtype)
-        X = self._validate_predict_data(X)
+        X = validate_predict_data(self, X)
         dec = self._pairwise_decision(X)
         return _multiclass.decision_values(dec, self.classes_.shape[0], self._is_ovo_multiclass,
                                            self.decision_function_shape)
 
     def predict(self, X):
-        """Class labels of ``X`` (a dask array stays lazy; a precomputed ``GramMatrix`` is read by row blocks)."""
+        """Class labels of ``X`` (a dask array stays lazy; a precomputed ``GramMatrix`` is read by row blocks).
+
+        Votes of the one-vs-one problems, the first class winning a tie;
+        with ``break_ties=True`` (and ``decision_function_shape="ovr"``),
+        the argmax of :meth:`decision_function`.
+        """
+        check_is_fitted(self)
+        if self.break_ties and self.decision_function_shape == "ovo":
+            raise ValueError("break_ties must be False when decision_function_shape is 'ovo'")
         if is_dask(X):
-            check_is_fitted(self)
             return map_row_blocks(X, self.predict, None, self.classes_.dtype)
-        X = self._validate_predict_data(X)
+        X = validate_predict_data(self, X)
         dec = self._pairwise_decision(X)
-        return self.classes_[_multiclass.predicted_class(dec, self.classes_.shape[0], self.multiclass)]
+        n_classes = self.classes_.shape[0]
+        if self.break_ties and self._is_ovo_multiclass:
+            return self.classes_[np.argmax(_multiclass.ovr_decision(dec, n_classes), axis=1)]
+        return self.classes_[_multiclass.predicted_class(dec, n_classes, self.multiclass)]
 
     # ----------------------------------------------------------- persistence
     def save(self, path, *, overwrite=False):
@@ -512,8 +545,15 @@ class SVC(ClassifierMixin, BaseEstimator):
         ArtifactPathError
             A ``FileExistsError``: ``path`` holds anything but a model, or a
             model without ``overwrite``.
+        ValueError
+            The kernel is a Python function, which a JSON model cannot hold.
         """
         check_is_fitted(self)
+        if self._callable_kernel:
+            raise ValueError(
+                f"a model whose kernel is a Python function ({self.kernel!r}) cannot be saved as zarr + JSON; "
+                f"fit with kernel='precomputed' on its Gram matrix, or with a dkernel Kernel, to save it."
+            )
         return _persist.write_model(self, path, overwrite)
 
     @classmethod
@@ -525,61 +565,3 @@ class SVC(ClassifierMixin, BaseEstimator):
 def load_model(path):
     """Read an :class:`SVC` written by :meth:`SVC.save`."""
     return SVC.load(path)
-
-
-# ------------------------------------------------------------------ helpers
-def _upper_bounds(C, class_weight, classes, y_index, sample_weight):
-    """Per-sample upper bounds ``C_i = C · class weight · sample weight`` of the dual variables."""
-    n = y_index.shape[0]
-    C_i = np.full(n, float(C))
-    if class_weight is not None:
-        C_i *= _class_weights(class_weight, classes, y_index)[y_index]
-    if sample_weight is not None:
-        sw = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
-        if sw.shape[0] != n:
-            raise ValueError(f"sample_weight has {sw.shape[0]} entries but there are {n} samples.")
-        if not np.isfinite(sw).all() or (sw < 0).any():
-            raise ValueError(
-                "sample_weight must be finite and >= 0 for every sample (a zero weight removes the sample)."
-            )
-        C_i *= sw
-    return C_i
-
-
-def _class_weights(class_weight, classes, y_index):
-    """The weight of each class: ``"balanced"`` as scikit-learn's SVC (``n / (n_classes · count)``), or a dict."""
-    n_classes = classes.shape[0]
-    if class_weight == "balanced":
-        return compute_class_weight("balanced", classes=np.arange(n_classes), y=y_index)
-    weights = np.ones(n_classes)
-    for label, w in class_weight.items():
-        matches = np.flatnonzero(classes == label)
-        if matches.size == 0:
-            raise ValueError(f"class_weight names the label {label!r}, which is not in y.")
-        weights[matches[0]] = float(w)
-    return weights
-
-
-def _check_labels(y):
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y.ravel()
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D; got shape {y.shape}.")
-    if y.dtype.kind == "f" and not np.isfinite(y).all():
-        bad = np.flatnonzero(~np.isfinite(y))
-        raise ValueError(
-            f"y has {bad.size} NaN or infinite labels (first at position {bad[0]}); drop those samples."
-        )
-    return y
-
-
-def _scalar(value):
-    """A numpy scalar as the Python value it holds (``1``, not ``np.int64(1)``, in messages)."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def _seed_from(random_state):
-    if random_state is None or isinstance(random_state, (Integral, np.integer)):
-        return random_state
-    return int(random_state.randint(2**31 - 1))

@@ -69,6 +69,13 @@ def libsvm_dual_coef(pair_coef, sv_class, n_classes):
     return dual
 
 
+def dual_coef(pair_coef, n_support, ovo):
+    """scikit-learn's ``dual_coef_``: libsvm's layout for one-vs-one multiclass, else one row per problem."""
+    if not ovo:
+        return pair_coef
+    return libsvm_dual_coef(pair_coef, support_classes(n_support), len(n_support))
+
+
 def ovr_decision(dec, n_classes):
     """One-vs-rest shaped decision values from one-vs-one values (scikit-learn's transform)."""
     votes = np.zeros((dec.shape[0], n_classes))

@@ -15,7 +15,6 @@ import scipy.sparse as sp
 from .. import _artifacts
 from ..centering import Centering
 from ..kernels import Kernel, kernel_from_dict
-from ._multiclass import libsvm_dual_coef, support_classes
 
 MODEL_FORMAT = "dkernel-svc"
 MODEL_VERSION = 1
@@ -23,13 +22,23 @@ MODEL_VERSION = 1
 #: The fitted arrays of a model and the zarr array names they are saved under.
 _ARRAYS = {
     "support": "support_",
-    "n_support": "n_support_",
+    "n_support": "_n_support",
     "pair_coef": "_pair_coef",
     "intercept": "intercept_",
     "uncorrected_intercept": "uncorrected_intercept_",
     "delta_b": "delta_b_",
     "objective": "objective_",
     "n_iter": "n_iter_",
+}
+
+#: Fitted arrays that models written before they existed do not hold, and their value then.
+_OPTIONAL_ARRAYS = {
+    "probA": ("_probA", lambda attrs: np.empty(0)),
+    "probB": ("_probB", lambda attrs: np.empty(0)),
+    # Without class_weight it is all ones; a "balanced" one needs the class counts, which a model does not keep.
+    "class_weight": ("class_weight_",
+                     lambda attrs: np.ones(len(attrs["classes"])) if attrs["params"].get("class_weight") is None
+                     else None),
 }
 
 
@@ -45,7 +54,8 @@ def write_model(model, path, overwrite=False):
     path = os.path.abspath(os.fspath(path))
     with _artifacts.writing(path, "model", overwrite) as tmp:
         group = zarr.open_group(tmp, mode="w")
-        arrays = {name: getattr(model, attribute) for name, attribute in _ARRAYS.items()}
+        arrays = {name: getattr(model, attribute) for name, attribute in {**_ARRAYS, **{
+            name: attribute for name, (attribute, _) in _OPTIONAL_ARRAYS.items()}}.items()}
         sv = model.support_vectors_
         if sp.issparse(sv):
             sv = sp.csr_matrix(sv)
@@ -97,17 +107,18 @@ def read_model(path, estimator_class):
     read = lambda name: np.asarray(group[name][...])  # noqa: E731
     for name, attribute in _ARRAYS.items():
         setattr(model, attribute, read(name))
+    for name, (attribute, default) in _OPTIONAL_ARRAYS.items():
+        value = read(name) if name in group else default(attrs)
+        if value is not None:
+            setattr(model, attribute, value)
+    model._sparse = bool(attrs["sparse_support_vectors"])
     if attrs["sparse_support_vectors"]:
         model.support_vectors_ = sp.csr_matrix(
             (read("sv_data"), read("sv_indices"), read("sv_indptr")), shape=tuple(attrs["sv_shape"])
         )
     else:
         model.support_vectors_ = read("support_vectors").reshape(attrs["sv_shape"])
-    if model._is_ovo_multiclass:
-        sv_class = support_classes(model.n_support_)
-        model.dual_coef_ = libsvm_dual_coef(model._pair_coef, sv_class, model.classes_.shape[0])
-    else:
-        model.dual_coef_ = model._pair_coef
+    model._set_dual_coef()
     # Models written before the status was saved carry no record of it: 0, as they were reported.
     model.fit_status_ = int(attrs.get("fit_status", 0))
     return model

@@ -169,7 +169,7 @@ def outer_iteration_cap(n, working_set_size):
 
 
 def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, tol, working_set_size, max_iter,
-               client, verbose):
+               client, verbose, shrinking=True):
     """Solve one binary problem on the samples ``index`` of ``base`` and correct its intercept.
 
     ``centering`` (a :class:`Centering` or ``None``) moves the origin of the
@@ -177,7 +177,8 @@ def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, 
     (Meilă eq. 19) so that prediction uses the original kernel (eq. 16).
     ``normalized`` says that ``base`` is a normalized view; with
     ``bias_correction`` the intercept becomes Graf & Borer's b' (eq. 3).
-    ``max_iter=-1`` is libsvm's limit (:func:`outer_iteration_cap`). With a
+    ``max_iter=-1`` is libsvm's limit (:func:`outer_iteration_cap`);
+    ``shrinking`` is the solver's (libsvm's shrinking test). With a
     ``client`` the solver's gradient lives on its workers, each reading and
     correcting (subset, eq. 2, eq. 14) the kernel columns it owns; where the
     Gram cannot travel to the workers a :class:`UserWarning` says so and the
@@ -193,7 +194,8 @@ def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, 
         h = gram.h
     rows = _row_provider(gram)
     max_iter = outer_iteration_cap(rows.n, working_set_size) if max_iter == -1 else max_iter
-    kwargs = dict(tol=tol, working_set_size=working_set_size, max_iter=max_iter, verbose=bool(verbose))
+    kwargs = dict(tol=tol, working_set_size=working_set_size, max_iter=max_iter, verbose=bool(verbose),
+                  shrinking=bool(shrinking))
     result = solve_qp(rows, y_pm, C, client=solver_client(rows, client), **kwargs)
     coef = result.alpha * y_pm
     b = float(result.intercept)
