@@ -45,6 +45,7 @@ __all__ = [
     "ColumnSlab",
     "DEFAULT_CHUNK",
     "DenseGram",
+    "KernelColumnSlab",
     "KernelGram",
     "RowCache",
     "SubsetGram",
@@ -262,19 +263,22 @@ class RowCache:
     Parameters
     ----------
     n : int
-        Row length (and number of rows that may be cached at most).
+        Row length.
     cache_bytes : int
         Memory budget; ``0`` disables the cache.
     dtype : numpy dtype
         Dtype of the cached rows.
+    n_rows : int, optional
+        Number of rows of the matrix (``n``: a square matrix).
     """
 
-    def __init__(self, n, cache_bytes, dtype):
+    def __init__(self, n, cache_bytes, dtype, n_rows=None):
         dtype = np.dtype(dtype)
-        capacity = min(int(cache_bytes) // (dtype.itemsize * max(n, 1)), n)
+        n_rows = n if n_rows is None else n_rows
+        capacity = min(int(cache_bytes) // (dtype.itemsize * max(n, 1)), n_rows)
         self.n = n
         self._store = np.empty((capacity, n), dtype=dtype)
-        self._slot_of = np.full(n, -1, dtype=np.intp)
+        self._slot_of = np.full(n_rows, -1, dtype=np.intp)
         self._row_in_slot = np.full(capacity, -1, dtype=np.intp)
         self._last_used = np.zeros(capacity, dtype=np.int64)
         self._clock = 0
@@ -479,6 +483,17 @@ class KernelGram:
         X = put_data(self.X, client, name="kernel-gram-X")
         return self._lazy_blocks(put_data(XS, client, name="kernel-gram-XS"), bounds, symmetric=False, X=X)
 
+    def column_slab(self, start, stop):
+        """The columns ``start:stop`` with a row cache of their own (:class:`KernelColumnSlab`); all: ``self``.
+
+        What one solver worker evaluates: ``K(X[idx], X[start:stop])`` for
+        the working-set rows ``idx``, cached so that a row chosen again is
+        not evaluated again. Each slab has the budget ``cache_bytes``.
+        """
+        if (start, stop) == (0, self.n):
+            return self
+        return KernelColumnSlab(self, start, stop)
+
     def principal_submatrix(self, indices):
         XS = self.X[np.asarray(indices, dtype=np.intp)]
         return self._evaluator.block(XS, XS, symmetric=True)
@@ -511,6 +526,71 @@ class KernelGram:
 
     def __repr__(self):
         return f"KernelGram({self._evaluator!r}, n={self.n})"
+
+
+class KernelColumnSlab:
+    """The columns ``start:stop`` of a :class:`KernelGram`, their rows served through a row cache of that width.
+
+    A worker of the distributed solver owns the gradient of ``start:stop``
+    and reads ``submatrix(idx, start, stop)`` for every new working set;
+    the cache keeps the rows it evaluated (``len(idx) × (stop - start)``
+    values each), least recently used out first, within the Gram's
+    ``cache_bytes``. Other column ranges are evaluated without the cache.
+    Pickled, it carries the Gram (its data) and starts with an empty cache.
+
+    >>> import numpy as np
+    >>> gram = KernelGram(np.arange(8.0).reshape(4, 2), "rbf", gamma=0.1)
+    >>> slab = gram.column_slab(2, 4)
+    >>> bool(np.allclose(slab.submatrix([0, 3], 2, 4), gram.rows([0, 3])[:, 2:4]))
+    True
+    """
+
+    def __init__(self, gram, start, stop):
+        self.gram, self.start, self.stop = gram, int(start), int(stop)
+        self._reset_cache()
+
+    def _reset_cache(self):
+        self._cache = RowCache(self.stop - self.start, self.gram.cache_bytes, self.gram.dtype, n_rows=self.gram.n)
+        self._n_computed = 0
+
+    n = property(lambda self: self.gram.n)
+    shape = property(lambda self: self.gram.shape)
+    dtype = property(lambda self: self.gram.dtype)
+    kernel = property(lambda self: self.gram.kernel)
+
+    @property
+    def n_computed(self):
+        """Rows of the slab evaluated so far (cache misses)."""
+        return self._n_computed
+
+    def _compute(self, idx):
+        self._n_computed += len(idx)
+        return np.asarray(self.gram.submatrix(idx, self.start, self.stop), dtype=self.dtype)
+
+    def submatrix(self, idx, start, stop):
+        """``K[idx, start:stop]``: through the cache for the slab's own columns."""
+        idx = np.asarray(idx, dtype=np.intp)
+        if (start, stop) == (self.start, self.stop):
+            return self._cache.rows(idx, self._compute)
+        return self.gram.submatrix(idx, start, stop)
+
+    def rows(self, idx):
+        return self.gram.rows(idx)
+
+    def diag(self):
+        return self.gram.diag()
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        del state["_cache"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._reset_cache()
+
+    def __repr__(self):
+        return f"KernelColumnSlab(columns={self.start}:{self.stop}, gram={self.gram!r})"
 
 
 # --------------------------------------------------------------------------- #

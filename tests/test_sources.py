@@ -157,6 +157,41 @@ def test_views_over_a_kernel_gram_read_rows_through_its_cache():
     assert base.n_computed == computed
 
 
+def test_a_column_slab_of_a_kernel_gram_caches_its_own_rows():
+    """What one solver worker evaluates: its columns, each working-set row once while it stays cached."""
+    X, y = make_data(50)
+    gram = KernelGram(X, "rbf", gamma=0.3, cache_bytes=8 * 20 * 10)  # 10 rows of the 20-column slab
+    slab = gram.column_slab(30, 50)
+    assert gram.column_slab(0, 50) is gram
+    K = rbf_kernel(X, gamma=0.3)
+    np.testing.assert_allclose(slab.submatrix([4, 7, 4], 30, 50), K[[4, 7, 4], 30:50], rtol=1e-12)
+    assert slab.n_computed == 2
+    np.testing.assert_allclose(slab.submatrix([7, 1], 30, 50), K[[7, 1], 30:50], rtol=1e-12)
+    assert slab.n_computed == 3  # row 7 came from the cache
+    np.testing.assert_allclose(slab.submatrix([7], 0, 10), K[[7], 0:10], rtol=1e-12)  # other columns: evaluated
+    assert slab.n_computed == 3 and gram.n_computed == 0
+    copy = pickle.loads(pickle.dumps(slab))
+    assert copy.n_computed == 0 and (copy._cache._slot_of == -1).all() and copy._cache._slot_of.size == 50
+    np.testing.assert_allclose(copy.submatrix([49], 30, 50), K[[49], 30:50], rtol=1e-12)
+    for count in range(12):  # more rows than the cache holds: evicted rows are evaluated again
+        slab.submatrix([count + 10], 30, 50)
+    before = slab.n_computed
+    slab.submatrix([10], 30, 50)
+    assert slab.n_computed == before + 1
+
+
+def test_views_and_subsets_of_a_kernel_gram_ship_cached_column_slabs():
+    from dkernel.centering import Centering
+    from dkernel.operators import CenteredGram
+
+    X, y = make_data(60)
+    gram = KernelGram(X, "rbf", gamma=0.3)
+    view = CenteredGram(SubsetGram(gram, np.arange(0, 60, 2)), Centering.class_balanced(y[::2]))
+    slab = view.column_slab(10, 25)
+    assert type(slab.base.base).__name__ == "KernelColumnSlab"
+    np.testing.assert_allclose(slab.submatrix([1, 2, 29], 10, 25), view.rows([1, 2, 29])[:, 10:25], atol=1e-12)
+
+
 def test_solver_on_a_small_cache_reaches_the_dense_solution():
     X, y = make_data(120, d=4, seed=3)
     K = rbf_kernel(X, gamma=0.25)
