@@ -105,10 +105,15 @@ def connect(address, security=None):
 
 @contextlib.contextmanager
 def client_for(client):
-    """:func:`resolve_client` as a context manager: a client opened from an address is closed on exit."""
+    """:func:`resolve_client` as a context manager: a client opened from a spec is closed on exit.
+
+    Inside, the client is the current one (``Client.as_current``), so that the
+    actor handles its tasks return reach it even when it is not the default.
+    """
     client, owned = resolve_client(client)
     try:
-        yield client
+        with client.as_current() if client is not None else contextlib.nullcontext():
+            yield client
     finally:
         if owned:
             client.close()
@@ -428,19 +433,8 @@ def start_local_cluster(n_workers=None, threads_per_worker=None, **kwargs):
     of 8787) all listen on the loopback interface only; the dashboard is not
     started. Keyword arguments go to ``LocalCluster`` (``memory_limit=``
     ...); ``host=`` or ``scheduler_kwargs=`` given there replace these
-    choices.
+    choices. Closing the client also closes the cluster.
     """
-    from distributed import Client
-
-    cluster = _loopback_local_cluster(n_workers, threads_per_worker, **kwargs)
-    try:
-        return cluster, Client(cluster)
-    except BaseException:
-        cluster.close()
-        raise
-
-
-def _loopback_local_cluster(n_workers, threads_per_worker, **kwargs):
     from distributed import LocalCluster
 
     options = {
@@ -454,7 +448,12 @@ def _loopback_local_cluster(n_workers, threads_per_worker, **kwargs):
         **kwargs,
     }
     with _children_ignore_interrupts():
-        return LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, **options)
+        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, **options)
+    try:
+        return cluster, _closing_client_class()(cluster)
+    except BaseException:
+        cluster.close()
+        raise
 
 
 #: Seconds a cluster engine may take to start its workers (dask config ``dkernel.cluster-start-timeout``).
@@ -476,9 +475,7 @@ def open_client(spec, option="--cluster", n_workers=None, **local_kwargs):
     spec = parse_cluster_spec(spec, option)
     security = _security(spec)
     if spec.kind == "local":
-        cluster = _loopback_local_cluster(spec.n_workers or n_workers, local_kwargs.pop("threads_per_worker", None),
-                                          **local_kwargs)
-        return _cluster_client(cluster, None, spec, option)
+        return start_local_cluster(n_workers=spec.n_workers or n_workers, **local_kwargs)[1]
     if not spec.starts_cluster and spec.kind != "kubernetes":
         try:
             return connect(spec.address, security)
@@ -562,7 +559,8 @@ def describe_cluster(client):
     if cluster is None:
         return None
     workers = len(client.scheduler_info(n_workers=-1).get("workers", {}))
-    name = "a local cluster" if type(cluster).__name__ == "LocalCluster" else f"a {type(cluster).__name__}"
+    engine = type(cluster).__name__
+    name = "a local cluster" if engine == "LocalCluster" else f"a {cluster.name if engine == 'SpecCluster' else engine}"
     jobs = [str(job.job_id) for job in getattr(cluster, "workers", {}).values() if getattr(job, "job_id", None)]
     return f"{name} at {cluster.scheduler_address} with {workers} workers" + (
         f" (batch jobs {', '.join(jobs)})" if jobs else "")
