@@ -387,3 +387,10 @@ def test_the_crd_check_refuses_a_misspelled_field(daskcluster_schema):
     manifest["spec"]["worker"]["replica"] = manifest["spec"]["worker"].pop("replicas")
     with pytest.raises(jsonschema.ValidationError, match="replica"):
         jsonschema.validate(manifest, schema)
+
+
+def test_a_store_url_is_refused_not_written_as_a_local_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="memory://dk/K.zarr: a Gram store is a folder path, not a URL"):
+        GramMatrix.compute(np.eye(3), kernel="linear", store="memory://dk/K.zarr", client=False, progress=False)
+    assert list(tmp_path.iterdir()) == []
