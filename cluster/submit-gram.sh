@@ -17,5 +17,5 @@ shift 3
 
 export DASK_CONFIG="${DASK_CONFIG:-$(cd "$(dirname "$0")" && pwd)}"
 
-dkernel gram --input "$input" --kernel rbf --out "$out" --scheduler "$address" "$@"
+dkernel gram --input "$input" --kernel rbf --out "$out" --cluster "$address" "$@"
 dkernel info "$out"

@@ -5,6 +5,8 @@ threaded scheduler works without starting (or importing) anything else.
 """
 
 import contextlib
+import functools
+import os
 import sys
 import time
 
@@ -12,7 +14,8 @@ import dask
 from dask.callbacks import Callback
 from dask.utils import format_bytes, format_time, parse_timedelta
 
-from .exceptions import ClusterStalledError, SchedulerUnreachableError
+from ._clusters import ClusterSpec, parse_cluster_spec
+from .exceptions import ClusterStalledError, ClusterStartError, SchedulerUnreachableError
 
 __all__ = [
     "resolve_client",
@@ -27,6 +30,8 @@ __all__ = [
     "scheduler_client",
     "connect",
     "connect_timeout",
+    "open_client",
+    "describe_cluster",
     "StatusLine",
 ]
 
@@ -42,14 +47,16 @@ _PROGRESS_INTERVAL = 10.0  # seconds between progress lines when the output is n
 
 
 def resolve_client(client):
-    """Return ``(client, owned)`` for a Client, an address string, ``None`` or ``False``.
+    """Return ``(client, owned)`` for a Client, a cluster spec, ``None`` or ``False``.
 
     ``None`` means the current default client if one exists (``Client(...)``
     makes itself the default), else no client: Dask's local scheduler.
     ``False`` always means no client, even when a default one exists. A
-    string is a scheduler address (``"tcp://127.0.0.1:8786"``), connected by
-    :func:`connect`; the client opened for it is ``owned``: the caller must
-    close it.
+    string (or path) is a cluster spec of :mod:`dkernel._clusters`: a
+    scheduler address (``"tcp://127.0.0.1:8786"``), ``"local"``, a scheduler
+    file or a cluster YAML file, opened by :func:`open_client`; the client
+    opened for it is ``owned``: the caller must close it, which also closes
+    a cluster started for it.
     """
     if client is False:
         return None, False
@@ -62,11 +69,12 @@ def resolve_client(client):
             return distributed.default_client(), False
         except ValueError:
             return None, False
-    if isinstance(client, str):
-        return connect(client), True
+    if isinstance(client, (str, os.PathLike, ClusterSpec)):
+        return open_client(client, option="client="), True
     if not hasattr(client, "submit"):
         raise TypeError(
-            f"client must be a distributed.Client, a scheduler address string, None or False; got {client!r}."
+            f"client must be a distributed.Client, a cluster spec (a scheduler address, 'local', a scheduler "
+            f"file or a cluster YAML file), None or False; got {client!r}."
         )
     return client, False
 
@@ -76,8 +84,8 @@ def connect_timeout():
     return parse_timedelta(dask.config.get("dkernel.connect-timeout", DEFAULT_CONNECT_TIMEOUT), default="s")
 
 
-def connect(address):
-    """A new (not default) client of the scheduler at ``address``.
+def connect(address, security=None):
+    """A new (not default) client of the scheduler at ``address`` (``security``: a ``distributed.Security``).
 
     Raises :class:`SchedulerUnreachableError` when no scheduler answers
     within :func:`connect_timeout` seconds (a wrong host or port, or a
@@ -87,7 +95,7 @@ def connect(address):
 
     timeout = connect_timeout()
     try:
-        return Client(address, timeout=timeout, set_as_default=False)
+        return Client(address, timeout=timeout, set_as_default=False, security=security)
     except OSError as exc:  # TimeoutError and refused connections
         raise SchedulerUnreachableError(
             f"no Dask scheduler answered at {address} within {format_time(timeout)} ({exc}); check the address, "
@@ -97,43 +105,40 @@ def connect(address):
 
 @contextlib.contextmanager
 def client_for(client):
-    """:func:`resolve_client` as a context manager: a client opened from an address is closed on exit."""
+    """:func:`resolve_client` as a context manager: a client opened from a spec is closed on exit.
+
+    Inside, the client is the current one (``Client.as_current``), so that the
+    actor handles its tasks return reach it even when it is not the default.
+    """
     client, owned = resolve_client(client)
     try:
-        yield client
+        with client.as_current() if client is not None else contextlib.nullcontext():
+            yield client
     finally:
         if owned:
             client.close()
 
 
 @contextlib.contextmanager
-def scheduler_client(scheduler, n_workers=None, option="--scheduler", **cluster_kwargs):
-    """The client of a scheduler choice, closed on exit with the cluster started for it.
+def scheduler_client(scheduler, n_workers=None, option="--cluster", **cluster_kwargs):
+    """The client of a cluster spec, closed on exit with the cluster started for it (also on Ctrl-C).
 
-    ``scheduler`` is ``None`` (no client: Dask's local scheduler),
-    ``"local"`` (a new :func:`start_local_cluster` of ``n_workers`` worker
-    processes, ``cluster_kwargs`` passed on; the context value is its
-    client, whose ``cluster`` is the cluster) or a scheduler address
-    (:func:`connect`). An address where no scheduler answers raises
-    :class:`SchedulerUnreachableError` naming ``option`` and the address.
+    ``scheduler`` is ``None`` (no client: Dask's local scheduler) or a
+    cluster spec of :mod:`dkernel._clusters` opened by :func:`open_client`
+    (``"local"`` starts :func:`start_local_cluster` of ``n_workers`` worker
+    processes, ``cluster_kwargs`` passed on). Errors name ``option`` and the
+    spec: :class:`ClusterSpecError` for a malformed spec,
+    :class:`SchedulerUnreachableError` for an address where no scheduler
+    answers.
     """
     if scheduler is None:
         yield None
         return
-    if scheduler == "local":
-        cluster, client = start_local_cluster(n_workers=n_workers, **cluster_kwargs)
-    else:
-        cluster = None
-        try:
-            client = connect(scheduler)
-        except SchedulerUnreachableError as exc:
-            raise SchedulerUnreachableError(f"{option} {scheduler}: {exc}") from None
+    client = open_client(scheduler, option, n_workers=n_workers, **cluster_kwargs)
     try:
         yield client
     finally:
         client.close()
-        if cluster is not None:
-            cluster.close()
 
 
 def put_data(array, client, name):
@@ -428,9 +433,9 @@ def start_local_cluster(n_workers=None, threads_per_worker=None, **kwargs):
     of 8787) all listen on the loopback interface only; the dashboard is not
     started. Keyword arguments go to ``LocalCluster`` (``memory_limit=``
     ...); ``host=`` or ``scheduler_kwargs=`` given there replace these
-    choices.
+    choices. Closing the client also closes the cluster.
     """
-    from distributed import Client, LocalCluster
+    from distributed import LocalCluster
 
     options = {
         "processes": True,
@@ -445,10 +450,120 @@ def start_local_cluster(n_workers=None, threads_per_worker=None, **kwargs):
     with _children_ignore_interrupts():
         cluster = LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, **options)
     try:
-        return cluster, Client(cluster)
+        return cluster, _closing_client_class()(cluster)
     except BaseException:
         cluster.close()
         raise
+
+
+#: Seconds a cluster engine may take to start its workers (dask config ``dkernel.cluster-start-timeout``).
+DEFAULT_CLUSTER_START_TIMEOUT = "300s"
+
+
+def open_client(spec, option="--cluster", n_workers=None, **local_kwargs):
+    """A new (not default) client of the cluster spec ``spec``; closing it closes the cluster it started.
+
+    ``spec`` is checked first (:func:`dkernel._clusters.parse_cluster_spec`,
+    errors naming ``option``). ``local`` starts :func:`start_local_cluster`
+    servers (``local:N``, else ``n_workers`` worker processes; ``local_kwargs``
+    go to ``LocalCluster``); an address or a scheduler file connects
+    (:func:`connect`); a cluster YAML file starts its engine (SLURM, PBS,
+    SSH, Kubernetes) and waits until its workers have joined, at most
+    ``dkernel.cluster-start-timeout`` (default 300 s), else
+    :class:`ClusterStartError`.
+    """
+    spec = parse_cluster_spec(spec, option)
+    security = _security(spec)
+    if spec.kind == "local":
+        return start_local_cluster(n_workers=spec.n_workers or n_workers, **local_kwargs)[1]
+    if not spec.starts_cluster and spec.kind != "kubernetes":
+        try:
+            return connect(spec.address, security)
+        except SchedulerUnreachableError as exc:
+            raise SchedulerUnreachableError(f"{option} {spec.text}: {exc}") from None
+    return _cluster_client(spec.start_engine(security), security, spec, option)
+
+
+def _cluster_client(cluster, security, spec, option):
+    """A client of ``cluster`` that closes it, once its workers have joined; the cluster is closed on failure."""
+    try:
+        client = _closing_client_class()(cluster, security=security, set_as_default=False)
+    except BaseException:
+        cluster.close()
+        raise
+    try:
+        _wait_for_workers(client, spec, option)
+    except BaseException:
+        client.close()
+        raise
+    return client
+
+
+def _wait_for_workers(client, spec, option):
+    expected = len(getattr(client.cluster, "plan", ())) or spec.options.get("workers") or 1
+    timeout = parse_timedelta(dask.config.get("dkernel.cluster-start-timeout", DEFAULT_CLUSTER_START_TIMEOUT))
+    try:
+        client.wait_for_workers(expected, timeout=timeout)
+    except TimeoutError:
+        joined = len(client.scheduler_info(n_workers=-1).get("workers", {}))
+        raise ClusterStartError(
+            f"{option} {spec.text}: {joined} of {expected} workers joined the scheduler at "
+            f"{client.scheduler.address} within {format_time(timeout)}; {_pending_hint(spec)}"
+        ) from None
+
+
+def _pending_hint(spec):
+    if spec.kind in ("slurm", "pbs"):
+        return "the batch jobs may wait in the queue (squeue / qstat), or their workers cannot reach the " \
+               "scheduler (set 'interface' in the spec for workers on other nodes)."
+    return "check the engine's logs; dask config dkernel.cluster-start-timeout sets how long to wait."
+
+
+@functools.cache
+def _closing_client_class():
+    from distributed import Client
+
+    class ClusterClient(Client):
+        """A client of a cluster started for it: closing the client closes the cluster."""
+
+        def close(self, *args, **kwargs):
+            try:
+                return super().close(*args, **kwargs)
+            finally:
+                cluster, self.cluster = self.cluster, None
+                if cluster is not None and not self._is_finalizing():
+                    cluster.close()
+
+    return ClusterClient
+
+
+def _security(spec):
+    """The ``distributed.Security`` of a spec's ``security`` (None without one)."""
+    if spec.security is None:
+        return None
+    from distributed.security import Security
+
+    if spec.security is True:
+        return Security.temporary()
+    files = {"tls_ca_file": spec.security["ca-file"]}
+    for role in ("client", "scheduler", "worker"):
+        for part in ("cert", "key"):
+            if (spec.security.get(role) or {}).get(part):
+                files[f"tls_{role}_{part}"] = spec.security[role][part]
+    return Security(require_encryption=True, **files)
+
+
+def describe_cluster(client):
+    """One line on the cluster a client's spec started (engine, scheduler address, workers, batch jobs), or None."""
+    cluster = getattr(client, "cluster", None)
+    if cluster is None:
+        return None
+    workers = len(client.scheduler_info(n_workers=-1).get("workers", {}))
+    engine = type(cluster).__name__
+    name = "a local cluster" if engine == "LocalCluster" else f"a {cluster.name if engine == 'SpecCluster' else engine}"
+    jobs = [str(job.job_id) for job in getattr(cluster, "workers", {}).values() if getattr(job, "job_id", None)]
+    return f"{name} at {cluster.scheduler_address} with {workers} workers" + (
+        f" (batch jobs {', '.join(jobs)})" if jobs else "")
 
 
 @contextlib.contextmanager

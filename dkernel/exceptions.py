@@ -17,6 +17,8 @@ __all__ = [
     "InputFileError",
     "ClusterStalledError",
     "SchedulerUnreachableError",
+    "ClusterSpecError",
+    "ClusterStartError",
     "ArtifactPathError",
     "CorruptStoreError",
     "UnverifiableStoreError",
@@ -89,6 +91,14 @@ class ClusterStalledError(DKernelError, RuntimeError):
 
 class SchedulerUnreachableError(DKernelError, OSError):
     """No Dask scheduler answered at the given address within the connection timeout."""
+
+
+class ClusterSpecError(DKernelError, ValueError):
+    """A cluster spec (``--cluster``, ``client=``) is malformed, names a missing file or needs a package."""
+
+
+class ClusterStartError(DKernelError, RuntimeError):
+    """A cluster engine (SLURM, PBS, SSH, Kubernetes) did not start its workers in time."""
 
 
 class ArtifactPathError(DKernelError, FileExistsError):

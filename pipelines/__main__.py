@@ -10,7 +10,7 @@ def main(argv=None):
     """Run the pipeline named by the first argument; return the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "--list"):
-        print("usage: python -m pipelines NAME [--quick] [--scheduler ADDR|local|threads] [--out DIR] "
+        print("usage: python -m pipelines NAME [--quick] [--cluster SPEC|threads] [--out DIR] "
               "[--repeats R] [--seed S]\n\npipelines:")  # fmt: skip
         for name in PIPELINES:
             print(f"  {name:<24} {get_pipeline(name).DESCRIPTION}")

@@ -16,7 +16,8 @@ A pipeline module defines
 
 :func:`run_pipeline` submits the tasks through Dask (a threaded local run, a
 local cluster of :func:`dkernel._dask.start_local_cluster`, every server on
-127.0.0.1, or a remote scheduler), shows a progress bar, and writes
+127.0.0.1, or any cluster spec of :mod:`dkernel._clusters`: a scheduler
+address, a scheduler file, a SLURM/PBS/SSH/Kubernetes YAML file), shows a progress bar, and writes
 ``results.csv`` and ``results.json`` (the tidy records plus a ``summary`` of
 means and standard errors). The results folder ``out/NAME`` is written under
 the rules of :mod:`dkernel._artifacts`: checked before any task runs (an
@@ -40,6 +41,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from dkernel.cli._arguments import _add_cluster_arguments, _check_cluster, _cluster_choice
+from dkernel.exceptions import DKernelError
 
 __all__ = [
     "PipelineConfig",
@@ -86,7 +90,9 @@ class PipelineConfig:
     scheduler : str
         ``"threads"`` (dask's threaded scheduler in this process),
         ``"local"`` (a :class:`distributed.LocalCluster` with worker
-        processes on 127.0.0.1) or a scheduler address ``tcp://HOST:PORT``.
+        processes on 127.0.0.1) or another cluster spec (``--cluster``): a
+        scheduler address ``tcp://HOST:PORT``, a scheduler file, a cluster
+        YAML file (:mod:`dkernel._clusters`).
     out : Path
         Output folder; results go to ``out / NAME``.
     n_workers : int or None
@@ -133,17 +139,13 @@ def build_parser(name, description):
             "examples:\n"
             f"  dkernel run {name} --quick                 # reduced run, about a minute\n"
             f"  dkernel run {name} --repeats 10 --seed 0   # the full experiment\n"
-            f"  dkernel run {name} --scheduler tcp://127.0.0.1:8786\n"
+            f"  dkernel run {name} --cluster tcp://127.0.0.1:8786\n"
+            f"  dkernel run {name} --quick --cluster cluster/slurm.yaml   # workers as SLURM jobs\n"
             "\nData sets are read from $DKERNEL_DATA (or downloaded into the cache when online)."
         ),
     )
     parser.add_argument("--quick", action="store_true", help="reduced run for smoke tests (under a minute)")
-    parser.add_argument(
-        "--scheduler",
-        default="local",
-        help="'local' (LocalCluster with worker processes, default), 'threads' (this process), "
-        "or a scheduler address such as tcp://127.0.0.1:8786",
-    )
+    _add_cluster_arguments(parser, "local; 'threads' runs the tasks in this process")
     parser.add_argument("--out", type=Path, default=None,
                         help="output folder (default: results/, and results/quick/ with --quick)")
     parser.add_argument("--repeats", type=int, default=None, help="random repeats (default: the paper's 10)")
@@ -162,14 +164,15 @@ def default_out(quick):
 
 
 def config_from_args(args):
-    """Turn parsed arguments into a :class:`PipelineConfig`."""
+    """Turn parsed arguments into a :class:`PipelineConfig`; a malformed ``--cluster`` is refused here."""
     if args.repeats is not None and args.repeats < 1:
         raise ValueError(f"--repeats must be >= 1; got {args.repeats}.")
+    _check_cluster(args, default="local", accepted=("threads",))
     return PipelineConfig(
         quick=args.quick,
         repeats=args.repeats,
         seed=args.seed,
-        scheduler=args.scheduler,
+        scheduler=_cluster_choice(args, default="local")[0],
         out=args.out if args.out is not None else default_out(args.quick),
         n_workers=args.workers,
         progress=not args.no_progress,
@@ -189,7 +192,7 @@ def command_line(name, config):
     if config.seed != 0:
         words += ["--seed", str(config.seed)]
     if config.scheduler != "local":
-        words += ["--scheduler", str(config.scheduler)]
+        words += ["--cluster", str(config.scheduler)]
     if config.n_workers is not None:
         words += ["--workers", str(config.n_workers)]
     if Path(config.out) != default_out(config.quick):
@@ -226,6 +229,7 @@ def _run_tasks(client, run_task, tasks, progress):
 def execute(run_task, tasks, config):
     """Run ``run_task`` over ``tasks`` on the configured scheduler; return the results in task order."""
     from dkernel._dask import scheduler_client
+    from dkernel.cli._arguments import _announce_cluster
 
     if config.scheduler == "threads":
         return _run_tasks(None, run_task, tasks, config.progress)
@@ -233,6 +237,7 @@ def execute(run_task, tasks, config):
     if config.scheduler == "local":
         n_workers = config.n_workers or max(1, min(os.cpu_count() or 1, len(tasks)))
     with scheduler_client(config.scheduler, n_workers=n_workers, threads_per_worker=1) as client:
+        _announce_cluster(client)
         return _run_tasks(client, run_task, tasks, config.progress)
 
 
@@ -386,7 +391,7 @@ def main_for(module, argv=None):
     try:
         config = config_from_args(args)
         result = run_pipeline(module, config)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, DKernelError) as exc:
         from dkernel.cli import _in_flags
 
         print(f"dkernel run {module.NAME}: error: {_in_flags(str(exc), {})}", file=sys.stderr)

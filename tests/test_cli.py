@@ -220,7 +220,7 @@ def test_help_texts_have_examples(capsys):
             parser.parse_args(argv)
         assert info.value.code == 0
     out = capsys.readouterr().out
-    assert "dkernel gram --demo --scheduler local --out /tmp/K.zarr" in out
+    assert "dkernel gram --demo --cluster local --out /tmp/K.zarr" in out
     assert "--gamma" in out and "--overwrite" in out and "dkernel info /tmp/K.zarr" in out
 
 

@@ -295,7 +295,7 @@ def test_report_run_line_is_the_command_that_ran(quick_runs, name):
     result = quick_runs[name]
     report = (result.outdir / "report.md").read_text()
     out = result.outdir.parent
-    assert f"Run: `dkernel run {name} --quick --scheduler threads --out {out}` (seed 0; " in report
+    assert f"Run: `dkernel run {name} --quick --cluster threads --out {out}` (seed 0; " in report
 
 
 def test_cli_run_report_names_its_options(tmp_path):
@@ -304,7 +304,7 @@ def test_cli_run_report_names_its_options(tmp_path):
     assert main(["run", "meila_imbalanced", "--quick", "--scheduler", "threads", "--repeats", "1", "--seed", "3",
                  "--out", str(tmp_path), "--no-progress"]) == 0  # fmt: skip
     report = (tmp_path / "meila_imbalanced" / "report.md").read_text()
-    assert (f"Run: `dkernel run meila_imbalanced --quick --repeats 1 --seed 3 --scheduler threads --out {tmp_path}` "
+    assert (f"Run: `dkernel run meila_imbalanced --quick --repeats 1 --seed 3 --cluster threads --out {tmp_path}` "
             "(seed 3; ") in report  # fmt: skip
     assert "(1 repeats;" in report
 

@@ -69,6 +69,7 @@ def _check_options(args):
     """Refuse out-of-range numeric options and misused kernel options with a message that names the flag."""
     if args.command in ("gram", "fit"):
         _kernel_args(args)
+        _check_cluster(args)
     for name, lowest in _LOWEST.get(args.command, ()):
         value = getattr(args, name)
         if value is not None and value < lowest:
@@ -119,9 +120,40 @@ def _read_data(path, labels=None):
     return X, y
 
 
-def _announce_cluster(client):
-    """Say where a local cluster started for a command listens (its client's cluster; none for an address)."""
-    cluster = getattr(client, "cluster", None)
-    if cluster is not None:
-        print(f"dkernel: started a local cluster at {cluster.scheduler_address}", file=sys.stderr)
+#: What --cluster takes, for the help of every command that has it.
+CLUSTER_HELP = ("where the work runs: 'local' (worker processes, every server on 127.0.0.1), 'local:N' (N of "
+                "them), a scheduler address (tcp://HOST:PORT, tls://HOST:PORT), a scheduler file (.json) or a "
+                "cluster YAML file (SLURM, PBS, SSH, Kubernetes: see cluster/README.md)")
 
+
+def _add_cluster_arguments(group, default_help):
+    """--cluster SPEC and its older name --scheduler (the same choice; giving both is refused)."""
+    group.add_argument("--cluster", default=None, metavar="SPEC", help=f"{CLUSTER_HELP}; default: {default_help}")
+    group.add_argument("--scheduler", default=None, metavar="SPEC", help="the same as --cluster (its older name)")
+
+
+def _cluster_choice(args, default=None):
+    """``(spec, flag)`` of --cluster or --scheduler as given (``(default, '--cluster')`` when neither is)."""
+    if args.cluster is not None and args.scheduler is not None:
+        raise ValueError("--cluster and --scheduler are the same option; give one of them.")
+    if args.scheduler is not None:
+        return args.scheduler, "--scheduler"
+    return (default if args.cluster is None else args.cluster), "--cluster"
+
+
+def _check_cluster(args, default=None, accepted=()):
+    """Refuse a malformed --cluster spec (a missing file, an unknown kind, a missing package) before any work."""
+    from .._clusters import parse_cluster_spec
+
+    spec, flag = _cluster_choice(args, default)
+    if spec is not None and spec not in accepted:
+        parse_cluster_spec(spec, flag)
+
+
+def _announce_cluster(client):
+    """Say which cluster a command started (engine, scheduler address, workers, batch jobs); none for an address."""
+    from .._dask import describe_cluster
+
+    description = describe_cluster(client) if client is not None else None
+    if description is not None:
+        print(f"dkernel: started {description}", file=sys.stderr)

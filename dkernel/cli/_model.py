@@ -1,7 +1,8 @@
 """The ``dkernel`` commands of a model: ``fit`` trains :class:`dkernel.SVC` and saves it, ``predict`` applies it."""
 
 from .._dask import scheduler_client
-from ._arguments import _add_command, _add_kernel_arguments, _announce_cluster, _kernel_args, _read_data
+from ._arguments import (_add_cluster_arguments, _add_command, _add_kernel_arguments, _announce_cluster,
+                         _cluster_choice, _kernel_args, _read_data)
 
 _FIT_EPILOG = """\
 examples:
@@ -13,7 +14,7 @@ examples:
   dkernel fit --data train.svmlight --kernel poly --degree 2 --coef0 1 --model model.zarr
 
   # on a running scheduler (the store path must be reachable by every worker)
-  dkernel fit --data X.npy --labels y.npy --store K.zarr --model model.zarr --scheduler tcp://127.0.0.1:8786
+  dkernel fit --data X.npy --labels y.npy --store K.zarr --model model.zarr --cluster tcp://127.0.0.1:8786
 
 The model is a zarr store with JSON attributes (no pickle). Fitting again with
 the same --store reuses the Gram blocks already computed.
@@ -48,8 +49,7 @@ def _add_fit_parser(subparsers):
                    help="keep the training Gram on disk: a Gram store written by 'dkernel gram' (used when it "
                         "holds this data and kernel), or a folder that keeps one store per data and kernel "
                         "(reused by the next fit of the same data)")
-    x.add_argument("--scheduler", metavar="ADDR",
-                   help="'local' (a LocalCluster of worker processes on 127.0.0.1) or a scheduler address")
+    _add_cluster_arguments(x, "this process")
     x.add_argument("--seed", type=int, default=0, help="random seed for sampled centering")
     x.add_argument("--quiet", action="store_true", help="no progress display")
 
@@ -81,7 +81,8 @@ def _run_fit(args):
               normalize=args.normalize, normalize_bias_correction=args.graf_correction, multiclass=args.multiclass,
               working_set_size=args.working_set_size, store=args.store, random_state=args.seed,
               verbose=not args.quiet)
-    with scheduler_client(args.scheduler) as client:
+    spec, flag = _cluster_choice(args)
+    with scheduler_client(spec, option=flag) as client:
         _announce_cluster(client)
         clf.set_params(client=client)
         clf.fit(X, y)

@@ -9,7 +9,8 @@ examples:
   dkernel run --list                                # the reproduction pipelines
   dkernel run meila_centering_real --quick          # reduced run on a local cluster, about a minute
   dkernel run meila_shift_synthetic --repeats 10    # the full experiment, into results/
-  dkernel run meila_shift_uci --scheduler tcp://127.0.0.1:8786 --out /tmp/results
+  dkernel run meila_shift_uci --cluster tcp://127.0.0.1:8786 --out /tmp/results
+  dkernel run meila_centering_real --quick --cluster cluster/slurm.yaml   # workers as SLURM jobs
   dkernel run meila_imbalanced --help               # the options of one pipeline
 
 Each pipeline writes results/NAME/: results.csv, results.json, report.md and figures.
@@ -22,7 +23,7 @@ def _add_run_parser(subparsers):
         help="run a reproduction pipeline (an experiment of the papers) and write its report",
         description="Run a reproduction pipeline: its tasks go to Dask (a local cluster by default) and its "
         "results, report and figures to results/NAME/. Options after NAME belong to the pipeline: "
-        "[--quick] [--scheduler ADDR|local|threads] [--out DIR] [--repeats R] [--seed S] [--overwrite] "
+        "[--quick] [--cluster SPEC|threads] [--out DIR] [--repeats R] [--seed S] [--overwrite] "
         "(--overwrite replaces the results of an earlier run).",
         epilog=_RUN_EPILOG,
     )

@@ -3,7 +3,8 @@
 import json
 
 from .._dask import scheduler_client
-from ._arguments import _add_command, _add_kernel_arguments, _announce_cluster, _kernel_from_args, _read_data
+from ._arguments import (_add_cluster_arguments, _add_command, _add_kernel_arguments, _announce_cluster,
+                         _cluster_choice, _kernel_from_args, _read_data)
 
 DEMO_SHAPE = (4000, 16)
 
@@ -12,14 +13,17 @@ _GRAM_EPILOG = """\
 examples:
   # first run on a fresh machine: a 4000x16 two-class demo data set,
   # computed by a local cluster of worker processes
-  dkernel gram --demo --scheduler local --out /tmp/K.zarr
+  dkernel gram --demo --cluster local --out /tmp/K.zarr
 
   # an RBF Gram of your data, exp(-0.5 |x - z|^2), in float32
   dkernel gram --input X.npy --kernel rbf --gamma 0.5 --dtype float32 --out K.zarr
 
   # a normalized polynomial kernel of an svmlight file, on a running scheduler
   dkernel gram --input train.svmlight --kernel poly --degree 2 --coef0 1 \\
-      --normalize --scheduler tcp://127.0.0.1:8786 --out K.zarr
+      --normalize --cluster tcp://127.0.0.1:8786 --out K.zarr
+
+  # on SLURM: the workers are batch jobs (cluster/slurm.yaml)
+  dkernel gram --input X.npy --gamma 0.5 --cluster cluster/slurm.yaml --out /shared/K.zarr
 
 An interrupted run (Ctrl-C, a killed worker) is resumed by running the same
 command again: only the missing blocks are computed. A store built from other
@@ -27,8 +31,8 @@ data or another kernel, or a derived (e.g. centered) store, is refused unless
 --overwrite is given; the replacement is built beside it and swapped in when
 complete. A folder that is not a Gram store is never replaced.
 
-With --scheduler ADDRESS every worker must reach the --out path (one machine,
-or a shared filesystem).
+With a --cluster other than local every worker must reach the --out path (one
+machine, or a shared filesystem mounted at the same path everywhere).
 """
 
 
@@ -57,11 +61,9 @@ def _add_gram_parser(subparsers):
                    help="dtype of the Gram (default: float32 for float32 data, else float64)")
     e.add_argument("--codec", choices=["none", "lz4", "zstd"], default="none",
                    help="compression of the stored chunks (default: none, fastest)")
-    e.add_argument("--scheduler", default=None, metavar="ADDR|local",
-                   help="'local' starts a cluster of worker processes on 127.0.0.1; an address such as "
-                   "tcp://127.0.0.1:8786 uses a running scheduler; default: threads in this process")
+    _add_cluster_arguments(e, "threads in this process")
     e.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="number of worker processes with --scheduler local (default: one per core)")
+                   help="number of worker processes with --cluster local (default: one per core)")
     e.add_argument("--overwrite", action="store_true",
                    help="replace a Gram store built from other data, kernel or provenance (never another folder)")
     e.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
@@ -99,7 +101,8 @@ def _run_gram(args):
         chunk = DEMO_SHAPE[0] // 4  # 4 x 4 blocks, so that the demo shows the blockwise computation
     options = GramOptions(chunk=chunk, dtype=args.dtype, codec=args.codec, progress=not args.no_progress,
                           verify=not args.no_verify)
-    with scheduler_client(args.scheduler, n_workers=args.workers) as client:
+    spec, flag = _cluster_choice(args)
+    with scheduler_client(spec, n_workers=args.workers, option=flag) as client:
         _announce_cluster(client)
         gram = GramMatrix.compute(X, kernel=kernel, store=args.out, overwrite=args.overwrite,
                                   client=client, options=options)

@@ -14,6 +14,7 @@ whose blocks its tasks fill, resumed after an interruption:
 """
 
 import os
+import re
 
 import dask
 import numpy as np
@@ -79,6 +80,9 @@ def check_store_path(path, overwrite=False):
     centered or normalized store is not the raw Gram that is computed).
     Returns the store's attributes, or None when there is no store yet.
     """
+    if re.match(r"[A-Za-z][\w+.-]*://", os.fspath(path)):
+        raise ValueError(f"store {os.fspath(path)}: a Gram store is a folder path, not a URL; on a cluster use a "
+                         f"filesystem mounted at the same path on every worker (cluster/README.md).")
     path = os.path.abspath(os.fspath(path))
     if _artifacts.check_target(path, "gram", reuse=True) != "same":
         return None
