@@ -14,6 +14,7 @@ PIPELINES = (
     "meila_shift_uci",
     "meila_imbalanced",
     "meila_centering_real",
+    "large_scale_centering",
 )
 
 

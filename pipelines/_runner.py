@@ -12,7 +12,10 @@ A pipeline module defines
   runs;
 * ``write_report(result, outdir)``: ``report.md`` and the figures, written
   into ``outdir`` (a folder beside ``result.outdir`` that is moved into place
-  once everything is written).
+  once everything is written);
+* optionally ``execute(run_task, tasks, config)``, replacing :func:`execute`
+  for a pipeline whose tasks drive clusters of their own from this process
+  (to time and measure them).
 
 :func:`run_pipeline` submits the tasks through Dask (a threaded local run, a
 local cluster of :func:`dkernel._dask.start_local_cluster`, every server on
@@ -362,7 +365,7 @@ def run_pipeline(module, config):
     for index, task in enumerate(tasks):
         task.setdefault("seed_index", index)
         task.setdefault("seed", config.seed)
-    results = execute(module.run_task, tasks, config)
+    results = getattr(module, "execute", execute)(module.run_task, tasks, config)
     records = [rec for task_records in results for rec in task_records]
     summary = summarize(records)
     with _artifacts.writing(outdir, "results", replace) as tmp:
