@@ -6,23 +6,34 @@ samples, one ``distributed`` actor per worker, and answers the outer loop
 columns, ``alpha_B`` and ``G_B`` of the working set) and ``update`` (the step,
 answered by the range's best violators for the next iteration).
 
+The calls of one step go to all actors at once, in one exchange with the
+client's event loop, and straight to the workers (``actor_execute`` on a
+connection to each worker) unless the client was made with
+``direct_to_workers=False``: through the scheduler, every kernel column of
+the working set would cross the scheduler's process twice.
+
 This process keeps ``alpha`` current: it knows ``alpha_B`` after every step.
 When the worker of a partition dies (killed, out of memory, its machine
-lost), the call to its actor fails (``OSError("Unable to contact Actor's
-worker")`` in flight, ``RuntimeError("Worker holding Actor was lost")``
-afterwards, or an actor future in error while waiting). The lost range is
+lost), the call to its actor fails: the connection closes (an ``OSError``),
+or, for a call to a worker that died before the scheduler knew, the actor's
+future leaves the ``finished`` state while the connection is retried
+(checked every :data:`POLL_SECONDS`, so nothing hangs). The lost range is
 then rebuilt on a surviving or replacement worker from this process's
 ``alpha``: its gradient ``G = Q alpha + p`` is recomputed from the rows of the
 support vectors (:func:`~._gradient.initial_gradient`) and the kernel rows
-of the current working set are read again into the slots they held, so the
+of the last working set are read again into the slots they held, so the
 loop continues where it was; a warning on the ``dkernel.solver`` logger
 names the lost worker and the rebuilt range.
 """
 
+import asyncio
 import logging
 import time
+from dataclasses import dataclass
 
 import numpy as np
+from distributed.actor import ProxyRPC
+from distributed.protocol import to_serialize
 
 from ._gradient import (
     GradientPartition,
@@ -33,7 +44,7 @@ from ._gradient import (
 )
 from ._rows import provider_for_columns
 
-__all__ = ["ActorGradients", "WorkerLostError"]
+__all__ = ["ActorGradients"]
 
 logger = logging.getLogger("dkernel.solver")
 
@@ -44,16 +55,15 @@ NO_WORKER_WAIT_SECONDS = 60.0
 #: Rebuilds of one range in a row before the solver gives up.
 MAX_REBUILDS = 3
 
-#: Messages of the exceptions ``distributed`` raises for an actor whose worker is gone.
-_LOST_MESSAGES = ("Unable to contact Actor's worker", "Worker holding Actor was lost")
 
 
-class WorkerLostError(RuntimeError):
-    """The worker holding a gradient partition is gone (raised and handled inside :class:`ActorGradients`)."""
+@dataclass
+class _Answer:
+    """What one actor call came back with: a ``value``, an ``error`` raised by the method, or ``lost``."""
 
-
-def _is_lost_worker_error(exc):
-    return isinstance(exc, (OSError, RuntimeError)) and any(text in str(exc) for text in _LOST_MESSAGES)
+    value: object = None
+    error: BaseException = None
+    lost: bool = False
 
 
 class ActorGradients:
@@ -69,6 +79,7 @@ class ActorGradients:
     """
 
     def __init__(self, client, rows, prob, q, G=None):
+        self.futures = []
         workers = self._alive_workers(client)
         if not workers:
             raise ValueError("The Dask client has no workers; start a cluster before solving.")
@@ -83,7 +94,11 @@ class ActorGradients:
             self._submit(worker, start, stop, support, weights, None if G is None else G[start:stop])
             for worker, (start, stop) in zip(self.workers, self.ranges)
         ]
-        self.actors = [future.result() for future in self.futures]
+        for future in self.futures:
+            future.result()
+        # Calls go straight to the workers unless the client says otherwise (a client outside the cluster's
+        # network); through the scheduler every kernel column would cross its process twice.
+        self.direct = client.direct_to_workers is not False
 
     @staticmethod
     def _alive_workers(client):
@@ -101,60 +116,75 @@ class ActorGradients:
 
     def close(self):
         """Release the actors and the column slabs they hold on the workers, now rather than at garbage collection."""
-        self.actors = []
         if self.futures:
             # Each actor handle holds a future of its own: cancel the keys rather than drop one reference.
             self.client.cancel(self.futures)
         self.futures = []
 
     # -------------------------------------------------------------- calls
-    def _start(self, i, method, args):
-        try:
-            return getattr(self.actors[i], method)(*args)
-        except Exception as exc:  # the handle refuses calls once its worker is known lost
-            if _is_lost_worker_error(exc):
-                return None
-            raise
+    def _rpc(self, i):
+        if self.direct:
+            return self.client.rpc(self.workers[i])
+        return ProxyRPC(self.client.scheduler, self.workers[i])
 
-    def _wait(self, i, call):
-        """The result of ``call`` to partition ``i``; :class:`WorkerLostError` when its worker is gone."""
-        if call is None:
-            raise WorkerLostError(self.workers[i])
-        while True:
-            try:
-                return call.result(timeout=POLL_SECONDS)
-            except TimeoutError:
-                # A call to a worker that died before the scheduler knew retries its connection for a while.
-                if self.futures[i].status != "finished":
-                    raise WorkerLostError(self.workers[i]) from None
-            except Exception as exc:
-                if _is_lost_worker_error(exc):
-                    raise WorkerLostError(self.workers[i]) from exc
+    async def _call(self, i, method, args):
+        try:
+            out = await self._rpc(i).actor_execute(
+                function=method, actor=self.futures[i].key, args=[to_serialize(arg) for arg in args], kwargs={}
+            )
+        except OSError:
+            return _Answer(lost=True)
+        except Exception as exc:  # through the scheduler, a worker it no longer knows is an error of the proxy
+            if self.direct:
                 raise
+            return _Answer(lost=True, error=exc)
+        if out["status"] == "OK":
+            return _Answer(value=out["result"])
+        return _Answer(error=out["exception"])
+
+    async def _round(self, calls):
+        """Run ``calls`` (``{i: (method, args)}``) on the actors at once; ``{i: _Answer}``.
+
+        A call still unanswered after :data:`POLL_SECONDS` whose actor's
+        future is no longer ``finished`` (its worker is gone: a connection to
+        a dead worker is retried for a while) is abandoned as lost.
+        """
+        tasks = {i: asyncio.ensure_future(self._call(i, *call)) for i, call in calls.items()}
+        while True:
+            _, pending = await asyncio.wait(tasks.values(), timeout=POLL_SECONDS)
+            if not pending:
+                break
+            for i, task in tasks.items():
+                if not task.done() and self.futures[i].status != "finished":
+                    task.cancel()
+        return {i: _Answer(lost=True) if task.cancelled() else task.result() for i, task in tasks.items()}
 
     def _all(self, method, *args):
-        """Call ``method`` on every partition; a partition whose worker is lost is rebuilt and asked again.
+        """Call ``method`` on every partition (one exchange with the event loop); rebuild and ask again when one is lost.
 
         A lost ``update`` is not repeated: the rebuilt partition's gradient
         already includes the step (it is computed from ``alpha`` after it),
         so it is asked for its candidates only.
         """
-        calls = [self._start(i, method, args) for i in range(len(self.actors))]
+        answers = self.client.sync(self._round, {i: (method, args) for i in range(len(self.futures))})
         results = []
-        for i, call in enumerate(calls):
-            for attempt in range(MAX_REBUILDS + 1):
-                try:
-                    results.append(self._wait(i, call))
-                    break
-                except WorkerLostError as lost:
-                    if attempt == MAX_REBUILDS:
-                        raise RuntimeError(
-                            f"the workers holding samples {self.ranges[i][0]}:{self.ranges[i][1]} of the gradient "
-                            f"were lost {MAX_REBUILDS + 1} times in a row; check the cluster's workers."
-                        ) from lost
-                    self._rebuild(i)
-                    again_method, again_args = ("candidates", (args[-1],)) if method == "update" else (method, args)
-                    call = self._start(i, again_method, again_args)
+        for i in range(len(self.futures)):
+            answer, attempts = answers[i], 0
+            while answer.lost:
+                if attempts == MAX_REBUILDS:
+                    start, stop = self.ranges[i]
+                    raise RuntimeError(
+                        f"the workers holding samples {start}:{stop} of the gradient were lost {attempts} times in a "
+                        f"row; check the cluster's workers."
+                    ) from answer.error
+                attempts += 1
+                if not self._rebuild(i):
+                    continue
+                again = ("candidates", (args[-1],)) if method == "update" else (method, args)
+                answer = self.client.sync(self._round, {i: again})[i]
+            if answer.error is not None:
+                raise answer.error
+            results.append(answer.value)
         return results
 
     # ------------------------------------------------------------ rebuild
@@ -179,7 +209,10 @@ class ActorGradients:
             time.sleep(0.5)
 
     def _rebuild(self, i):
-        """Rebuild partition ``i`` on another worker from ``alpha``, with the rows of the last working set."""
+        """Rebuild partition ``i`` on another worker from ``alpha``, with the rows of the last working set.
+
+        Returns False when that worker was lost as well (the caller tries again).
+        """
         start, stop = self.ranges[i]
         lost = self.workers[i]
         try:
@@ -194,10 +227,20 @@ class ActorGradients:
         support, weights = starting_support(self.prob.y, self.alpha)
         self.workers[i] = worker
         self.futures[i] = self._submit(worker, start, stop, support, weights)
-        self.actors[i] = self.futures[i].result()
+        try:
+            self.futures[i].result()
+        except Exception:
+            if self.futures[i].status == "error" and worker not in self._alive_workers(self.client):
+                return False  # the new worker died too
+            raise
         idx, slots = self.loaded
         if idx.size:
-            self._wait(i, self._start(i, "fill_rows", (idx, slots)))
+            answer = self.client.sync(self._round, {i: ("fill_rows", (idx, slots))})[i]
+            if answer.lost:
+                return False
+            if answer.error is not None:
+                raise answer.error
+        return True
 
     # ---------------------------------------------------------- interface
     def candidates(self, k):

@@ -25,10 +25,11 @@ from .._validation import check_finite
 from ..centering import Centering
 from ..kernels import Kernel, NormalizedKernel
 from ..operators import NormalizedGram
+from ..solver import Checkpoint
 from ._kernel import ESTIMATOR_DEFAULTS
 from . import _multiclass, _persist
 from ._predict import is_dask, is_gram_source, map_row_blocks, materialize, pairwise_decision
-from ._training import centering_for, fit_binary, resolve_kernel, store_path, training_gram
+from ._training import centering_for, fit_binary, problem_checkpoints, resolve_kernel, store_path, training_gram
 
 __all__ = ["SVC", "load_model"]
 
@@ -132,6 +133,15 @@ class SVC(ClassifierMixin, BaseEstimator):
         process.
     random_state : int, RandomState or None, default=None
         Sampling of ``centering_sample``.
+    checkpoint : str, path-like or dkernel.solver.Checkpoint, default=None
+        A folder where the solver writes its state every 30 s (or as a
+        :class:`~dkernel.solver.Checkpoint` says), one subfolder per binary
+        problem. When it holds the checkpoints of this fit (same data,
+        kernel, views, ``C``, weights, ``tol``, ``working_set_size``), ``fit``
+        resumes from them: solved problems are skipped, the others continue
+        on the path of an uninterrupted fit. A checkpoint of another fit
+        raises ``ValueError`` and is left as it is; the folder stays after
+        the fit.
     verbose : bool, default=False
         Show the solver's progress (gap and free support vectors per outer
         iteration).
@@ -208,6 +218,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         "client": "no_validation",
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        "checkpoint": [str, os.PathLike, Checkpoint, None],
     }
 
     def __init__(
@@ -232,6 +243,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         client=None,
         random_state=None,
         verbose=False,
+        checkpoint=None,
     ):
         self.C = C
         self.kernel = kernel
@@ -253,6 +265,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         self.client = client
         self.random_state = random_state
         self.verbose = verbose
+        self.checkpoint = checkpoint
 
     # ------------------------------------------------------------------ tags
     def __sklearn_tags__(self):
@@ -367,12 +380,14 @@ class SVC(ClassifierMixin, BaseEstimator):
         if np.unique(y_index[keep]).shape[0] < 2:
             raise ValueError("the samples with non-zero weight contain a single class; an SVM needs two.")
         problems = _multiclass.binary_problems(y_index, classes.shape[0], keep, self.multiclass)
+        checkpoints = problem_checkpoints(self.checkpoint, len(problems))
         rng = np.random.default_rng(_seed_from(self.random_state))
         with client_for(self.client) as client:
             base = self._training_gram(X, kernel, client)
             if self.normalize:
                 base = NormalizedGram(base)
-            fits = [self._fit_binary(base, index, y_pm, C_i[index], client, rng) for index, y_pm in problems]
+            fits = [self._fit_binary(base, index, y_pm, C_i[index], client, rng, checkpoint)
+                    for (index, y_pm), checkpoint in zip(problems, checkpoints)]
         self._store_fits(X, problems, fits, y_index)
         return self
 
@@ -388,13 +403,13 @@ class SVC(ClassifierMixin, BaseEstimator):
                                                progress=bool(self.verbose))
         return gram
 
-    def _fit_binary(self, base, index, y_pm, C, client, rng):
+    def _fit_binary(self, base, index, y_pm, C, client, rng, checkpoint=None):
         """One binary problem on the samples ``index``, with this estimator's views, solver settings and corrections."""
         return fit_binary(
             base, index, y_pm, C, centering=centering_for(self.centering, self.centering_sample, y_pm, rng),
             normalized=self.normalize, bias_correction=self.normalize_bias_correction, tol=self.tol,
             working_set_size=self.working_set_size, max_iter=self.max_iter,
-            client=client, verbose=self.verbose,
+            client=client, verbose=self.verbose, checkpoint=checkpoint,
         )
 
     def _store_fits(self, X, problems, fits, y_index):
