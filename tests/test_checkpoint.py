@@ -97,7 +97,7 @@ def test_a_checkpoint_of_another_problem_is_refused_and_left_as_it_is(tmp_path):
     ]
     for change, named in cases:
         args = {"rows": rows, "y": y, "C": 1.0, **OPTIONS, **change}
-        with pytest.raises(ValueError, match=f"written for another problem: {named}"):
+        with pytest.raises(ValueError, match=f"written for another problem; these differ: {named}"):
             solve_qp(args.pop("rows"), args.pop("y"), args.pop("C"), checkpoint=path, **args)
     assert {p: p.stat().st_mtime_ns for p in path.rglob("*")} == before
     other = tmp_path / "notes"

@@ -137,8 +137,7 @@ def _differences(path, stored_attrs, stored_kernel, attrs, kernel):
     if stored_attrs.get("n") == attrs["n"]:
         for name in kernel:
             if not np.allclose(stored_kernel[name], kernel[name], rtol=KERNEL_RTOL, atol=0.0):
-                found.append("the kernel matrix (its diagonal or rows differ: another kernel, kernel parameter, "
-                             "data or view)")
+                found.append("the kernel matrix (another kernel, kernel parameter, data or view)")
                 break
     return found
 
@@ -171,8 +170,8 @@ def read_state(path, fingerprint):
     found = _differences(path, attrs.get("problem", {}), stored_kernel, *fingerprint)
     if found:
         raise ValueError(
-            f"the checkpoint at {path} was written for another problem: {', '.join(found)} differ. It is left as "
-            f"it is; resume with the same data and parameters, or choose another checkpoint path."
+            f"the checkpoint at {path} was written for another problem; these differ: {', '.join(found)}. It is "
+            f"left as it is; resume with the same data and parameters, or choose another checkpoint path."
         )
     return SolverState(
         iteration=int(attrs["iteration"]), alpha=group["alpha"][...], G=group["G"][...],
