@@ -99,6 +99,7 @@ class ActorGradients:
         # Calls go straight to the workers unless the client says otherwise (a client outside the cluster's
         # network); through the scheduler every kernel column would cross its process twice.
         self.direct = client.direct_to_workers is not False
+        self.reached = False
 
     @staticmethod
     def _alive_workers(client):
@@ -167,6 +168,13 @@ class ActorGradients:
         so it is asked for its candidates only.
         """
         answers = self.client.sync(self._round, {i: (method, args) for i in range(len(self.futures))})
+        if self.direct and not self.reached and any(answer.lost for answer in answers.values()):
+            # The first direct calls failed while the workers live: this process cannot reach them (a client
+            # outside the cluster's network); go through the scheduler from now on.
+            if all(future.status == "finished" for future in self.futures):
+                self.direct = False
+                answers = self.client.sync(self._round, {i: (method, args) for i in range(len(self.futures))})
+        self.reached = True
         results = []
         for i in range(len(self.futures)):
             answer, attempts = answers[i], 0
