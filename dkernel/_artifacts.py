@@ -12,6 +12,9 @@ kind        folder                                     recorded in
                                                        in ``results.json``
 =========== ========================================== ==============================
 
+A solver checkpoint (kind ``checkpoint``, :mod:`dkernel.solver._checkpoint`)
+is a zarr group with ``format: "dkernel-checkpoint"``.
+
 The rule applied by every writer:
 
 * a path that exists and is not a dkernel artifact of the same kind (a file,
@@ -59,6 +62,7 @@ KINDS = {
     "gram": ("dkernel-gram", "a dkernel Gram store"),
     "model": ("dkernel-svc", "a dkernel model"),
     "results": ("dkernel-results", "dkernel pipeline results"),
+    "checkpoint": ("dkernel-checkpoint", "a dkernel solver checkpoint"),
 }
 
 _FORMATS = {fmt: kind for kind, (fmt, _) in KINDS.items()}

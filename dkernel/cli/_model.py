@@ -16,6 +16,10 @@ examples:
   # on a running scheduler (the store path must be reachable by every worker)
   dkernel fit --data X.npy --labels y.npy --store K.zarr --model model.zarr --cluster tcp://127.0.0.1:8786
 
+  # keep the solver's state in fit.ckpt; after a crash or a kill, the same command with --resume goes on
+  dkernel fit --data X.npy --labels y.npy --model model.zarr --checkpoint fit.ckpt
+  dkernel fit --data X.npy --labels y.npy --model model.zarr --checkpoint fit.ckpt --resume
+
 The model is a zarr store with JSON attributes (no pickle). Fitting again with
 the same --store reuses the Gram blocks already computed.
 """
@@ -50,6 +54,13 @@ def _add_fit_parser(subparsers):
                         "holds this data and kernel), or a folder that keeps one store per data and kernel "
                         "(reused by the next fit of the same data)")
     _add_cluster_arguments(x, "this process")
+    x.add_argument("--checkpoint", metavar="DIR",
+                   help="write the solver's state to DIR as it goes (and keep it); a new folder unless --resume")
+    x.add_argument("--resume", action="store_true",
+                   help="continue the fit whose checkpoint is in --checkpoint DIR (same data and options)")
+    x.add_argument("--checkpoint-seconds", type=float, default=30.0, metavar="S",
+                   help="write the checkpoint every S seconds (default 30)")
+    x.add_argument("--checkpoint-iterations", type=int, metavar="N", help="also write it every N solver iterations")
     x.add_argument("--seed", type=int, default=0, help="random seed for sampled centering")
     x.add_argument("--quiet", action="store_true", help="no progress display")
 
@@ -64,6 +75,26 @@ def _read_training_data(args):
     return X, y
 
 
+def _checkpoint_of(args):
+    """The solver checkpoint of --checkpoint, --resume and the intervals; refused before any work when misused."""
+    from .. import _artifacts
+    from ..solver import Checkpoint
+
+    if args.checkpoint is None:
+        if args.resume:
+            raise ValueError("--resume needs --checkpoint DIR, the folder of the checkpoint to resume from.")
+        return None
+    found = _artifacts.check_target(args.checkpoint, "checkpoint", reuse=True)
+    if found == "same" and not args.resume:
+        raise ValueError(f"--checkpoint {args.checkpoint} already holds a checkpoint; pass --resume to continue the "
+                         f"fit it belongs to, or choose another --checkpoint folder (a checkpoint is never replaced).")
+    if found != "same" and args.resume:
+        raise ValueError(f"--resume: there is no checkpoint in --checkpoint {args.checkpoint} to resume from.")
+    if not args.checkpoint_seconds > 0 or (args.checkpoint_iterations is not None and args.checkpoint_iterations < 1):
+        raise ValueError("--checkpoint-seconds must be > 0 and --checkpoint-iterations an integer >= 1.")
+    return Checkpoint(args.checkpoint, every_seconds=args.checkpoint_seconds, every_iter=args.checkpoint_iterations)
+
+
 def _run_fit(args):
     import os
 
@@ -75,12 +106,13 @@ def _run_fit(args):
     _artifacts.check_target(args.model, "model", args.overwrite)
     if args.store and os.path.exists(os.path.join(args.store, "zarr.json")):
         check_store_path(args.store)  # a store used directly must hold a raw Gram
+    checkpoint = _checkpoint_of(args)
     X, y = _read_training_data(args)
     clf = SVC(C=args.C, kernel=args.kernel, **_kernel_args(args),
               tol=args.tol, centering=args.centering, centering_sample=args.centering_sample,
               normalize=args.normalize, normalize_bias_correction=args.graf_correction, multiclass=args.multiclass,
               working_set_size=args.working_set_size, store=args.store, random_state=args.seed,
-              verbose=not args.quiet)
+              verbose=not args.quiet, checkpoint=checkpoint)
     spec, flag = _cluster_choice(args)
     with scheduler_client(spec, option=flag) as client:
         _announce_cluster(client)

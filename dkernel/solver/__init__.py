@@ -13,7 +13,9 @@ violation (the maximal violating pairs of Keerthi et al. and libsvm,
 active-set method for several rows, :mod:`._active_set`) and updates the
 gradient ``G = Q alpha + p``. The gradient lives in this process or, given a
 Dask client, on the workers (the strategies of :mod:`._gradient`); the bias
-comes from the final gradient (:mod:`._bias`).
+comes from the final gradient (:mod:`._bias`). On a cluster a worker's loss
+is survived (:mod:`._actors`); a :class:`Checkpoint` keeps the state on disk
+so that a killed run resumes (:mod:`._checkpoint`).
 
 The solver sees the kernel only through a row provider (``n``,
 ``rows(idx)``, ``diag()``, optionally ``submatrix`` and ``column_slab``;
@@ -22,7 +24,8 @@ The solver sees the kernel only through a row provider (``n``,
 matrices and lazily transformed views plug in unchanged.
 """
 
+from ._checkpoint import Checkpoint
 from ._qp import QPResult
 from ._solve import solve_qp, solve_qp_distributed
 
-__all__ = ["QPResult", "solve_qp", "solve_qp_distributed"]
+__all__ = ["Checkpoint", "QPResult", "solve_qp", "solve_qp_distributed"]

@@ -3,21 +3,24 @@
 A :class:`GradientPartition` owns ``G``, ``alpha``, ``y`` and ``C`` of the
 samples ``start:stop`` and the working-set kernel values ``K[B, start:stop]``.
 Two strategies hold the partitions behind one interface (``candidates``,
-``load``, ``update``, ``state``, ``close``):
+``load``, ``update``, ``state``, ``fill_rows``, ``close``, and ``alpha``, the
+current ``alpha`` of all samples kept in this process):
 
 :class:`LocalGradients`
     One partition covering all samples, in this process.
 :class:`ActorGradients`
     One partition per Dask worker, in a ``distributed`` actor, over
-    contiguous ranges of samples. Each worker reads ``K[B, range]`` through
-    the provider's ``submatrix`` on that worker (a chunked store then reads
-    only its own columns; an in-memory matrix sends each worker only its
-    ``column_slab``). Per iteration the client exchanges only
+    contiguous ranges of samples (:mod:`._actors`). Each worker reads
+    ``K[B, range]`` through the provider's ``submatrix`` on that worker (a
+    chunked store then reads only its own columns; an in-memory matrix sends
+    each worker only its ``column_slab``). Per iteration the client makes two
+    calls to each actor:
 
-    1. the best violators of each range (and the local ``m``, ``M``),
-    2. the working set ``B`` with its buffer slots, receiving ``K[B, B]``
-       column blocks, ``alpha_B`` and ``G_B``,
-    3. ``y_B * Delta alpha_B``, applied as ``G_range += y * K[B, range]^T w``.
+    1. ``load``: the working set ``B`` with its buffer slots, receiving
+       ``K[B, B]`` column blocks, ``alpha_B`` and ``G_B``;
+    2. ``update``: ``y_B * Delta alpha_B``, applied as
+       ``G_range += y * K[B, range]^T w``, answered by the best violators of
+       the range for the next iteration (and the local ``m``, ``M``).
 
 Either way the outer loop (:mod:`._loop`) only exchanges working-set
 indices, ``Delta alpha_B`` and the best violators, so both strategies select
@@ -26,15 +29,16 @@ identical working sets and reach the same ``alpha`` up to rounding.
 
 import numpy as np
 
-from ._rows import provider_for_columns, provider_submatrix, raise_nonfinite_rows
+from ._rows import provider_submatrix, raise_nonfinite_rows
 from ._select import candidate_lists, extreme_violations, merge_candidates, violation_sets
 
 __all__ = [
-    "ActorGradients",
     "GradientPartition",
     "LocalGradients",
     "SlotMap",
     "initial_gradient",
+    "assemble_working_set",
+    "merge_partition_candidates",
     "partition_ranges",
     "starting_support",
 ]
@@ -101,16 +105,20 @@ class GradientPartition:
     support, support_weights : ndarray
         Indices of the non-zero ``alpha`` over all samples and their
         ``y_i alpha_i``, for the starting gradient.
+    G : ndarray of shape (stop - start,), optional
+        The gradient itself (a resumed checkpoint); then ``support`` is not read.
     """
 
-    def __init__(self, rows, y, C, p, alpha, start, stop, q, support, support_weights):
+    def __init__(self, rows, y, C, p, alpha, start, stop, q, support, support_weights, G=None):
         self.rows = rows
         self.y, self.C, self.alpha = y, C, alpha.copy()
         self.start, self.stop = int(start), int(stop)
         # Zeros: a slot not yet filled meets a zero weight in K^T weights, and 0 * NaN is not 0.
         self.K = np.zeros((q, self.stop - self.start))
         self.weights = np.zeros(q)
-        self.G = initial_gradient(rows, y, p, support, support_weights, self.start, self.stop)
+        if G is None:
+            G = initial_gradient(rows, y, p, support, support_weights, self.start, self.stop)
+        self.G = np.array(G, dtype=np.float64)
 
     def candidates(self, k):
         """Local ``(m, M)`` and the ``k`` best candidates of each end (global indices)."""
@@ -134,8 +142,17 @@ class GradientPartition:
             raise_nonfinite_rows(B, K_cols)
         return positions, K_cols, self.alpha[local], self.G[local]
 
-    def update(self, B, slots, weights, alpha_B):
-        """``G += y * (K_B^T weights)`` with ``weights = y_B * Delta alpha_B``; store ``alpha_B``."""
+    def fill_rows(self, idx, slots):
+        """Read the kernel rows of ``idx`` into ``slots``: the rows a resumed or rebuilt partition keeps."""
+        if len(idx):
+            self.K[slots] = provider_submatrix(self.rows, idx, self.start, self.stop)
+
+    def update(self, B, slots, weights, alpha_B, k=None):
+        """``G += y * (K_B^T weights)`` with ``weights = y_B * Delta alpha_B``; store ``alpha_B``.
+
+        With ``k``, return the next iteration's :meth:`candidates` (one call
+        instead of two).
+        """
         self.weights[:] = 0.0
         self.weights[slots] = weights
         self.G += self.y * (self.K.T @ self.weights)
@@ -143,6 +160,7 @@ class GradientPartition:
             raise_nonfinite_rows(B, self.K[slots])
         mine = (B >= self.start) & (B < self.stop)
         self.alpha[B[mine] - self.start] = alpha_B[mine]
+        return None if k is None else self.candidates(k)
 
     def state(self):
         """Return ``(alpha, G)`` of the partition."""
@@ -178,13 +196,17 @@ def partition_ranges(n, n_parts):
 
 
 class LocalGradients:
-    """The gradient of all samples in one :class:`GradientPartition` of this process."""
+    """The gradient of all samples in one :class:`GradientPartition` of this process.
 
-    def __init__(self, rows, prob, q):
-        support, weights = starting_support(prob.y, prob.alpha0)
+    ``G``, when given, is the gradient at ``prob.alpha0`` (a resumed checkpoint).
+    """
+
+    def __init__(self, rows, prob, q, G=None):
+        support, weights = starting_support(prob.y, prob.alpha0) if G is None else (None, None)
         self.partition = GradientPartition(
-            rows, prob.y, prob.C, prob.p, prob.alpha0, 0, prob.n, q, support, weights
+            rows, prob.y, prob.C, prob.p, prob.alpha0, 0, prob.n, q, support, weights, G
         )
+        self.alpha = self.partition.alpha
 
     def close(self):
         """Nothing to release: the partition lives in this process."""
@@ -195,62 +217,12 @@ class LocalGradients:
     def load(self, B, new, new_slots, slots):
         return assemble_working_set([self.partition.load(B, new, new_slots, slots)], B.size)
 
-    def update(self, B, slots, weights, alpha_B):
-        self.partition.update(B, slots, weights, alpha_B)
+    def update(self, B, slots, weights, alpha_B, k):
+        """Apply the step and return the next iteration's merged candidates."""
+        return merge_partition_candidates([self.partition.update(B, slots, weights, alpha_B, k)], k)
+
+    def fill_rows(self, idx, slots):
+        self.partition.fill_rows(idx, slots)
 
     def state(self):
         return self.partition.state()
-
-
-class ActorGradients:
-    """The gradient spread over one actor per worker of ``client``; the interface of :class:`LocalGradients`.
-
-    The row provider is sent to every worker, as its ``column_slab`` of the
-    worker's range where it has one, so it must be picklable.
-    """
-
-    def __init__(self, client, rows, prob, q):
-        workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
-        if not workers:
-            raise ValueError("The Dask client has no workers; start a cluster before solving.")
-        support, weights = starting_support(prob.y, prob.alpha0)
-        self.ranges = partition_ranges(prob.n, len(workers))
-        futures = []
-        for worker, (start, stop) in zip(workers, self.ranges):
-            futures.append(
-                client.submit(
-                    GradientPartition,
-                    provider_for_columns(rows, start, stop),
-                    prob.y[start:stop], prob.C[start:stop], prob.p[start:stop], prob.alpha0[start:stop],
-                    start, stop, q, support, weights,
-                    workers=[worker], actor=True, pure=False,
-                )
-            )
-        self.client = client
-        self.futures = futures
-        self.actors = [future.result() for future in futures]
-
-    def close(self):
-        """Release the actors and the column slabs they hold on the workers, now rather than at garbage collection."""
-        self.actors = []
-        if self.futures:
-            # Each actor handle holds a future of its own: cancel the keys rather than drop one reference.
-            self.client.cancel(self.futures)
-        self.futures = []
-
-    def _all(self, method, *args):
-        calls = [getattr(actor, method)(*args) for actor in self.actors]
-        return [call.result() for call in calls]
-
-    def candidates(self, k):
-        return merge_partition_candidates(self._all("candidates", k), k)
-
-    def load(self, B, new, new_slots, slots):
-        return assemble_working_set(self._all("load", B, new, new_slots, slots), B.size)
-
-    def update(self, B, slots, weights, alpha_B):
-        self._all("update", B, slots, weights, alpha_B)
-
-    def state(self):
-        parts = self._all("state")
-        return np.concatenate([a for a, _ in parts]), np.concatenate([g for _, g in parts])

@@ -23,6 +23,7 @@ from .._dask import StatusLine
 
 from ._active_set import solve_box_equality_qp
 from ._bias import equality_multipliers, minimax_multipliers, svc_intercept
+from ._checkpoint import SolverState
 from ._gradient import SlotMap, initial_gradient, starting_support
 from ._rows import provider_submatrix, raise_nonfinite_rows
 from ._select import choose_working_set
@@ -85,21 +86,36 @@ def _shrink(up_idx, up_v, low_idx, low_v, m, M):
     return up_idx[up_v > M], low_idx[low_v < m]
 
 
-def label_constraint_loop(gradients, prob, *, tol, q, max_iter, shrinking, callback, verbose):
+def label_constraint_loop(gradients, prob, *, tol, q, max_iter, shrinking, callback, verbose, resume=None,
+                          checkpoint=None):
     """Outer loop for ``y^T alpha = const``: SMO sub-problems, libsvm's gap.
 
     ``gradients`` holds the gradient (one local partition or one per Dask
-    worker) and exposes ``candidates``, ``load``, ``update`` and ``state``.
+    worker) and exposes ``candidates``, ``load``, ``update`` (which returns
+    the next iteration's candidates), ``fill_rows``, ``state`` and the
+    current ``alpha``. ``resume`` (a :class:`~._checkpoint.SolverState`)
+    continues a checkpointed run where it stopped, its working-set rows read
+    again into the slots they held; ``checkpoint`` (a
+    :class:`~._checkpoint.CheckpointWriter`) writes the state at the start of
+    an iteration when due.
     """
     y, C = prob.y, prob.C
     slot_map = SlotMap(q)
     kept = np.empty(0, dtype=np.intp)
-    stop_reason, gap, it, n_rows = "max_iter", np.inf, 0, 0
+    start, n_rows = 0, 0
+    if resume is not None:
+        start, kept, n_rows = resume.iteration, resume.kept, resume.n_kernel_rows
+        slot_map.slot_of = dict(zip(kept.tolist(), resume.kept_slots.tolist()))
+        gradients.fill_rows(kept, resume.kept_slots)
+    stop_reason, gap, it = "max_iter", np.inf, start
     progress = _Progress(verbose, tol, max_iter)
-    for it in range(max_iter):
-        m, M, up_idx, up_v, low_idx, low_v = gradients.candidates(q)
+    candidates = gradients.candidates(q)
+    for it in range(start, max_iter):
+        if checkpoint is not None and checkpoint.due(it):
+            _write_checkpoint(checkpoint, gradients, it, kept, slot_map, n_rows)
+        m, M, up_idx, up_v, low_idx, low_v = candidates
         gap = m - M
-        if callback is not None and callback(it, gradients.state()[0], gap):
+        if callback is not None and callback(it, gradients.alpha, gap):
             stop_reason = "callback"
             break
         if gap <= tol:
@@ -121,16 +137,29 @@ def label_constraint_loop(gradients, prob, *, tol, q, max_iter, shrinking, callb
         n_sub, _ = smo_subproblem(
             Q_BB, y_B, alpha_B, C[B], G_B, 0.1 * tol, INNER_RELATIVE_TOL, INNER_ITER_PER_VARIABLE * B.size
         )
-        gradients.update(B, slots, y_B * (alpha_B - old_alpha_B), alpha_B)
+        candidates = gradients.update(B, slots, y_B * (alpha_B - old_alpha_B), alpha_B, q)
         if progress.due():
-            progress.show(it, gap, gradients.state()[0], C)
+            progress.show(it, gap, gradients.alpha, C)
         kept = B[B.size - min(q // 2, B.size) :] if q >= 4 else np.empty(0, dtype=np.intp)
     else:
-        it = max_iter
+        it = max(max_iter, start)
     alpha, G = gradients.state()
     progress.close(it, stop_reason, gap, alpha, C)
     intercept = svc_intercept(alpha, G, y, C)
+    if checkpoint is not None:
+        checkpoint.write(SolverState(it, alpha, G, kept, _slots_of(slot_map, kept), n_rows, stop_reason, gap,
+                                     intercept))
     return alpha, G, intercept, it, stop_reason, gap, n_rows
+
+
+def _slots_of(slot_map, kept):
+    return np.asarray([slot_map.slot_of[i] for i in kept.tolist()], dtype=np.intp)
+
+
+def _write_checkpoint(checkpoint, gradients, it, kept, slot_map, n_rows):
+    """Write the state at the start of iteration ``it`` (``alpha``, ``G`` and the kept rows' slots)."""
+    alpha, G = gradients.state()
+    checkpoint.write(SolverState(it, alpha, G, kept, _slots_of(slot_map, kept), n_rows))
 
 
 def general_equality_loop(rows, prob, *, tol, q, max_iter, callback, verbose):

@@ -10,12 +10,25 @@ With one equality row ``y^T alpha = const`` the gradient is held by
 :class:`~._gradient.LocalGradients` (this process) or, given a Dask client,
 :class:`~._gradient.ActorGradients` (one range of samples per worker); the
 same loop then selects the same working sets. Several rows are solved in
-this process by the active-set loop.
+this process by the active-set loop. With a checkpoint the loop's state is
+written to disk as it goes and a run resumes from it (:mod:`._checkpoint`);
+on a cluster, the range of a lost worker is rebuilt elsewhere
+(:mod:`._actors`).
 """
 
-from ._gradient import ActorGradients, LocalGradients
+import dataclasses
+import logging
+
+import numpy as np
+
+from ._actors import ActorGradients
+from ._checkpoint import CheckpointWriter, as_checkpoint, problem_fingerprint, read_state
+from ._gradient import LocalGradients
 from ._loop import general_equality_loop, label_constraint_loop
 from ._qp import prepare_problem, qp_result
+from ._rows import check_provider
+
+logger = logging.getLogger("dkernel.solver")
 
 __all__ = ["solve_qp", "solve_qp_distributed"]
 
@@ -36,6 +49,7 @@ def solve_qp(
     verbose=False,
     callback=None,
     client=None,
+    checkpoint=None,
 ):
     """Solve the SVM dual QP by block-coordinate decomposition.
 
@@ -88,10 +102,25 @@ def solve_qp(
         True stops the solver (``stop_reason="callback"``).
     client : distributed.Client, optional
         Keep the gradient on the workers of this client, one contiguous range
-        of samples per worker (:class:`~._gradient.ActorGradients`; the row
+        of samples per worker (:class:`~._actors.ActorGradients`; the row
         provider must then be picklable, and for efficiency implement
         ``submatrix`` or ``column_slab``). One equality row only. Without a
-        client the gradient lives in this process.
+        client the gradient lives in this process. When a worker dies during
+        the solve, its range is rebuilt on another worker from ``alpha`` and
+        the solve goes on (a warning on the ``dkernel.solver`` logger names
+        the worker and the range).
+    checkpoint : str, path-like or Checkpoint, optional
+        Write the solver's state to this zarr folder every 30 s (or as a
+        :class:`Checkpoint` says) and when the loop stops. When the folder
+        holds a checkpoint of the same problem (same ``n``, ``y``, ``C``,
+        ``p``, kernel, ``tol``, working-set size and ``shrinking``) the solve
+        resumes from it, on the same path as an uninterrupted run (an INFO
+        record on the ``dkernel.solver`` logger gives the iteration); the
+        checkpoint of a solved problem returns its solution at once. A
+        checkpoint of another problem raises ``ValueError``, anything else at
+        the path :class:`~dkernel.exceptions.ArtifactPathError`; neither is
+        modified. The checkpoint stays after the solve. One equality row
+        only.
 
     Returns
     -------
@@ -132,23 +161,51 @@ def solve_qp(
     >>> res = solve_qp(DenseGram(X @ X.T), y, C=10.0)
     >>> np.sign(res.decision_function(X @ X.T, y)).astype(int).tolist()
     [-1, -1, 1, 1]
+
+    A checkpointed solve; solving again with the same checkpoint returns the
+    stored solution without iterating:
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "svm.ckpt")
+    >>> first = solve_qp(DenseGram(X @ X.T), y, C=10.0, checkpoint=path)
+    >>> again = solve_qp(DenseGram(X @ X.T), y, C=10.0, checkpoint=path)
+    >>> bool(np.array_equal(first.alpha, again.alpha)) and again.n_iter == first.n_iter
+    True
     """
+    checkpoint = as_checkpoint(checkpoint)
     prob, q = prepare_problem(
         rows, y, C, p, E, e, alpha0, tol=tol, working_set_size=working_set_size, max_iter=max_iter
     )
     if not prob.is_svc_constraint:
-        if client is not None:
+        if client is not None or checkpoint is not None:
             raise ValueError(
-                "The distributed solver supports only the constraint y^T alpha = const; solve problems "
-                "with several equality rows without a client."
+                f"The {'distributed solver' if client is not None else 'checkpoint'} supports only the constraint "
+                f"y^T alpha = const; solve problems with several equality rows without "
+                f"{'a client' if client is not None else 'checkpoint'}."
             )
         out = general_equality_loop(rows, prob, tol=tol, q=q, max_iter=max_iter, callback=callback, verbose=verbose)
         return qp_result(prob, *out, tol=tol, max_iter=max_iter)
-    gradients = LocalGradients(rows, prob, q) if client is None else ActorGradients(client, rows, prob, q)
+    writer, resume = None, None
+    if checkpoint is not None:
+        fingerprint = problem_fingerprint(rows, check_provider(rows, prob.n), prob, q=q, tol=tol,
+                                          shrinking=shrinking)
+        resume = read_state(checkpoint.path, fingerprint)
+        if resume is not None and resume.solved:
+            logger.info("dkernel.solver: the checkpoint %s holds the solution (%s after %d iterations)",
+                        checkpoint.path, resume.stop_reason, resume.iteration)
+            return qp_result(prob, resume.alpha, resume.G, resume.intercept, resume.iteration, resume.stop_reason,
+                             resume.gap, resume.n_kernel_rows, tol=tol, max_iter=max_iter)
+        if resume is not None:
+            logger.info("dkernel.solver: resuming from the checkpoint %s at iteration %d", checkpoint.path,
+                        resume.iteration)
+            prob = dataclasses.replace(prob, alpha0=np.asarray(resume.alpha, dtype=np.float64))
+        writer = CheckpointWriter(checkpoint, fingerprint, 0 if resume is None else resume.iteration)
+    G0 = None if resume is None else resume.G
+    gradients = LocalGradients(rows, prob, q, G0) if client is None else ActorGradients(client, rows, prob, q, G0)
     try:
         out = label_constraint_loop(
             gradients, prob, tol=tol, q=q, max_iter=max_iter, shrinking=shrinking, callback=callback,
-            verbose=verbose,
+            verbose=verbose, resume=resume, checkpoint=writer,
         )
     finally:
         gradients.close()

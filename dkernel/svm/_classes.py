@@ -26,6 +26,7 @@ from .._dask import client_for
 from ..centering import Centering
 from ..kernels import Kernel, LinearKernel, NormalizedKernel
 from ..operators import NormalizedGram
+from ..solver import Checkpoint
 from ._kernel import ESTIMATOR_DEFAULTS
 from . import _multiclass, _persist, _probability
 from ._inputs import callable_gram, check_labels, class_weights, kept_samples, seed_from
@@ -33,7 +34,8 @@ from ._inputs import check_params_consistency, single_class_message, sklearn_spa
 from ._inputs import upper_bounds as _upper_bounds  # noqa: F401 (its former home)
 from ._probability import PlattProbabilityMixin
 from ._predict import is_dask, map_row_blocks, pairwise_decision
-from ._training import _row_provider, centering_for, fit_binary, resolve_kernel, store_path, training_gram
+from ._training import _row_provider, centering_for, fit_binary, problem_checkpoints, resolve_kernel, store_path
+from ._training import training_gram
 
 __all__ = ["SVC", "load_model"]
 
@@ -155,6 +157,15 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
         process.
     random_state : int, RandomState or None, default=None
         Sampling of ``centering_sample`` and the folds of ``probability``.
+    checkpoint : str, path-like or dkernel.solver.Checkpoint, default=None
+        A folder where the solver writes its state every 30 s (or as a
+        :class:`~dkernel.solver.Checkpoint` says), one subfolder per binary
+        problem. When it holds the checkpoints of this fit (same data,
+        kernel, views, ``C``, weights, ``tol``, ``working_set_size``), ``fit``
+        resumes from them: solved problems are skipped, the others continue
+        on the path of an uninterrupted fit. A checkpoint of another fit
+        raises ``ValueError`` and is left as it is; the folder stays after
+        the fit.
     verbose : bool, default=False
         Show the solver's progress (gap and free support vectors per outer
         iteration).
@@ -253,6 +264,7 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
         "client": "no_validation",
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        "checkpoint": [str, os.PathLike, Checkpoint, None],
     }
 
     def __init__(
@@ -280,6 +292,7 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
         client=None,
         random_state=None,
         verbose=False,
+        checkpoint=None,
     ):
         self.C = C
         self.kernel = kernel
@@ -304,6 +317,7 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
         self.client = client
         self.random_state = random_state
         self.verbose = verbose
+        self.checkpoint = checkpoint
 
     # ------------------------------------------------------------------ tags
     def __sklearn_tags__(self):
@@ -372,12 +386,14 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
         self._kernel = kernel
         self._sparse = bool(sp.issparse(X)) and not self._gram_given
         problems = _multiclass.binary_problems(y_index, classes.shape[0], keep, self.multiclass)
+        checkpoints = problem_checkpoints(self.checkpoint, len(problems))
         rng = np.random.default_rng(seed_from(self.random_state))
         with client_for(self.client) as client:
             base = self._training_gram(X, kernel, client)
             if self.normalize:
                 base = NormalizedGram(base)
-            fits = [self._fit_binary(base, index, y_pm, C_i[index], client, rng) for index, y_pm in problems]
+            fits = [self._fit_binary(base, index, y_pm, C_i[index], client, rng, checkpoint)
+                    for (index, y_pm), checkpoint in zip(problems, checkpoints)]
             self._probA, self._probB = (self._platt_parameters(base, problems, C_i, client, rng)
                                         if self._wants_probability else (np.empty(0), np.empty(0)))
         self._store_fits(X, problems, fits, y_index)
@@ -399,13 +415,13 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
                                                progress=bool(self.verbose))
         return gram
 
-    def _fit_binary(self, base, index, y_pm, C, client, rng):
+    def _fit_binary(self, base, index, y_pm, C, client, rng, checkpoint=None):
         """One binary problem on the samples ``index``, with this estimator's views, solver settings and corrections."""
         return fit_binary(
             base, index, y_pm, C, centering=centering_for(self.centering, self.centering_sample, y_pm, rng),
             normalized=self.normalize, bias_correction=self.normalize_bias_correction, tol=self.tol,
             working_set_size=self.working_set_size, max_iter=self.max_iter,
-            client=client, verbose=self.verbose, shrinking=self.shrinking,
+            client=client, verbose=self.verbose, shrinking=self.shrinking, checkpoint=checkpoint,
         )
 
     def _platt_parameters(self, base, problems, C_i, client, rng):

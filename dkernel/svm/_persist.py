@@ -133,7 +133,7 @@ def _centering_description(centering):
 def _json_params(params):
     out = {}
     for key, value in params.items():
-        if key == "client":
+        if key in ("client", "checkpoint"):  # how a fit ran, not what it found
             continue
         if isinstance(value, Kernel):
             value = value.to_dict()

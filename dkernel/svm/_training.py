@@ -9,6 +9,7 @@ solver, and the intercept corrections that let prediction use the original
 kernel: Δb (Meilă eq. 19) and Graf & Borer's b' (eq. 3).
 """
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -16,6 +17,7 @@ import warnings
 
 import numpy as np
 
+from .. import _artifacts
 from .._dense import dense_symmetric_gram
 from .._sources import DenseGram, KernelGram, SubsetGram
 from ..centering import Centering, delta_b
@@ -23,6 +25,7 @@ from ..kernels import Kernel, get_kernel
 from ..normalization import graf_intercept
 from ..operators import CenteredGram
 from ..solver import solve_qp
+from ..solver._checkpoint import CHECKPOINT_FORMAT, as_checkpoint
 from ._kernel import estimator_kernel
 
 #: Fraction of the available memory that a whole in-memory training Gram may
@@ -168,8 +171,38 @@ def outer_iteration_cap(n, working_set_size):
     return max(1000, max(10**7, 100 * n) // max(q, 2))
 
 
+def problem_checkpoints(checkpoint, n_problems):
+    """One solver :class:`~dkernel.solver.Checkpoint` per binary problem, inside the estimator's checkpoint folder.
+
+    The folder ``checkpoint`` is a zarr group (``format:
+    "dkernel-checkpoint"``, attribute ``problems``) created when absent or
+    empty; problem ``k`` is checkpointed in its subfolder ``problem-k`` with
+    the intervals of ``checkpoint``. A folder that holds anything else, or
+    the checkpoints of another number of problems, is refused and left as
+    it is. Returns ``[None] * n_problems`` without a checkpoint.
+    """
+    checkpoint = as_checkpoint(checkpoint)
+    if checkpoint is None:
+        return [None] * n_problems
+    import zarr
+
+    path = os.path.abspath(os.fspath(checkpoint.path))
+    if _artifacts.check_target(path, "checkpoint", reuse=True) == "same":
+        found = zarr.open_group(path, mode="r").attrs.get("problems")
+        if found != n_problems:
+            what = "one solver run" if found is None else f"{found} binary problems"
+            raise ValueError(
+                f"the checkpoint at {path} holds the state of {what}, but this fit has {n_problems} binary "
+                f"problems (other classes or multiclass scheme); it is left as it is: choose another checkpoint path."
+            )
+    else:
+        with _artifacts.writing(path, "checkpoint") as tmp:
+            zarr.open_group(tmp, mode="w").attrs.update({"format": CHECKPOINT_FORMAT, "problems": n_problems})
+    return [dataclasses.replace(checkpoint, path=os.path.join(path, f"problem-{k}")) for k in range(n_problems)]
+
+
 def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, tol, working_set_size, max_iter,
-               client, verbose, shrinking=True):
+               client, verbose, shrinking=True, checkpoint=None):
     """Solve one binary problem on the samples ``index`` of ``base`` and correct its intercept.
 
     ``centering`` (a :class:`Centering` or ``None``) moves the origin of the
@@ -182,7 +215,9 @@ def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, 
     ``client`` the solver's gradient lives on its workers, each reading and
     correcting (subset, eq. 2, eq. 14) the kernel columns it owns; where the
     Gram cannot travel to the workers a :class:`UserWarning` says so and the
-    solver runs here (:func:`solver_client`).
+    solver runs here (:func:`solver_client`). ``checkpoint`` (a solver
+    :class:`~dkernel.solver.Checkpoint`) keeps the solver's state on disk and
+    resumes from it.
 
     Returns a dict: ``coef`` (α y), ``intercept`` (corrected),
     ``uncorrected``, ``delta_b``, ``objective``, ``n_iter``, ``converged``.
@@ -196,7 +231,7 @@ def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, 
     max_iter = outer_iteration_cap(rows.n, working_set_size) if max_iter == -1 else max_iter
     kwargs = dict(tol=tol, working_set_size=working_set_size, max_iter=max_iter, verbose=bool(verbose),
                   shrinking=bool(shrinking))
-    result = solve_qp(rows, y_pm, C, client=solver_client(rows, client), **kwargs)
+    result = solve_qp(rows, y_pm, C, client=solver_client(rows, client), checkpoint=checkpoint, **kwargs)
     coef = result.alpha * y_pm
     b = float(result.intercept)
     db = delta_b(coef, h) if h is not None else 0.0

@@ -1,0 +1,222 @@
+"""Checkpoints of the solver: its state on disk, written safely, and the fingerprint that makes a wrong resume an error.
+
+A checkpoint is a zarr group (``format: "dkernel-checkpoint"``) holding the
+state of the outer loop at the start of an iteration:
+
+* ``alpha`` and ``G = Q alpha + p`` (as they are, so that a resumed run
+  continues on the same path as an uninterrupted one);
+* ``kept`` and ``kept_slots``: the half of the last working set kept for the
+  next one and the buffer slots its kernel rows held;
+* the attributes ``iteration`` and ``n_kernel_rows``, and, once the loop has
+  stopped, ``stop_reason``, ``gap`` and ``intercept``;
+* the fingerprint of the problem: ``n``, ``q``, ``tol``, ``shrinking``,
+  digests of ``y``, ``C`` and ``p``, and the kernel's diagonal and three of
+  its rows (compared with a relative tolerance of 1e-9, so that the same Gram
+  held another way, in memory, in a store or on the fly, still matches).
+
+It is written into a folder beside its path and moved into place when
+complete (:func:`dkernel._artifacts.writing`), so a process killed while
+writing leaves the previous checkpoint readable. A checkpoint of another
+problem is refused with an error naming what differs; it is never
+overwritten or deleted.
+"""
+
+import hashlib
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import _artifacts
+from ._rows import provider_submatrix
+
+__all__ = ["Checkpoint", "CheckpointWriter", "SolverState", "as_checkpoint", "problem_fingerprint", "read_state"]
+
+logger = logging.getLogger("dkernel.solver")
+
+CHECKPOINT_FORMAT = "dkernel-checkpoint"
+CHECKPOINT_VERSION = 1
+#: Relative tolerance on the kernel values of the fingerprint.
+KERNEL_RTOL = 1e-9
+#: Stop reasons after which a checkpoint holds the solution: a resume returns it.
+FINAL_REASONS = ("tol", "stalled")
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Where and how often the solver writes its state.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The checkpoint's folder (a zarr group). When it holds a checkpoint of
+        the same problem, the solver resumes from it; when it holds one of
+        another problem, the solver refuses to start.
+    every_seconds : float or None, default=30
+        Write at the first iteration at least this long after the last write.
+    every_iter : int or None, default=None
+        Write every this many iterations (either condition triggers a write).
+
+    Examples
+    --------
+    >>> from dkernel.solver import Checkpoint
+    >>> Checkpoint("fit.ckpt", every_iter=100)
+    Checkpoint(path='fit.ckpt', every_seconds=30.0, every_iter=100)
+    """
+
+    path: object
+    every_seconds: float = 30.0
+    every_iter: int = None
+
+    def __post_init__(self):
+        if self.every_seconds is not None and not self.every_seconds > 0:
+            raise ValueError(f"every_seconds must be > 0 or None; got {self.every_seconds!r}.")
+        if self.every_iter is not None and (int(self.every_iter) != self.every_iter or self.every_iter < 1):
+            raise ValueError(f"every_iter must be an integer >= 1 or None; got {self.every_iter!r}.")
+
+
+def as_checkpoint(checkpoint):
+    """``checkpoint`` as a :class:`Checkpoint` (a path gets the default intervals), or None."""
+    if checkpoint is None or isinstance(checkpoint, Checkpoint):
+        return checkpoint
+    if isinstance(checkpoint, (str, os.PathLike)):
+        return Checkpoint(os.fspath(checkpoint))
+    raise TypeError(f"checkpoint must be a path or a dkernel.solver.Checkpoint; got {type(checkpoint).__name__}.")
+
+
+@dataclass
+class SolverState:
+    """The outer loop's state at the start of ``iteration`` (see the module's description)."""
+
+    iteration: int
+    alpha: np.ndarray
+    G: np.ndarray
+    kept: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.intp))
+    kept_slots: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.intp))
+    n_kernel_rows: int = 0
+    stop_reason: str = None
+    gap: float = None
+    intercept: float = None
+
+    @property
+    def solved(self):
+        """Whether the state is a solution (the loop stopped on the tolerance or could not improve)."""
+        return self.stop_reason in FINAL_REASONS
+
+
+def _digest(values):
+    return hashlib.sha256(np.ascontiguousarray(values, dtype=np.float64).tobytes()).hexdigest()
+
+
+def _probe_index(n):
+    return np.unique(np.array([0, n // 2, n - 1], dtype=np.intp))
+
+
+def problem_fingerprint(rows, diag, prob, *, q, tol, shrinking):
+    """What identifies the problem a checkpoint belongs to: ``(attributes, kernel arrays)``.
+
+    ``diag`` is the provider's diagonal (already read by the solver's checks);
+    three kernel rows are read from ``rows``.
+    """
+    attrs = {
+        "n": int(prob.n), "q": int(q), "tol": float(tol), "shrinking": bool(shrinking),
+        "y": _digest(prob.y), "C": _digest(prob.C), "p": _digest(prob.p),
+    }
+    probe = _probe_index(prob.n)
+    return attrs, {"kernel_diag": np.asarray(diag, dtype=np.float64),
+                   "kernel_rows": provider_submatrix(rows, probe, 0, prob.n)}
+
+
+def _differences(path, stored_attrs, stored_kernel, attrs, kernel):
+    names = {"n": "the number of samples n", "q": "the working-set size", "tol": "tol",
+             "shrinking": "shrinking", "y": "the labels y", "C": "the bounds C (C, class or sample weights)",
+             "p": "the linear term p"}
+    found = [names[key] for key in attrs if stored_attrs.get(key) != attrs[key]]
+    if stored_attrs.get("n") == attrs["n"]:
+        for name in kernel:
+            if not np.allclose(stored_kernel[name], kernel[name], rtol=KERNEL_RTOL, atol=0.0):
+                found.append("the kernel matrix (another kernel, kernel parameter, data or view)")
+                break
+    return found
+
+
+def _open(path):
+    import zarr
+
+    return zarr.open_group(os.fspath(path), mode="r")
+
+
+def read_state(path, fingerprint):
+    """The :class:`SolverState` stored at ``path`` for the problem ``fingerprint``; None when there is none.
+
+    Raises
+    ------
+    ArtifactPathError
+        If ``path`` holds anything but a checkpoint (left as it is).
+    ValueError
+        If the checkpoint belongs to another problem (left as it is), naming what differs.
+    """
+    path = os.path.abspath(os.fspath(path))
+    if _artifacts.check_target(path, "checkpoint", reuse=True) != "same":
+        return None
+    group = _open(path)
+    attrs = dict(group.attrs)
+    if "problems" in attrs:
+        raise ValueError(f"{path} holds the checkpoints of an estimator's {attrs['problems']} binary problems, "
+                         f"not the checkpoint of one solver run; pass the estimator the same checkpoint path.")
+    stored_kernel = {name: group[name][...] for name in fingerprint[1]}
+    found = _differences(path, attrs.get("problem", {}), stored_kernel, *fingerprint)
+    if found:
+        raise ValueError(
+            f"the checkpoint at {path} was written for another problem; these differ: {', '.join(found)}. It is "
+            f"left as it is; resume with the same data and parameters, or choose another checkpoint path."
+        )
+    return SolverState(
+        iteration=int(attrs["iteration"]), alpha=group["alpha"][...], G=group["G"][...],
+        kept=group["kept"][...].astype(np.intp), kept_slots=group["kept_slots"][...].astype(np.intp),
+        n_kernel_rows=int(attrs["n_kernel_rows"]), stop_reason=attrs.get("stop_reason"),
+        gap=attrs.get("gap"), intercept=attrs.get("intercept"),
+    )
+
+
+def write_state(path, fingerprint, state):
+    """Write ``state`` of the problem ``fingerprint`` to ``path``, replacing a checkpoint there only when complete."""
+    import zarr
+
+    attrs, kernel = fingerprint
+    with _artifacts.writing(path, "checkpoint", overwrite=True) as tmp:
+        group = zarr.open_group(tmp, mode="w")
+        arrays = {"alpha": state.alpha, "G": state.G, "kept": np.asarray(state.kept, dtype=np.int64),
+                  "kept_slots": np.asarray(state.kept_slots, dtype=np.int64), **kernel}
+        for name, value in arrays.items():
+            group.create_array(name, data=np.asarray(value), overwrite=True)
+        group.attrs.update({
+            "format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "problem": attrs,
+            "iteration": int(state.iteration), "n_kernel_rows": int(state.n_kernel_rows),
+            "stop_reason": state.stop_reason,
+            "gap": None if state.gap is None else float(state.gap),
+            "intercept": None if state.intercept is None else float(state.intercept),
+        })
+
+
+class CheckpointWriter:
+    """Writes the loop's state to ``checkpoint.path`` when an interval has passed (:meth:`due`)."""
+
+    def __init__(self, checkpoint, fingerprint, start_iteration=0):
+        self.checkpoint, self.fingerprint = checkpoint, fingerprint
+        self.last_iteration, self.last_time = start_iteration, time.monotonic()
+
+    def due(self, iteration):
+        if iteration <= self.last_iteration:
+            return False
+        every_iter, every_seconds = self.checkpoint.every_iter, self.checkpoint.every_seconds
+        if every_iter is not None and iteration - self.last_iteration >= every_iter:
+            return True
+        return every_seconds is not None and time.monotonic() - self.last_time >= every_seconds
+
+    def write(self, state):
+        write_state(self.checkpoint.path, self.fingerprint, state)
+        self.last_iteration, self.last_time = state.iteration, time.monotonic()
+        logger.debug("dkernel.solver: checkpoint written to %s at iteration %d", self.checkpoint.path, state.iteration)

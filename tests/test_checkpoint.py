@@ -1,0 +1,226 @@
+"""Checkpoints of the solver: written safely, resumed on the same path, refused for another problem."""
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+
+from dkernel import SVC
+from dkernel._sources import DenseGram, KernelGram
+from dkernel.cli import main
+from dkernel.exceptions import ArtifactPathError
+from dkernel.solver import Checkpoint, solve_qp
+from dkernel.svm import load_model
+
+distributed = pytest.importorskip("distributed")
+
+REPO = Path(__file__).resolve().parents[1]
+OPTIONS = dict(tol=1e-6, working_set_size=8)
+
+
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+@pytest.fixture
+def solver_log():
+    handler, logger = _Records(), logging.getLogger("dkernel.solver")
+    previous = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    yield handler.messages
+    logger.removeHandler(handler)
+    logger.setLevel(previous)
+
+
+def _problem(n=300, seed=3):
+    X, y = make_classification(n_samples=n, n_features=6, flip_y=0.1, random_state=seed)
+    return X, np.where(y == 1, 1.0, -1.0)
+
+
+def _resumed_iterations(messages):
+    found = [int(m.rsplit(" ", 1)[1]) for m in messages if "resuming from the checkpoint" in m]
+    assert len(found) >= 1, messages
+    return found
+
+
+def _stop_at(iteration):
+    return lambda it, alpha, gap: it == iteration
+
+
+# ----------------------------------------------------------------- in this process
+def test_a_stopped_solve_resumes_on_the_path_of_an_uninterrupted_one(tmp_path, solver_log):
+    X, y = _problem()
+    rows = DenseGram(KernelGram(X, "rbf", gamma=0.2).to_numpy())
+    whole = solve_qp(rows, y, 1.0, **OPTIONS)
+    path = tmp_path / "svm.ckpt"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        stopped = solve_qp(rows, y, 1.0, checkpoint=Checkpoint(path, every_iter=5), callback=_stop_at(37), **OPTIONS)
+    assert stopped.stop_reason == "callback" and stopped.n_iter == 37 < whole.n_iter
+    resumed = solve_qp(rows, y, 1.0, checkpoint=path, **OPTIONS)
+    assert _resumed_iterations(solver_log) == [37]
+    np.testing.assert_array_equal(resumed.alpha, whole.alpha)
+    np.testing.assert_array_equal(resumed.gradient, whole.gradient)
+    assert resumed.n_iter == whole.n_iter and resumed.n_kernel_rows == whole.n_kernel_rows
+    # The solved checkpoint returns its solution without iterating.
+    calls = []
+    again = solve_qp(rows, y, 1.0, checkpoint=path, callback=lambda *a: calls.append(a), **OPTIONS)
+    assert calls == [] and np.array_equal(again.alpha, whole.alpha) and again.converged
+
+
+def test_a_checkpoint_of_another_problem_is_refused_and_left_as_it_is(tmp_path):
+    X, y = _problem()
+    rows = KernelGram(X, "rbf", gamma=0.2)
+    path = tmp_path / "svm.ckpt"
+    solve_qp(rows, y, 1.0, checkpoint=path, **OPTIONS)
+    before = {p: p.stat().st_mtime_ns for p in path.rglob("*")}
+    cases = [
+        (dict(C=2.0), "the bounds C"),
+        (dict(rows=KernelGram(X, "rbf", gamma=0.3)), "the kernel matrix"),
+        (dict(y=-y), "the labels y"),
+        (dict(tol=1e-3), "tol"),
+    ]
+    for change, named in cases:
+        args = {"rows": rows, "y": y, "C": 1.0, **OPTIONS, **change}
+        with pytest.raises(ValueError, match=f"written for another problem; these differ: {named}"):
+            solve_qp(args.pop("rows"), args.pop("y"), args.pop("C"), checkpoint=path, **args)
+    assert {p: p.stat().st_mtime_ns for p in path.rglob("*")} == before
+    other = tmp_path / "notes"
+    other.mkdir()
+    (other / "todo.txt").write_text("mine")
+    with pytest.raises(ArtifactPathError, match="not a dkernel solver checkpoint"):
+        solve_qp(rows, y, 1.0, checkpoint=other, **OPTIONS)
+    assert (other / "todo.txt").read_text() == "mine"
+
+
+def test_an_estimator_checkpoint_keeps_one_problem_per_folder_and_refuses_another_fit(tmp_path, solver_log):
+    X, y = make_classification(n_samples=300, n_features=6, n_informative=4, n_classes=3, random_state=4)
+    params = dict(kernel="rbf", gamma=0.2, tol=1e-6, working_set_size=8)
+    path = tmp_path / "fit.ckpt"
+    first = SVC(checkpoint=path, **params).fit(X, y)
+    assert sorted(p.name for p in path.iterdir() if not p.name.startswith(".")) == [
+        "problem-0", "problem-1", "problem-2", "zarr.json"]
+    again = SVC(checkpoint=path, **params).fit(X, y)
+    assert sum("holds the solution" in m for m in solver_log) == 3
+    np.testing.assert_array_equal(again.decision_function(X), first.decision_function(X))
+    with pytest.raises(ValueError, match="holds the state of 3 binary problems, but this fit has 1"):
+        SVC(checkpoint=path, **params).fit(X[y < 2], y[y < 2])
+
+
+# ----------------------------------------------------------------- a killed process
+_DRIVER = textwrap.dedent("""
+    import sys, time, warnings
+    import numpy as np
+    from sklearn.datasets import make_classification
+    import dkernel.solver._loop as loop
+
+    solve = loop.smo_subproblem
+
+    def slow_subproblem(*args):  # slow enough that the process is killed in the middle of the fit
+        time.sleep(0.05)
+        return solve(*args)
+
+    loop.smo_subproblem = slow_subproblem
+    mode, path = sys.argv[1], sys.argv[2]
+    if mode == "cli":
+        from dkernel.cli import main
+        sys.exit(main(sys.argv[3:]))
+    from dkernel import SVC
+    from dkernel.solver import Checkpoint
+    X, y = make_classification(n_samples=NSAMPLES, n_features=6, n_informative=4, n_classes=int(sys.argv[3]),
+                               random_state=5)
+    model = SVC(checkpoint=Checkpoint(path, every_iter=3), **PARAMS)
+    if mode == "local":
+        model.fit(X, y)
+    else:
+        import distributed
+        warnings.simplefilter("ignore")
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                      dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+            model.set_params(client=client).fit(X, y)
+""")
+N_SAMPLES = 300
+PARAMS = dict(kernel="rbf", gamma=0.2, C=1.0, tol=1e-6, working_set_size=16)
+
+
+def _data(n_classes):
+    return make_classification(n_samples=N_SAMPLES, n_features=6, n_informative=4, n_classes=n_classes,
+                               random_state=5)
+
+
+def _run_until(tmp_path, argv, written, timeout=120):
+    """Run the driver with ``argv``; SIGKILL it once the checkpoint file ``written`` exists."""
+    driver = tmp_path / "driver.py"
+    driver.write_text(_DRIVER.replace("NSAMPLES", str(N_SAMPLES)).replace("PARAMS", f"dict(**{PARAMS!r})"))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    process = subprocess.Popen([sys.executable, str(driver), *argv], env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+    deadline = time.monotonic() + timeout
+    try:
+        while not written.exists():
+            assert process.poll() is None, process.stderr.read().decode()[-2000:]
+            assert time.monotonic() < deadline, "no checkpoint was written"
+            time.sleep(0.05)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+
+
+@pytest.mark.parametrize("mode, n_classes, written", [("local", 2, "problem-0"), ("distributed", 3, "problem-1")])
+def test_a_killed_fit_resumes_from_its_checkpoint(tmp_path, solver_log, mode, n_classes, written):
+    X, y = _data(n_classes)
+    path = tmp_path / "fit.ckpt"
+    _run_until(tmp_path, [mode, str(path), str(n_classes)], path / written / "zarr.json")
+    single = SVC(client=False, **PARAMS).fit(X, y)
+    if mode == "local":
+        uninterrupted, resumed = single, SVC(checkpoint=path, client=False, **PARAMS).fit(X, y)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                          dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+                uninterrupted = SVC(client=client, **PARAMS).fit(X, y)
+                del solver_log[:]
+                resumed = SVC(checkpoint=path, client=client, **PARAMS).fit(X, y)
+        # The first problem was solved before the kill: it is not solved again.
+        assert any("holds the solution" in m for m in solver_log)
+    assert _resumed_iterations(solver_log)[0] >= 3
+    np.testing.assert_allclose(resumed.decision_function(X), single.decision_function(X), atol=1e-6)
+    np.testing.assert_array_equal(resumed.n_iter_, uninterrupted.n_iter_)
+
+
+def test_dkernel_fit_resumes_with_resume_and_names_the_flag_otherwise(tmp_path, solver_log, capsys):
+    X, y = _data(2)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    path = tmp_path / "fit.ckpt"
+    fit = ["fit", "--data", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"), "--gamma", "0.2",
+           "--tol", "1e-6", "--working-set-size", "16", "--model", str(tmp_path / "model.zarr"),
+           "--checkpoint", str(path), "--quiet"]
+    assert main(fit[:-3] + ["--resume", "--quiet"]) == 2
+    assert "--resume needs --checkpoint" in capsys.readouterr().err
+    assert main(fit[:-3] + ["--checkpoint", str(tmp_path / "none"), "--resume", "--quiet"]) == 2
+    assert "no checkpoint in --checkpoint" in capsys.readouterr().err
+    _run_until(tmp_path, ["cli", str(path), *fit, "--checkpoint-iterations", "3"], path / "problem-0" / "zarr.json")
+    assert main(fit) == 2
+    assert "pass --resume" in capsys.readouterr().err and not (tmp_path / "model.zarr").exists()
+    assert main(fit + ["--resume"]) == 0
+    assert _resumed_iterations(solver_log)[0] >= 3
+    model = load_model(tmp_path / "model.zarr")
+    uninterrupted = SVC(**PARAMS).fit(X, y)
+    np.testing.assert_allclose(model.decision_function(X), uninterrupted.decision_function(X), atol=1e-6)
