@@ -323,7 +323,10 @@ def test_a_worker_gets_the_column_slab_of_its_range():
     # One worker holds every column: the provider itself, which also answers whole rows.
     assert provider_for_columns(rows, 0, 100) is rows
     on_the_fly = KernelGram(X, rbf_kernel)
-    assert provider_for_columns(on_the_fly, 30, 70) is on_the_fly
+    kernel_slab = provider_for_columns(on_the_fly, 30, 70)  # X with a row cache of the 40 columns
+    assert (kernel_slab.start, kernel_slab.stop) == (30, 70) and kernel_slab.gram is on_the_fly
+    np.testing.assert_allclose(provider_submatrix(kernel_slab, [3, 50], 30, 70), K[[3, 50], 30:70], rtol=1e-12)
+    assert provider_for_columns(on_the_fly, 0, 100) is on_the_fly
 
 
 # --------------------------------------------------- numba kernels vs numpy
@@ -412,14 +415,21 @@ def test_distributed_matches_single_process():
             n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1", dashboard_address=None
         ) as cluster, distributed.Client(cluster) as client:
             dense = solve_qp(DenseGram(K), y, 1.0, working_set_size=64, client=client)
+            # Without row caches every kernel row is evaluated in the same batches as in one process.
             on_the_fly = solve_qp(
-                KernelGram(X, lambda A, B: rbf_kernel(A, B, gamma=gamma)), y, 1.0, working_set_size=64,
-                client=client,
+                KernelGram(X, lambda A, B: rbf_kernel(A, B, gamma=gamma), cache_bytes=0), y, 1.0,
+                working_set_size=64, client=client,
             )
+            # With them (each worker caches the rows of its columns) a row may be evaluated in another batch,
+            # equal up to the last bit of BLAS: the same optimum, within the tolerance.
+            cached = solve_qp(KernelGram(X, "rbf", gamma=gamma), y, 1.0, working_set_size=64, tol=1e-9, client=client)
     for res in (dense, on_the_fly):
         assert res.converged and res.n_iter == single.n_iter
         np.testing.assert_allclose(res.alpha, single.alpha, atol=1e-10)
         np.testing.assert_allclose(res.decision_function(K, y), single.decision_function(K, y), atol=1e-6)
+    tight = solve_qp(DenseGram(K), y, 1.0, working_set_size=64, tol=1e-9)
+    assert cached.converged
+    np.testing.assert_allclose(cached.decision_function(K, y), tight.decision_function(K, y), atol=1e-6)
 
 
 # ---------------------------------------------------------------- progress
