@@ -25,43 +25,75 @@ Where each concept lives:
 ``dkernel.exceptions``          the errors dkernel raises
 =============================== ==========================================================================
 
-Importing dkernel runs no computation and starts no cluster.
+Importing dkernel runs no computation, starts no cluster and imports the modules
+behind these names only when a name is first used.
 """
 
-from ._sources import DenseGram, KernelGram
-from .alignment import AlignmentEstimate, alignment, sampled_target_alignment, target_alignment
-from .centering import Centering, decision_function_original_kernel, delta_b
-from .exceptions import (
-    ArtifactPathError,
-    CorruptStoreError,
-    DKernelError,
-    EmptyInputError,
-    FeatureMismatchError,
-    IncompleteStoreError,
-    InputFileError,
-    InvalidKernelParameterError,
-    NonFiniteInputError,
-    StoreMismatchError,
-    UnverifiableStoreError,
-    UnverifiedStoreWarning,
-)
-from .general_centering import general_centering
-from .gram import GramMatrix
-from .kernels import (
-    Kernel,
-    LinearKernel,
-    NormalizedKernel,
-    PolynomialKernel,
-    RBFKernel,
-    SigmoidKernel,
-    gamma_from_sigma2,
-    get_kernel,
-    kernel_from_dict,
-    register_kernel,
-)
-from .normalization import graf_intercept, graf_threshold
-from .operators import CenteredGram, NormalizedGram, ShiftedGram
-from .svm import SVC, load_model
+import importlib
+
+#: Where each public name lives: a module is imported when one of its names is
+#: first used, so ``import dkernel`` loads neither Dask's array module, zarr,
+#: numba nor distributed, and ``dkernel.SVC`` loads only what a fit needs.
+_EXPORTS = {
+    "._sources": ("DenseGram", "KernelGram"),
+    ".alignment": ("AlignmentEstimate", "alignment", "sampled_target_alignment", "target_alignment"),
+    ".centering": ("Centering", "decision_function_original_kernel", "delta_b"),
+    ".exceptions": (
+        "ArtifactPathError",
+        "CorruptStoreError",
+        "DKernelError",
+        "EmptyInputError",
+        "FeatureMismatchError",
+        "IncompleteStoreError",
+        "InputFileError",
+        "InvalidKernelParameterError",
+        "NonFiniteInputError",
+        "StoreMismatchError",
+        "UnverifiableStoreError",
+        "UnverifiedStoreWarning",
+    ),
+    ".general_centering": ("general_centering",),
+    ".gram": ("GramMatrix",),
+    ".kernels": (
+        "Kernel",
+        "LinearKernel",
+        "NormalizedKernel",
+        "PolynomialKernel",
+        "RBFKernel",
+        "SigmoidKernel",
+        "gamma_from_sigma2",
+        "get_kernel",
+        "kernel_from_dict",
+        "register_kernel",
+    ),
+    ".normalization": ("graf_intercept", "graf_threshold"),
+    ".operators": ("CenteredGram", "NormalizedGram", "ShiftedGram"),
+    ".svm": ("SVC", "load_model"),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def __getattr__(name):
+    """A public name or a subpackage (``dkernel.gram``), imported on first use (PEP 562)."""
+    module = _MODULE_OF.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module, __name__), name)
+    elif not name.startswith("__"):
+        try:
+            value = importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_MODULE_OF))
+
 
 __version__ = "0.1.0"
 

@@ -1,22 +1,84 @@
 """A symmetric Gram matrix computed into one contiguous in-memory array.
 
 The solver reads scattered rows of K many times; one C-contiguous ``n × n``
-array makes each read a plain fancy index. Row bands of the upper triangle
-are evaluated by Dask's threaded scheduler (BLAS and the element-wise maps
-release the GIL) and written in place, each band also writing its mirrored
-column strip below the diagonal: half the kernel work and no second copy of K.
+array makes each read a plain fancy index. Up to :data:`BAND_ROWS` samples
+the Gram is one BLAS product evaluated straight into the array, with no task
+graph: a single band has nothing to run in parallel, and a graph costs more
+than a small Gram. Above, row bands of the upper triangle are evaluated by
+Dask's threaded scheduler (BLAS and the element-wise maps release the GIL)
+and written in place, each band also writing its mirrored column strip below
+the diagonal: half the kernel work and no second copy of K. Either way BLAS
+runs one thread per evaluation (:func:`single_blas_thread`).
 """
+
+import contextlib
+import threading
 
 import dask
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from ._dask import TextProgress, _LocalProgress
 
-__all__ = ["dense_symmetric_gram"]
+__all__ = ["dense_symmetric_gram", "single_blas_thread"]
 
-#: Rows per band; small enough that bands balance over the threads.
+#: Rows per band; small enough that bands balance over the threads. A Gram of
+#: at most this many samples is evaluated directly, without a task graph.
 BAND_ROWS = 1024
+
+#: Rows of the diagonal blocks mirrored at once by :func:`mirror_upper_triangle`.
+MIRROR_ROWS = 256
+
+_controller = None
+_controller_lock = threading.Lock()
+
+
+def _blas_controller():
+    """The process's :class:`threadpoolctl.ThreadpoolController`, found once (finding the libraries reads /proc)."""
+    global _controller
+    with _controller_lock:
+        if _controller is None:
+            from threadpoolctl import ThreadpoolController
+
+            _controller = ThreadpoolController()
+        return _controller
+
+
+@contextlib.contextmanager
+def single_blas_thread(enabled=True):
+    """Run the block with BLAS limited to one thread, restoring the previous count after.
+
+    Threads of this process evaluate bands (or solve problems) in parallel,
+    each with a single-threaded BLAS: the cores are already busy, and on small
+    products BLAS's own threads cost more to wake than the product itself.
+    Process-wide: enter it from the thread that starts the parallel work.
+    """
+    if not enabled:
+        yield
+        return
+    with _blas_controller().limit(limits=1, user_api="blas"):
+        yield
+
+
+def mirror_upper_triangle(K, block_rows=MIRROR_ROWS):
+    """Copy the strict upper triangle of the square ``K`` onto the lower one, in place: ``K`` exactly symmetric."""
+    n = K.shape[0]
+    for start in range(0, n, block_rows):
+        stop = min(start + block_rows, n)
+        K[stop:, start:stop] = K[start:stop, stop:].T
+        diagonal = K[start:stop, start:stop]
+        upper = np.triu_indices(stop - start, 1)
+        diagonal[upper[1], upper[0]] = diagonal[upper]
+    return K
+
+
+def _evaluate_whole(X, kernel, dtype):
+    """``K(X, X)`` as one symmetric block, written straight into the array where the kernel can."""
+    n = X.shape[0]
+    K = np.empty((n, n), dtype=dtype)
+    if not kernel.evaluate_into(X, X, K, symmetric=True):
+        K[...] = kernel.block(X, X, symmetric=True)
+    # Exact symmetry: rounding may differ between K_ij and K_ji.
+    return mirror_upper_triangle(K)
 
 
 def _evaluate_band(K, X, kernel, start, stop):
@@ -56,8 +118,23 @@ def dense_symmetric_gram(X, kernel, *, dtype=np.float64, band_rows=BAND_ROWS, nu
         Exactly symmetric.
     """
     n = X.shape[0]
-    K = np.empty((n, n), dtype=dtype)
     X = X.astype(dtype, copy=False)
+    if n <= band_rows:
+        bar = TextProgress(1, "row bands of the Gram", enabled=progress)
+        try:
+            with single_blas_thread():
+                K = _evaluate_whole(X, kernel, dtype)
+            bar.update(1)
+        finally:
+            bar.close()
+        return K
+    return _banded_gram(X, kernel, dtype, band_rows, num_workers, progress)
+
+
+def _banded_gram(X, kernel, dtype, band_rows, num_workers, progress):
+    """The Gram of :func:`dense_symmetric_gram` from row bands computed in parallel by Dask's threaded scheduler."""
+    n = X.shape[0]
+    K = np.empty((n, n), dtype=dtype)
     tasks = [
         dask.delayed(_evaluate_band, pure=False)(K, X, kernel, start, min(start + band_rows, n))
         for start in range(0, n, band_rows)
@@ -65,7 +142,7 @@ def dense_symmetric_gram(X, kernel, *, dtype=np.float64, band_rows=BAND_ROWS, nu
     # One BLAS thread per band: the bands themselves run in parallel.
     bar = TextProgress(len(tasks), "row bands of the Gram", enabled=progress)
     try:
-        with threadpool_limits(limits=1, user_api="blas"), _LocalProgress(bar):
+        with single_blas_thread(), _LocalProgress(bar):
             dask.compute(*tasks, scheduler="threads", num_workers=num_workers)
         bar.update(len(tasks))
     finally:

@@ -25,8 +25,6 @@ from sklearn.utils.validation import check_is_fitted
 from .._dask import client_for
 from ..centering import Centering
 from ..kernels import Kernel, LinearKernel, NormalizedKernel
-from ..operators import NormalizedGram
-from ..solver import Checkpoint
 from ._kernel import ESTIMATOR_DEFAULTS
 from . import _multiclass, _persist, _probability
 from ._inputs import callable_gram, check_labels, class_weights, kept_samples, seed_from
@@ -264,7 +262,7 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
         "client": "no_validation",
         "random_state": ["random_state"],
         "verbose": ["verbose"],
-        "checkpoint": [str, os.PathLike, Checkpoint, None],
+        "checkpoint": ["no_validation"],  # a path or a dkernel.solver.Checkpoint, checked when fitting
     }
 
     def __init__(
@@ -391,9 +389,10 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
         with client_for(self.client) as client:
             base = self._training_gram(X, kernel, client)
             if self.normalize:
+                from ..operators import NormalizedGram  # imported when used: the operators bring in the zarr store
+
                 base = NormalizedGram(base)
-            fits = [self._fit_binary(base, index, y_pm, C_i[index], client, rng, checkpoint)
-                    for (index, y_pm), checkpoint in zip(problems, checkpoints)]
+            fits = self._fit_problems(base, problems, C_i, client, rng, checkpoints)
             self._probA, self._probB = (self._platt_parameters(base, problems, C_i, client, rng)
                                         if self._wants_probability else (np.empty(0), np.empty(0)))
         self._store_fits(X, problems, fits, y_index)
@@ -415,10 +414,26 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
                                                progress=bool(self.verbose))
         return gram
 
-    def _fit_binary(self, base, index, y_pm, C, client, rng, checkpoint=None):
-        """One binary problem on the samples ``index``, with this estimator's views, solver settings and corrections."""
+    def _fit_problems(self, base, problems, C_i, client, rng, checkpoints):
+        """Every binary problem, in threads over the shared Gram in this process; origins drawn first, in order."""
+        origins = [centering_for(self.centering, self.centering_sample, y_pm, rng) for _, y_pm in problems]
+
+        def solve(k):
+            index, y_pm = problems[k]
+            return self._fit_binary(base, index, y_pm, C_i[index], client, rng, origin=origins[k],
+                                    checkpoint=checkpoints[k])
+
+        return _multiclass.solve_problems(solve, problems, parallel=client is None and not self.verbose)
+
+    def _fit_binary(self, base, index, y_pm, C, client, rng, origin=None, checkpoint=None):
+        """One binary problem on the samples ``index``, with this estimator's views, solver settings and corrections.
+
+        ``origin``: the problem's centering, else drawn here (:func:`centering_for`).
+        """
+        if origin is None:
+            origin = centering_for(self.centering, self.centering_sample, y_pm, rng)
         return fit_binary(
-            base, index, y_pm, C, centering=centering_for(self.centering, self.centering_sample, y_pm, rng),
+            base, index, y_pm, C, centering=origin,
             normalized=self.normalize, bias_correction=self.normalize_bias_correction, tol=self.tol,
             working_set_size=self.working_set_size, max_iter=self.max_iter,
             client=client, verbose=self.verbose, shrinking=self.shrinking, checkpoint=checkpoint,

@@ -22,8 +22,12 @@ def class_weights(class_weight, classes, y):
     """``class_weight_``: the multiplier of ``C`` per class, as scikit-learn's ``compute_class_weight``.
 
     ``"balanced"`` gives ``n / (n_classes · count)``; a dict naming a label
-    that is not in ``y`` raises scikit-learn's ``ValueError``.
+    that is not in ``y`` raises scikit-learn's ``ValueError``; ``None`` gives
+    ones (without scikit-learn's parameter validation, which costs more than
+    a small fit).
     """
+    if class_weight is None:
+        return np.ones(classes.shape[0])
     return compute_class_weight(class_weight, classes=classes, y=y)
 
 

@@ -6,7 +6,16 @@ libsvm's ``dual_coef_`` layout, and the decision values and votes that turn
 the problems' decision values back into classes.
 """
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
+
+from .._dense import single_blas_thread
+
+#: Samples from which a binary problem is worth a thread of its own: below,
+#: the work is mostly Python holding the GIL, and threads only add switching.
+PARALLEL_PROBLEM_SIZE = 1000
 
 
 def binary_problems(y_index, n_classes, keep, multiclass):
@@ -27,6 +36,37 @@ def binary_problems(y_index, n_classes, keep, multiclass):
             index = keep[(y_index[keep] == i) | (y_index[keep] == j)]
             problems.append((index, np.where(y_index[index] == i, 1.0, -1.0)))
     return problems
+
+
+def usable_cores():
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def solve_problems(solve, problems, parallel):
+    """``[solve(k) for k in range(len(problems))]``, in threads when ``parallel`` and the problems are large.
+
+    The binary problems share one Gram and are independent; each thread
+    solves whole problems (its BLAS calls and row gathers release the GIL),
+    the largest first so that the threads finish together, each with a
+    single-threaded BLAS (:func:`dkernel._dense.single_blas_thread`).
+    """
+    sizes = [index.shape[0] for index, _ in problems]
+    threads = min(usable_cores(), sum(size >= PARALLEL_PROBLEM_SIZE for size in sizes))
+    if not parallel or threads < 2:
+        return [solve(k) for k in range(len(problems))]
+    order = sorted(range(len(problems)), key=lambda k: -sizes[k])
+    with single_blas_thread(), ThreadPoolExecutor(max_workers=threads) as pool:
+        futures = {k: pool.submit(solve, k) for k in order}
+        try:
+            return [futures[k].result() for k in range(len(problems))]
+        except BaseException:
+            for future in futures.values():
+                future.cancel()
+            raise
 
 
 def support_and_coefficients(problems, coefs, y_index, n_classes):

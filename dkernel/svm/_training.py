@@ -23,10 +23,8 @@ from .._sources import DenseGram, KernelGram, SubsetGram
 from ..centering import Centering, delta_b
 from ..kernels import Kernel, get_kernel
 from ..normalization import graf_intercept
-from ..operators import CenteredGram
-from ..solver import solve_qp
-from ..solver._checkpoint import CHECKPOINT_FORMAT, as_checkpoint
 from ._kernel import estimator_kernel
+from ._small import libsvm_pair_cap, solve_small, solves_whole
 
 #: Fraction of the available memory that a whole in-memory training Gram may
 #: take when ``cache_size`` is not given; above it, kernel rows are computed on
@@ -35,6 +33,10 @@ GRAM_MEMORY_FRACTION = 0.5
 
 #: Row cache of a Gram computed on the fly when ``cache_size`` is not given.
 DEFAULT_ROW_CACHE_BYTES = 2**30
+
+#: A whole in-memory Gram of at most this many bytes is held without asking
+#: how much memory is available (a question that costs more than a small fit).
+SMALL_GRAM_BYTES = 2**24
 
 
 def resolve_kernel(kernel, X, *, gamma, coef0, degree):
@@ -87,7 +89,8 @@ def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progre
 
         return GramMatrix.compute(X, kernel=kernel, store=store_path, client=client, progress=progress), "store"
     n = X.shape[0]
-    budget = gram_memory_budget(cache_size)
+    small = cache_size is None and n * n * 8 <= SMALL_GRAM_BYTES
+    budget = SMALL_GRAM_BYTES if small else gram_memory_budget(cache_size)
     if client is None:
         # float64 when it fits; else float32, as libsvm's single-precision kernel cache.
         for dtype in (np.float64, np.float32):
@@ -168,7 +171,23 @@ def centering_for(scheme, n_sample, y_pm, rng):
 def outer_iteration_cap(n, working_set_size):
     """libsvm's cap of max(10⁷, 100 n) two-variable steps, in outer iterations of q variables."""
     q = working_set_size or min(n, 512)
-    return max(1000, max(10**7, 100 * n) // max(q, 2))
+    return max(1000, libsvm_pair_cap(n) // max(q, 2))
+
+
+def solve_qp(rows, y, C, *, client=None, **options):
+    """:func:`dkernel.solver.solve_qp`, or :func:`._small.solve_small` for a problem that fits one working set.
+
+    The solver is imported on the first call: numba loads its compiled code
+    only when a problem needs it.
+    """
+    libsvm_limit = options.get("max_iter", 0) >= outer_iteration_cap(rows.n, options.get("working_set_size"))
+    if solves_whole(rows.n, client, options, libsvm_limit):
+        result = solve_small(rows, y, C, tol=options["tol"])
+        if result is not None:
+            return result
+    from ..solver import solve_qp as solve
+
+    return solve(rows, y, C, client=client, **options)
 
 
 def problem_checkpoints(checkpoint, n_problems):
@@ -181,6 +200,8 @@ def problem_checkpoints(checkpoint, n_problems):
     the checkpoints of another number of problems, is refused and left as
     it is. Returns ``[None] * n_problems`` without a checkpoint.
     """
+    from ..solver._checkpoint import CHECKPOINT_FORMAT, as_checkpoint  # the solver loads numba: imported when used
+
     checkpoint = as_checkpoint(checkpoint)
     if checkpoint is None:
         return [None] * n_problems
@@ -225,6 +246,8 @@ def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, 
     gram = _principal_submatrix(base, index)
     h = None
     if centering is not None:
+        from ..operators import CenteredGram  # imported when used: the operators bring in the zarr store
+
         gram = CenteredGram(gram, centering)
         h = gram.h
     rows = _row_provider(gram)

@@ -1,0 +1,206 @@
+"""What a small fit does not do: import the cluster and store libraries, build a task graph, run the outer loop."""
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris, make_blobs, make_classification
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.svm import SVC as LibSVC
+
+import dkernel
+from dkernel import SVC
+from dkernel._dense import dense_symmetric_gram, mirror_upper_triangle, single_blas_thread
+from dkernel.kernels import PolynomialKernel, RBFKernel
+from dkernel.svm import _multiclass, _small
+
+
+def _modules_after(code):
+    """The top-level modules a new interpreter holds after running ``code``."""
+    script = f"import sys\n{code}\nprint(' '.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120)
+    return set(out.stdout.split())
+
+
+HEAVY = {"distributed", "dask.distributed", "zarr", "matplotlib"}
+
+
+def test_import_dkernel_imports_no_cluster_store_or_plotting_library():
+    loaded = _modules_after("import dkernel")
+    assert not loaded & (HEAVY | {"numba", "dask.array", "sklearn"})
+
+
+def test_a_small_fit_imports_neither_the_cluster_nor_the_store_library():
+    loaded = _modules_after(
+        "from sklearn.datasets import load_iris\n"
+        "from dkernel import SVC\n"
+        "X, y = load_iris(return_X_y=True)\n"
+        "assert 'numba' not in sys.modules  # the compiled solver loads with the first fit\n"
+        "SVC().fit(X, y).predict(X)"
+    )
+    assert not loaded & HEAVY
+    assert "numba" in loaded
+
+
+def test_public_names_and_subpackages_resolve_on_first_use():
+    for name in dkernel.__all__:
+        assert getattr(dkernel, name) is not None
+    assert set(dkernel.__all__) <= set(dir(dkernel))
+    assert dkernel.gram.GramMatrix is dkernel.GramMatrix
+    with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
+        dkernel.not_a_name
+
+
+def test_a_small_gram_builds_no_task_graph(monkeypatch):
+    import dask
+
+    def no_graph(*args, **kwargs):
+        raise AssertionError("a task graph was computed")
+
+    monkeypatch.setattr(dask, "compute", no_graph)
+    X, y = load_iris(return_X_y=True)
+    clf = SVC(kernel="rbf", gamma=0.5).fit(X, y)
+    assert clf.gram_dtype_ == "float64" and clf.score(X, y) > 0.95
+    K = dense_symmetric_gram(X, RBFKernel(gamma=0.5))
+    assert K.shape == (150, 150)
+
+
+@pytest.mark.parametrize("kernel", [RBFKernel(gamma=0.3), PolynomialKernel(gamma=0.1, coef0=1.0, degree=3)])
+def test_the_direct_gram_equals_the_banded_one_and_is_exactly_symmetric(kernel):
+    X = np.random.default_rng(0).normal(size=(300, 7))
+    direct = dense_symmetric_gram(X, kernel)
+    banded = dense_symmetric_gram(X, kernel, band_rows=64)
+    assert np.array_equal(direct, direct.T) and np.array_equal(banded, banded.T)
+    np.testing.assert_allclose(direct, banded, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(direct, kernel.block(X, X), rtol=1e-12, atol=1e-12)
+
+
+def test_a_sparse_small_gram_equals_the_dense_one():
+    import scipy.sparse as sp
+
+    X = np.random.default_rng(1).normal(size=(80, 5))
+    X[X < 0.5] = 0.0
+    kernel = RBFKernel(gamma=0.2)
+    np.testing.assert_allclose(dense_symmetric_gram(sp.csr_matrix(X), kernel), dense_symmetric_gram(X, kernel),
+                               atol=1e-12)
+
+
+def test_mirror_copies_the_upper_triangle_onto_the_lower():
+    A = np.arange(49.0).reshape(7, 7)
+    M = mirror_upper_triangle(A.copy(), block_rows=3)
+    np.testing.assert_array_equal(np.triu(M), np.triu(A))
+    np.testing.assert_array_equal(M, M.T)
+
+
+def test_single_blas_thread_limits_blas_and_restores_it():
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas_threads()
+    with single_blas_thread():
+        assert set(blas_threads()) <= {1}
+    assert blas_threads() == before
+
+
+def test_problems_of_one_working_set_are_solved_by_one_smo_run(monkeypatch):
+    import dkernel.svm._training as training
+
+    def block_solver(*args, **kwargs):
+        raise AssertionError("the block solver ran")
+
+    monkeypatch.setattr("dkernel.solver.solve_qp", block_solver)
+    X, y = load_iris(return_X_y=True)
+    clf = SVC(kernel="rbf", gamma=0.5, C=2.0, tol=1e-8).fit(X, y)
+    ref = LibSVC(kernel="rbf", gamma=0.5, C=2.0, tol=1e-8).fit(X, y)  # the same optimum, to the tolerance
+    np.testing.assert_array_equal(clf.support_, ref.support_)
+    np.testing.assert_allclose(clf.dual_coef_, ref.dual_coef_, atol=1e-5)
+    np.testing.assert_allclose(clf.intercept_, ref.intercept_, atol=1e-5)
+    assert clf.fit_status_ == 0 and set(clf.n_iter_.tolist()) <= {0, 1}
+    assert training.SMALL_GRAM_BYTES >= 150 * 150 * 8
+
+
+@pytest.mark.parametrize("options", [dict(max_iter=5), dict(working_set_size=20), dict(verbose=True)])
+def test_the_block_solver_runs_where_the_user_asks_for_its_own_settings(options, monkeypatch, capsys):
+    called = []
+    import dkernel.solver
+
+    real = dkernel.solver.solve_qp
+
+    def recording(*args, **kwargs):
+        called.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr("dkernel.solver.solve_qp", recording)
+    X, y = make_classification(n_samples=120, n_features=5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        SVC(kernel="rbf", gamma=0.2, **options).fit(X, y)
+    assert called
+
+
+def test_solve_small_warns_at_libsvms_step_cap(monkeypatch):
+    from dkernel import DenseGram
+
+    monkeypatch.setattr(_small, "libsvm_pair_cap", lambda n: 1)
+    X, y = make_classification(n_samples=60, n_features=4, flip_y=0.3, random_state=1)
+    K = RBFKernel(gamma=0.5).block(X, X)
+    with pytest.warns(ConvergenceWarning, match="limit of 1 pair steps"):
+        result = _small.solve_small(DenseGram(K), np.where(y == 1, 1.0, -1.0), np.ones(60), tol=1e-3)
+    assert not result.converged and result.stop_reason == "max_iter"
+
+
+def test_a_non_finite_gram_is_left_to_the_block_solver_error():
+    from dkernel import DenseGram
+
+    K = np.eye(4)
+    K[1, 2] = K[2, 1] = np.nan
+    assert _small.solve_small(DenseGram(K), np.array([1.0, -1, 1, -1]), np.ones(4), tol=1e-3) is None
+    with pytest.raises(ValueError, match="precomputed Gram matrix|NaN"):
+        SVC(kernel="precomputed").fit(K, [0, 1, 0, 1])
+
+
+def test_large_one_vs_one_problems_run_in_threads_with_the_result_of_a_sequential_run(monkeypatch):
+    X, y = make_blobs(n_samples=3300, centers=3, n_features=4, cluster_std=3.0, random_state=0)
+    threads = []
+    real = _multiclass.solve_problems
+
+    def recording(solve, problems, parallel):
+        threads.append(parallel)
+        return real(solve, problems, parallel)
+
+    monkeypatch.setattr(_multiclass, "solve_problems", recording)
+    parallel = SVC(kernel="rbf", gamma=0.1).fit(X, y)
+    monkeypatch.setattr(_multiclass, "usable_cores", lambda: 1)
+    sequential = SVC(kernel="rbf", gamma=0.1).fit(X, y)
+    assert threads == [True, True]
+    assert all(index.shape[0] >= _multiclass.PARALLEL_PROBLEM_SIZE for index, _ in _multiclass.binary_problems(
+        np.unique(y, return_inverse=True)[1], 3, np.arange(3300), "ovo"))
+    np.testing.assert_array_equal(parallel.support_, sequential.support_)
+    np.testing.assert_array_equal(parallel.dual_coef_, sequential.dual_coef_)
+    np.testing.assert_array_equal(parallel.intercept_, sequential.intercept_)
+
+
+def test_solve_problems_keeps_the_order_and_raises_the_first_error():
+    problems = [(np.arange(size), None) for size in (1500, 10, 2000, 1200)]
+    assert _multiclass.solve_problems(lambda k: k * k, problems, parallel=True) == [0, 1, 4, 9]
+
+    def failing(k):
+        if k == 2:
+            raise KeyboardInterrupt
+        return k
+
+    with pytest.raises(KeyboardInterrupt):
+        _multiclass.solve_problems(failing, problems, parallel=True)
+
+
+def test_centered_multiclass_fits_draw_their_origins_in_the_problems_order():
+    X, y = make_blobs(n_samples=90, centers=3, n_features=3, random_state=2)
+    fits = [SVC(kernel="rbf", gamma=0.3, centering="class-balanced", centering_sample=10, random_state=7).fit(X, y)
+            for _ in range(2)]
+    np.testing.assert_array_equal(fits[0].delta_b_, fits[1].delta_b_)
+    assert np.any(fits[0].delta_b_ != 0)
+
