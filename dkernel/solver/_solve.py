@@ -8,7 +8,7 @@
 
 With one equality row ``y^T alpha = const`` the gradient is held by
 :class:`~._gradient.LocalGradients` (this process) or, given a Dask client,
-:class:`~._gradient.ActorGradients` (one range of samples per worker); the
+:class:`~._actors.ActorGradients` (one range of samples per worker); the
 same loop then selects the same working sets. Several rows are solved in
 this process by the active-set loop. With a checkpoint the loop's state is
 written to disk as it goes and a run resumes from it (:mod:`._checkpoint`);
@@ -21,7 +21,6 @@ import logging
 
 import numpy as np
 
-from ._actors import ActorGradients
 from ._checkpoint import CheckpointWriter, as_checkpoint, problem_fingerprint, read_state
 from ._gradient import LocalGradients
 from ._loop import general_equality_loop, label_constraint_loop
@@ -201,7 +200,12 @@ def solve_qp(
             prob = dataclasses.replace(prob, alpha0=np.asarray(resume.alpha, dtype=np.float64))
         writer = CheckpointWriter(checkpoint, fingerprint, 0 if resume is None else resume.iteration)
     G0 = None if resume is None else resume.G
-    gradients = LocalGradients(rows, prob, q, G0) if client is None else ActorGradients(client, rows, prob, q, G0)
+    if client is None:
+        gradients = LocalGradients(rows, prob, q, G0)
+    else:
+        from ._actors import ActorGradients  # distributed is imported only for a client
+
+        gradients = ActorGradients(client, rows, prob, q, G0)
     try:
         out = label_constraint_loop(
             gradients, prob, tol=tol, q=q, max_iter=max_iter, shrinking=shrinking, callback=callback,

@@ -262,7 +262,7 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
         "client": "no_validation",
         "random_state": ["random_state"],
         "verbose": ["verbose"],
-        "checkpoint": ["no_validation"],  # a path or a dkernel.solver.Checkpoint, checked when fitting
+        "checkpoint": "no_validation",  # a path or a dkernel.solver.Checkpoint, checked when fitting
     }
 
     def __init__(

@@ -27,7 +27,7 @@ def libsvm_pair_cap(n):
 
 
 #: The options of :func:`dkernel.solver.solve_qp` that :func:`solve_small` honours.
-SMALL_OPTIONS = frozenset({"tol", "working_set_size", "max_iter", "verbose", "shrinking"})
+SMALL_OPTIONS = frozenset({"tol", "working_set_size", "max_iter", "verbose", "shrinking", "checkpoint"})
 
 
 def solves_whole(n, client, options, libsvm_limit):
@@ -35,13 +35,14 @@ def solves_whole(n, client, options, libsvm_limit):
 
     In this process only, with the solver's default working set (which then
     covers the problem), libsvm's iteration limit (``libsvm_limit``:
-    ``max_iter=-1``), no progress display (the solver's own) and no option
-    beyond those (a warm start, a callback). Shrinking does not change the
-    optimum.
+    ``max_iter=-1``), no progress display (the solver's own), no checkpoint
+    (the solver writes them) and no option beyond those (a warm start, a
+    callback). Shrinking does not change the optimum.
     """
     working_set_size = options.get("working_set_size")
     return (n <= SMALL_PROBLEM_SIZE and client is None and libsvm_limit and not options.get("verbose")
-            and set(options) <= SMALL_OPTIONS and (working_set_size is None or working_set_size >= n))
+            and options.get("checkpoint") is None and set(options) <= SMALL_OPTIONS
+            and (working_set_size is None or working_set_size >= n))
 
 
 def problem_matrix(rows):
