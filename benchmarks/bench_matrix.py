@@ -140,13 +140,14 @@ def libsvm_dual_objective(clf, X_train, kernel):
     """Σ over the one-vs-one problems of ½ cᵀKc − Σ|c|, from scikit-learn's ``dual_coef_`` layout."""
     sv = X_train[clf.support_]
     K = kernel(sv, sv)
+    dual_coef = clf.dual_coef_.toarray() if hasattr(clf.dual_coef_, "toarray") else clf.dual_coef_  # sparse after a sparse fit
     start = np.concatenate([[0], np.cumsum(clf.n_support_)])
     n_classes = clf.n_support_.shape[0]
     total = 0.0
     for i in range(n_classes):
         for j in range(i + 1, n_classes):
             rows = np.r_[start[i]:start[i + 1], start[j]:start[j + 1]]
-            c = np.concatenate([clf.dual_coef_[j - 1, start[i]:start[i + 1]], clf.dual_coef_[i, start[j]:start[j + 1]]])
+            c = np.concatenate([dual_coef[j - 1, start[i]:start[i + 1]], dual_coef[i, start[j]:start[j + 1]]])
             total += 0.5 * c @ K[np.ix_(rows, rows)] @ c - np.abs(c).sum()
     return float(total)
 
