@@ -1,9 +1,9 @@
 """The client of a distributed fit only steers: two actor calls per worker and iteration, no kernel rows read here.
 
-The CPU time of the client process and of the workers during the fit is
-printed (``-s``) as a measurement, not asserted: with a LocalCluster the
-scheduler and the nannies run in the client process, and on a shared machine
-their periodic work follows the wall time, not the fit.
+With a LocalCluster the scheduler and the nannies run in the client process:
+there the CPU times are printed (``-s``), not asserted. The share of the
+client is asserted where it runs as deployed, the scheduler and the workers
+in processes of their own.
 """
 
 import collections
@@ -75,3 +75,34 @@ def test_a_stored_centered_normalized_fit_on_workers_matches_one_process_with_a_
     np.testing.assert_allclose(model.decision_function(X), single.decision_function(X), atol=1e-6)
     print(f"client {client_cpu:.2f} s, workers {workers_cpu:.2f} s, ratio {client_cpu / workers_cpu:.3f}, "
           f"wall {wall:.1f} s, {n_iter} iterations")
+
+
+CLIENT_SHARE_N = 10000
+
+
+def test_the_client_process_uses_a_small_share_of_the_workers_cpu(tmp_path, scheduler_address):
+    """As deployed, the client process holds only the client (scheduler and workers are processes of their own).
+
+    The client's CPU time during a centered + normalized fit on a stored Gram
+    (the lower of two fits, against the noise of other processes) measured
+    0.19–0.24 of the workers' at n = 10000 and 0.195–0.21 at n = 16000: its
+    per-iteration work is the SMO sub-problem on the working set, the
+    assembly of its kernel block and two exchanges per worker. The bound
+    asserted here, 0.3, fails with three exchanges per iteration routed
+    through the scheduler (0.44–0.61 measured).
+    """
+    X, y = make_classification(n_samples=CLIENT_SHARE_N, n_features=32, flip_y=0.1, random_state=8)
+    store = tmp_path / "K.zarr"
+    with distributed.Client(scheduler_address) as client:
+        GramMatrix.compute(X[:300], kernel="rbf", gamma=PARAMS["gamma"], store=tmp_path / "warm.zarr",
+                           client=client, progress=False)
+        GramMatrix.compute(X, kernel="rbf", gamma=PARAMS["gamma"], store=store, client=client, progress=False)
+        SVC(client=client, store=tmp_path / "warm.zarr", **PARAMS).fit(X[:300], y[:300])  # code loaded everywhere
+        pids = list(client.run(os.getpid).values())
+        ratios = []
+        for _ in range(2):
+            workers_before, client_before = _cpu_seconds(pids), time.process_time()
+            SVC(client=client, store=store, **PARAMS).fit(X, y)
+            ratios.append((time.process_time() - client_before) / (_cpu_seconds(pids) - workers_before))
+    print(f"client / workers CPU: {', '.join(f'{r:.3f}' for r in ratios)}")
+    assert min(ratios) < 0.3, f"the client used {min(ratios):.2f} of the workers' CPU time"
