@@ -215,7 +215,7 @@ def _read_yaml(path, option):
     try:
         with open(path) as fh:
             document = yaml.safe_load(fh)
-    except (OSError, yaml.YAMLError) as exc:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:  # a binary file is not text
         raise ClusterSpecError(f"{option} {path}: cannot read the cluster YAML ({' '.join(str(exc).split())}).") \
             from None
     if not isinstance(document, dict) or "kind" not in document:

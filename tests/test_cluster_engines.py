@@ -65,6 +65,13 @@ def test_scheduler_file_spec(tmp_path):
         parse_cluster_spec(bad)
 
 
+def test_a_binary_file_given_as_a_spec_is_named_with_the_flag(tmp_path):
+    path = tmp_path / "X.npy"
+    path.write_bytes(b"\x93NUMPY\x01\x00v\x00")
+    with pytest.raises(ClusterSpecError, match=r"^--cluster .*X\.npy: cannot read the cluster YAML"):
+        parse_cluster_spec(str(path), "--cluster")
+
+
 @pytest.mark.parametrize(("document", "message"), [
     ("kind: lsf\n", "unknown kind 'lsf'; one of slurm, pbs, ssh, kubernetes, scheduler"),
     ("jobs: 2\n", "a mapping with a 'kind'"),
