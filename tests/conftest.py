@@ -1,6 +1,7 @@
 """Shared pytest fixtures."""
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -93,3 +94,26 @@ def scheduler_address(tmp_path, request):
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+class _Records(logging.Handler):
+    """Keeps the messages of the records it is given (whether or not pytest's logging plugin runs)."""
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+@pytest.fixture
+def solver_log():
+    """The messages the ``dkernel.solver`` logger emits at INFO and above during the test."""
+    handler, logger = _Records(), logging.getLogger("dkernel.solver")
+    previous = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    yield handler.messages
+    logger.removeHandler(handler)
+    logger.setLevel(previous)

@@ -1,6 +1,5 @@
 """Checkpoints of the solver: written safely, resumed on the same path, refused for another problem."""
 
-import logging
 import os
 import signal
 import subprocess
@@ -25,26 +24,6 @@ distributed = pytest.importorskip("distributed")
 
 REPO = Path(__file__).resolve().parents[1]
 OPTIONS = dict(tol=1e-6, working_set_size=8)
-
-
-class _Records(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.INFO)
-        self.messages = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
-
-
-@pytest.fixture
-def solver_log():
-    handler, logger = _Records(), logging.getLogger("dkernel.solver")
-    previous = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    yield handler.messages
-    logger.removeHandler(handler)
-    logger.setLevel(previous)
 
 
 def _problem(n=300, seed=3):

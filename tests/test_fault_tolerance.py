@@ -1,6 +1,5 @@
 """A worker SIGKILLed in the middle of a distributed fit: its range of the gradient is rebuilt and the fit finishes."""
 
-import logging
 import os
 import signal
 import subprocess
@@ -21,26 +20,6 @@ distributed = pytest.importorskip("distributed")
 
 REPO = Path(__file__).resolve().parents[1]
 PARAMS = dict(kernel="rbf", gamma=0.05, C=1.0, tol=1e-8, working_set_size=16)
-
-
-class _Records(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.INFO)
-        self.messages = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
-
-
-@pytest.fixture
-def solver_log():
-    handler, logger = _Records(), logging.getLogger("dkernel.solver")
-    previous = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    yield handler.messages
-    logger.removeHandler(handler)
-    logger.setLevel(previous)
 
 
 @pytest.fixture(scope="module")
