@@ -49,7 +49,8 @@ class _Progress:
     """
 
     def __init__(self, verbose, tol, max_iter):
-        self.line = StatusLine(enabled=bool(verbose))
+        # ``verbose`` may be the stream to write to (a loop on a worker sends its lines to the client).
+        self.line = StatusLine(stream=verbose if hasattr(verbose, "write") else None, enabled=bool(verbose))
         self.tol, self.max_iter = tol, max_iter
 
     def due(self):

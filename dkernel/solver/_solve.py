@@ -49,6 +49,7 @@ def solve_qp(
     callback=None,
     client=None,
     checkpoint=None,
+    coordinator=None,
 ):
     """Solve the SVM dual QP by block-coordinate decomposition.
 
@@ -120,6 +121,16 @@ def solve_qp(
         the path :class:`~dkernel.exceptions.ArtifactPathError`; neither is
         modified. The checkpoint stays after the solve. One equality row
         only.
+    coordinator : {"worker", "client"}, optional
+        With a client, where the outer loop runs (the working-set choice, the
+        sub-problem, two calls to each worker's actor per iteration).
+        ``"worker"``: in a task on one of the workers, so that the client
+        process only waits (:mod:`._remote`; the progress lines and the
+        solver's log records are shown in the client as they come; a
+        ``callback`` is then called on that worker, and ``checkpoint`` must
+        be a path the workers can write, as a Gram store's). ``"client"``: in
+        this process. Default: ``"worker"``, or ``"client"`` when a
+        ``callback`` is given (a function of this process).
 
     Returns
     -------
@@ -172,6 +183,7 @@ def solve_qp(
     True
     """
     checkpoint = as_checkpoint(checkpoint)
+    on_a_worker = _loop_on_a_worker(coordinator, callback)
     prob, q = prepare_problem(
         rows, y, C, p, E, e, alpha0, tol=tol, working_set_size=working_set_size, max_iter=max_iter
     )
@@ -184,6 +196,29 @@ def solve_qp(
             )
         out = general_equality_loop(rows, prob, tol=tol, q=q, max_iter=max_iter, callback=callback, verbose=verbose)
         return qp_result(prob, *out, tol=tol, max_iter=max_iter)
+    options = dict(tol=tol, max_iter=max_iter, shrinking=shrinking, callback=callback, verbose=verbose,
+                   checkpoint=checkpoint)
+    if client is not None and on_a_worker:
+        from ._remote import solve_on_worker  # distributed is imported only for a client
+
+        out = solve_on_worker(label_constraint_solve, client, rows, prob, q, options)
+    else:
+        out = label_constraint_solve(rows, prob, q, client=client, **options)
+    return qp_result(prob, *out, tol=tol, max_iter=max_iter)
+
+
+def _loop_on_a_worker(coordinator, callback):
+    if coordinator not in (None, "worker", "client"):
+        raise ValueError(f"coordinator must be 'worker' or 'client', got {coordinator!r}.")
+    return coordinator == "worker" or (coordinator is None and callback is None)
+
+
+def label_constraint_solve(rows, prob, q, *, client, tol, max_iter, shrinking, callback, verbose, checkpoint):
+    """The outer loop of a problem with the one equality row ``y^T alpha = const``, resumed from a checkpoint.
+
+    Returns the loop's ``(alpha, G, intercept, n_iter, stop_reason, gap,
+    n_kernel_rows)`` for :func:`~._qp.qp_result`.
+    """
     writer, resume = None, None
     if checkpoint is not None:
         fingerprint = problem_fingerprint(rows, check_provider(rows, prob.n), prob, q=q, tol=tol,
@@ -192,8 +227,8 @@ def solve_qp(
         if resume is not None and resume.solved:
             logger.info("dkernel.solver: the checkpoint %s holds the solution (%s after %d iterations)",
                         checkpoint.path, resume.stop_reason, resume.iteration)
-            return qp_result(prob, resume.alpha, resume.G, resume.intercept, resume.iteration, resume.stop_reason,
-                             resume.gap, resume.n_kernel_rows, tol=tol, max_iter=max_iter)
+            return (resume.alpha, resume.G, resume.intercept, resume.iteration, resume.stop_reason, resume.gap,
+                    resume.n_kernel_rows)
         if resume is not None:
             logger.info("dkernel.solver: resuming from the checkpoint %s at iteration %d", checkpoint.path,
                         resume.iteration)
@@ -207,13 +242,12 @@ def solve_qp(
 
         gradients = ActorGradients(client, rows, prob, q, G0)
     try:
-        out = label_constraint_loop(
+        return label_constraint_loop(
             gradients, prob, tol=tol, q=q, max_iter=max_iter, shrinking=shrinking, callback=callback,
             verbose=verbose, resume=resume, checkpoint=writer,
         )
     finally:
         gradients.close()
-    return qp_result(prob, *out, tol=tol, max_iter=max_iter)
 
 
 def solve_qp_distributed(rows, y, C, *, client, **options):
