@@ -26,11 +26,14 @@ The rule applied by every writer:
 * a new artifact is written in a sibling folder of its target
   (``.NAME.dkernel-tmp-XXXXXXXX``, same parent, hence same filesystem) and
   moved into place with ``rename`` only when complete. An artifact being
-  replaced is first renamed aside (``.NAME.dkernel-replaced-XXXXXXXX``),
-  the new one renamed in, and only then the old one deleted. An interrupted
-  or failed write therefore leaves the previous artifact intact; a process
-  killed at the wrong moment may leave a hidden sibling folder behind, which
-  is never read and may be deleted.
+  replaced is swapped with the new one in one atomic step where the system
+  allows (Linux ``renameat2(RENAME_EXCHANGE)``: the path always holds the
+  old or the new artifact, never nothing), else first renamed aside
+  (``.NAME.dkernel-replaced-XXXXXXXX``) and the new one renamed in; only
+  then is the old one deleted. An interrupted or failed write therefore
+  leaves the previous artifact intact; a process killed at the wrong moment
+  may leave a hidden sibling folder behind, which is never read and may be
+  deleted.
 
 Deletion goes through :func:`remove_own` only: it deletes a folder created by
 the running write, or one whose metadata names it an artifact of the
@@ -38,10 +41,14 @@ expected kind, and nothing else.
 """
 
 import contextlib
+import ctypes
+import errno
 import fnmatch
+import functools
 import json
 import os
 import shutil
+import sys
 import uuid
 
 from .exceptions import ArtifactPathError
@@ -240,6 +247,9 @@ def install(source, path, kind):
     if state != "same":
         os.replace(source, path)  # onto nothing, or onto an empty folder
         return path
+    if _exchange(source, path):
+        remove_own(source, kind)  # now the old artifact
+        return path
     aside = _sibling(path, "replaced-" + uuid.uuid4().hex[:8])
     os.rename(path, aside)
     try:
@@ -249,6 +259,39 @@ def install(source, path, kind):
         raise
     remove_own(aside, kind)
     return path
+
+
+#: ``renameat2``'s flag that swaps two paths atomically (Linux >= 3.15).
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+@functools.lru_cache(maxsize=1)
+def _renameat2():
+    """libc's ``renameat2``, or None where the C library has none (not Linux, an old glibc)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        function = libc.renameat2
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function
+
+
+def _exchange(a, b):
+    """Swap the paths ``a`` and ``b`` in one atomic step; False where the system or the filesystem cannot."""
+    function = _renameat2()
+    if function is None:
+        return False
+    if function(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    error = ctypes.get_errno()
+    if error in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EXDEV, errno.EPERM):
+        return False  # a filesystem without the exchange (NFS, some FUSE): rename aside instead
+    raise OSError(error, os.strerror(error), os.fspath(b))
 
 
 @contextlib.contextmanager

@@ -262,6 +262,25 @@ def test_gram_overwrite_replaces_a_gram_store_beside_it(data, tmp_path):
     assert hidden_siblings(tmp_path) == []
 
 
+@pytest.mark.parametrize("exchange", [True, False], ids=["atomic-exchange", "renamed-aside"])
+def test_a_replaced_artifact_is_swapped_in_one_step_where_the_system_allows(data, tmp_path, monkeypatch, exchange):
+    X, _ = data
+    make_store(tmp_path / "K.zarr", X, gamma=0.5)
+    renames = []
+    rename = os.rename
+    monkeypatch.setattr(_artifacts.os, "rename", lambda a, b: renames.append((a, b)) or rename(a, b))
+    if not exchange:  # a system or filesystem without renameat2's exchange
+        monkeypatch.setattr(_artifacts, "_exchange", lambda a, b: False)
+    elif _artifacts._renameat2() is None:
+        pytest.skip("this system has no renameat2 (Linux >= 3.15 with glibc >= 2.28)")
+    GramMatrix.compute(X, kernel="rbf", gamma=0.2, store=tmp_path / "K.zarr", chunk=16, progress=False,
+                       overwrite=True)
+    # The exchange never leaves the path empty; without it the old store is renamed aside first.
+    assert len(renames) == (0 if exchange else 2)
+    np.testing.assert_allclose(GramMatrix.open(tmp_path / "K.zarr").to_numpy(), rbf(X, 0.2), atol=1e-12)
+    assert hidden_siblings(tmp_path) == []
+
+
 def test_to_zarr_overwrite_replaces_a_gram_store(data, tmp_path):
     X, y = data
     K = make_store(tmp_path / "K.zarr", X)
