@@ -70,7 +70,9 @@ def block_average(images, size=32):
     images = np.asarray(images, dtype=np.float64)
     n, h, w = images.shape
     if h % size or w % size:
-        raise ValueError(f"images of {h} × {w} pixels cannot be averaged over square patches down to {size} × {size}.")
+        raise ValueError(
+            f"images of {h} × {w} pixels cannot be averaged over square patches down to {size} × {size}."
+        )
     fh, fw = h // size, w // size
     return images.reshape(n, size, fh, size, fw).mean(axis=(2, 4))
 
@@ -126,7 +128,8 @@ def input_normalized(X):
     """``x / ‖x‖`` (Graf & Borer eq. 1); an all-zero image has no direction and is refused."""
     norms = np.linalg.norm(X, axis=1)
     if not (norms > 0).all():
-        raise ValueError(f"input-space normalization x/‖x‖ is undefined for the all-zero images {np.flatnonzero(norms == 0)}.")
+        zero = np.flatnonzero(norms == 0)
+        raise ValueError(f"input-space normalization x/‖x‖ is undefined for the all-zero images {zero}.")
     return X / norms[:, None]
 
 
@@ -209,7 +212,7 @@ def object_errors(y_test, predicted, classes):
 
 
 def _threshold_measures(fits, K_train):
-    """|b − b'|/|b| of each classifier, and how many had a margin off the unit sphere (b ± 1/‖w‖ ∉ [−1, 1])."""
+    """|b − b'|/|b| of each classifier, and how many had a margin off the sphere (b ± 1/‖w‖ ∉ [−1, 1])."""
     from dkernel.normalization import weight_norm
 
     changes, clipped = [], 0
