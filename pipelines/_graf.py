@@ -226,14 +226,44 @@ def _threshold_measures(fits, K_train):
     return np.array(changes), clipped
 
 
+def _bprime_measures(decisions, fits, K_train, y_test, classes):
+    """What b' changed: ``|b − b'|/|b|`` over the classifiers, clipped margins, and the test images it moved.
+
+    The same classifiers with their uncorrected thresholds give the predictions
+    without b'; ``bprime_fixed`` / ``bprime_broken`` count the test images b'
+    turns right / wrong, and ``bprime_p_value`` is McNemar's exact two-sided
+    test of the two counts (a binomial test with p = 1/2).
+    """
+    from scipy.stats import binomtest
+
+    changes, clipped = _threshold_measures(fits, K_train)
+    shift = np.array([fit["intercept"] - fit["uncorrected"] for fit in fits])
+    right = classes[np.argmax(decisions, axis=1)] == y_test
+    right_before = classes[np.argmax(decisions - shift, axis=1)] == y_test
+    fixed, broken = int(np.sum(right & ~right_before)), int(np.sum(~right & right_before))
+    return {
+        "b_relative_change": float(changes.mean()),
+        "b_relative_change_median": float(np.median(changes)),
+        "b_relative_change_max": float(changes.max()),
+        "margins_clipped": clipped,
+        "bprime_fixed": fixed,
+        "bprime_broken": broken,
+        "bprime_p_value": float(binomtest(fixed, fixed + broken, 0.5).pvalue) if fixed + broken else 1.0,
+    }
+
+
+#: The b' measures of the variants without b'.
+_NO_BPRIME = {"b_relative_change": math.nan, "b_relative_change_median": math.nan, "b_relative_change_max": math.nan,
+              "margins_clipped": 0, "bprime_fixed": 0, "bprime_broken": 0, "bprime_p_value": math.nan}  # fmt: skip
+
+
 def measure(X_train, y_train, X_test, y_test, variant, degree, *, tol=TOL):
     """The records of one variant and degree: dkernel's and libsvm's one-vs-all SVMs.
 
     Each record has ``solver``, ``error`` (mean over objects of the
     per-object test error), ``error_variance`` (over objects, ``ddof=0``),
-    ``object_errors``, ``b_relative_change`` (mean of ``|b − b'|/|b|`` over the
-    classifiers, NaN without b'; also its median and max), ``margins_clipped``,
-    ``n_sv`` (mean per classifier), ``decision_gap`` (dkernel's largest
+    ``object_errors``, the b' measures of :func:`_bprime_measures` (NaN or 0
+    without b'), ``n_sv`` (mean per classifier), ``decision_gap`` (the largest
     difference from libsvm's decision values) and ``fit_seconds``.
     """
     classes = np.unique(y_train)
@@ -248,17 +278,12 @@ def measure(X_train, y_train, X_test, y_test, variant, degree, *, tol=TOL):
     records = []
     for solver, (decisions, fits), seconds in (("dkernel", dk, dk_seconds), ("libsvm", lib, lib_seconds)):
         errors = object_errors(y_test, classes[np.argmax(decisions, axis=1)], classes)
-        rec = {"solver": solver, "error": float(errors.mean()), "error_variance": float(errors.var()),
-               "object_errors": [float(e) for e in errors]}  # fmt: skip
-        changes, clipped = _threshold_measures(fits, K_train) if bprime else (None, None)
-        rec.update({
-            "b_relative_change": float(changes.mean()) if bprime else math.nan,
-            "b_relative_change_median": float(np.median(changes)) if bprime else math.nan,
-            "b_relative_change_max": float(changes.max()) if bprime else math.nan,
-            "margins_clipped": clipped if bprime else 0,
+        records.append({
+            "solver": solver, "error": float(errors.mean()), "error_variance": float(errors.var()),
+            "object_errors": [float(e) for e in errors],
+            **(_bprime_measures(decisions, fits, K_train, y_test, classes) if bprime else _NO_BPRIME),
             "n_sv": float(np.mean([len(f["support"]) for f in fits])),
             "decision_gap": float(np.abs(decisions - lib[0]).max()),
             "fit_seconds": seconds,
         })  # fmt: skip
-        records.append(rec)
     return records

@@ -81,7 +81,11 @@ def _client_datasets():
         sources["coil100"] = _graf.load_coil100(folder)
     found = {}
     for name, (X, y, pose) in sources.items():
+        # The paper's kernels act on pixels in [0, 255]; a copy scaled to [0, 1] is brought back to that range.
+        rescaled = bool(X.max() <= 1.0)
+        X = X * 255.0 if rescaled else X
         split = dict(zip(("X_train", "y_train", "X_test", "y_test"), _graf.coil_split(X, y, pose)))
+        split["pixels_rescaled"] = rescaled
         key = f"pipeline-data-{name}-{dask.base.tokenize(*split.values())}"
         found[name] = dask.delayed(split, name=key, traverse=False, pure=True)
     return found
@@ -99,7 +103,8 @@ def run_task(task):
     data = task["data"]
     X, y, X_test, y_test = data["X_train"], data["y_train"], data["X_test"], data["y_test"]
     setting = {"dataset": task["dataset"], "degree": task["degree"], "variant": task["variant"], "C": _graf.C,
-               "n_train": len(y), "n_test": len(y_test), "n_objects": len(np.unique(y))}  # fmt: skip
+               "n_train": len(y), "n_test": len(y_test), "n_objects": len(np.unique(y)),
+               "pixel_max": float(max(X.max(), X_test.max())), "pixels_rescaled": data["pixels_rescaled"]}  # fmt: skip
     return [{**setting, **rec} for rec in _graf.measure(X, y, X_test, y_test, task["variant"], task["degree"])]
 
 
@@ -177,6 +182,8 @@ def _threshold_table(records, dataset):
             "libsvm mean": f"{lib['b_relative_change']:.2%}",
             "margins off the sphere": f"{dk['margins_clipped']}/{dk['n_objects']}",
             "test images wrong: b → b'": f"{_misclassified(plain)} → {_misclassified(dk)} of {dk['n_test']}",
+            "b' fixed / broke (McNemar p)": f"{dk['bprime_fixed']} / {dk['bprime_broken']} "
+                                            f"({dk['bprime_p_value']:.2g})",
         })  # fmt: skip
     return markdown_table(rows, [(k, k) for k in rows[0]]) if rows else ""
 
@@ -206,9 +213,11 @@ def _facts(records, dataset):
              if _misclassified(_get(records, dataset, p, v)) == _misclassified(_get(records, dataset, p, v, "libsvm"))]
     gaps = [_get(records, dataset, p, v)["decision_gap"] for p in ps for v in _graf.VARIANTS]
     clipped = sum(_get(records, dataset, p, "feature-normalized-bprime")["margins_clipped"] for p in ps)
+    p_values = {p: _get(records, dataset, p, "feature-normalized-bprime")["bprime_p_value"] for p in ps}
     return {"ps": ps, "err": err, "rises": rises, "crossings": crossings, "feature_better": feature_better,
             "feature_not_better": feature_not_better, "bprime_better": bprime_better, "bprime_worse": bprime_worse,
-            "gains": gains, "changes": changes, "agree": agree, "n_compared": len(ps) * len(_graf.VARIANTS),
+            "gains": gains, "p_values": p_values, "changes": changes, "agree": agree,
+            "n_compared": len(ps) * len(_graf.VARIANTS),
             "max_gap": max(gaps, default=float("nan")), "clipped": clipped,
             "n_test": _get(records, dataset, ps[0], "input-normalized")["n_test"] if ps else 0}  # fmt: skip
 
@@ -225,6 +234,15 @@ def _threshold_text(records, dataset):
             + f", between {min(means):.1%} and {max(means):.1%}, and the largest change of one classifier between "
             f"{min(maxima):.1%} and {max(maxima):.1%}; a classifier moves b by {PAPER_B_CHANGE:.0%} or more at "
             + (f"p = {listing(above)}." if above else "no degree."))  # fmt: skip
+
+
+def _significance(p_values):
+    """Which degrees' changes by b' are significant (McNemar's exact test on the test images it moved, 5 %)."""
+    significant = [p for p, value in p_values.items() if value < 0.05]
+    smallest = min(p_values.values(), default=float("nan"))
+    if significant:
+        return f"significant (McNemar p < 0.05) at p = {listing(significant)}"
+    return f"significant at no degree (McNemar's exact test, smallest p-value {smallest:.2g})"
 
 
 def _yes_partly_no(ok, total):
@@ -262,7 +280,8 @@ def _findings(facts):
          + (f"p = {listing(facts['bprime_worse'])}" if facts["bprime_worse"] else "no degree")
          + "; net test images gained per degree: "
          + ", ".join(f"p = {p}: {g:+d}" for p, g in gains.items())
-         + f" (of {facts['n_test']}); among p = 4 … 7: lower for {len(bprime_sensitive)}/{len(sensitive)}",
+         + f" (of {facts['n_test']}); among p = 4 … 7: lower for {len(bprime_sensitive)}/{len(sensitive)}; "
+         + _significance(facts["p_values"]),
          "agrees": _yes_partly_no(len(bprime_sensitive), len(sensitive)) if sensitive else "–"},
         {"paper (Graf & Borer 2001, §4, Fig. 3)": f"|b − b'|/|b| ≃ {PAPER_B_CHANGE:.0%}",
          "dkernel measured": f"mean over the classifiers between {lo:.1%} (p = {ps[int(np.argmin(changes))]}) and "
@@ -277,17 +296,23 @@ def _findings(facts):
     return markdown_table(rows, [(k, k) for k in rows[0]])
 
 
+def _pixels_text(rec):
+    if rec["pixels_rescaled"]:
+        return f"pixels read in [0, 1] and multiplied by 255 (largest {rec['pixel_max']:g})"
+    return f"pixels used raw as read, no rescaling (0 … {rec['pixel_max']:g})"
+
+
 def _dataset_text(records, dataset):
     rec = records[0]
     if dataset == "coil20":
         return (f"**COIL-20**, not the paper's COIL-100: {rec['n_objects']} objects × 72 views. The data folder holds "
                 "COIL-20's *processed* images (each object cropped and rescaled by the library's authors), already "
-                "grey and 32 × 32, so no 4 × 4 averaging is applied; pixels are the file's integers 0 … 255, used "
-                "raw (no rescaling). The view index k of an image in its object's block of 72 is taken as the view "
+                "grey and 32 × 32, so no 4 × 4 averaging is applied; "
+                f"{_pixels_text(rec)}. The view index k of an image in its object's block of 72 is taken as the view "
                 "at 5k° (the turntable order of the file).")  # fmt: skip
     return (f"**COIL-100**: {rec['n_objects']} objects, colour 128 × 128 images converted to grey (ITU-R 601-2 luma) "
-            "and reduced to 32 × 32 by averaging 4 × 4 patches, pixels 0 … 255 raw; the view angle from the file "
-            "name.")  # fmt: skip
+            f"and reduced to 32 × 32 by averaging 4 × 4 patches; {_pixels_text(rec)}; the view angle from the "
+            "file name.")  # fmt: skip
 
 
 def write_report(result, outdir):

@@ -149,6 +149,7 @@ def test_quick_run_writes_its_files_and_records(quick_run):
         (p, v, s) for p in degrees for v in _graf.VARIANTS for s in ("dkernel", "libsvm")}
     for rec in records:
         assert (rec["n_train"], rec["n_test"], rec["n_objects"], rec["C"]) == (240, 240, 20, 1000.0)
+        assert (rec["pixel_max"], rec["pixels_rescaled"]) == (255.0, False)  # raw pixels in [0, 255], as the paper's
         errors = np.array(rec["object_errors"])
         assert rec["error"] == pytest.approx(errors.mean()) and rec["error_variance"] == pytest.approx(errors.var())
         assert (rec["b_relative_change"] is None) == (rec["variant"] != "feature-normalized-bprime")
@@ -166,6 +167,10 @@ def test_dkernel_and_libsvm_misclassify_the_same_number_of_images(quick_run):
         # b' moves the threshold only: the corrected SVMs have the support vectors of the plain ones.
         corrected, plain = by_key[p, "feature-normalized-bprime", "dkernel"], by_key[p, "feature-normalized", "dkernel"]
         assert corrected["n_sv"] == plain["n_sv"]
+        # The images b' turned right and wrong account for the change of error between the two variants.
+        assert corrected["bprime_fixed"] - corrected["bprime_broken"] == round(plain["error"] * 240) - round(
+            corrected["error"] * 240)
+        assert 0 < corrected["bprime_p_value"] <= 1
         assert 0 < by_key[p, "feature-normalized-bprime", "dkernel"]["b_relative_change"] < 0.5
 
 
@@ -195,6 +200,7 @@ def test_report_numbers_are_the_records(quick_run):
         assert cells[5] == f"{get[p, 'feature-normalized-bprime', 'libsvm']['b_relative_change']:.2%}"
         plain = get[p, "feature-normalized", "dkernel"]
         assert cells[7] == f"{round(plain['error'] * 240)} → {round(bp['error'] * 240)} of 240"
+        assert cells[8] == f"{bp['bprime_fixed']} / {bp['bprime_broken']} ({bp['bprime_p_value']:.2g})"
     changes = [get[p, "feature-normalized-bprime", "dkernel"]["b_relative_change"]
                for p in get_pipeline(NAME).QUICK_DEGREES]  # fmt: skip
     assert f"between {min(changes):.1%} " in report and f"and {max(changes):.1%} " in report
@@ -203,6 +209,7 @@ def test_report_numbers_are_the_records(quick_run):
     assert f"the largest change of one classifier between {min(maxima):.1%} and {max(maxima):.1%};" in report
     assert f"the same number of test errors in {len(records) // 2}/{len(records) // 2} " in report
     assert "COIL-100 is not in the data folder" in report
+    assert "pixels used raw as read, no rescaling (0 … 255)" in report
     assert f"Run: `dkernel run {NAME} --quick --cluster threads --out " in report
 
 
