@@ -453,6 +453,21 @@ def _inv_sqrt(d):
     return s
 
 
+def _positive_diagonal(diag):
+    """The Gram's diagonal, refused where some ``K(x, x) <= 0``: eq. (2) divides by ``sqrt(K(x, x))``."""
+    diag = np.asarray(diag, dtype=np.float64)
+    bad = np.flatnonzero(~(diag > 0))
+    if bad.size:
+        shown = ", ".join(str(int(i)) for i in bad[:10]) + (", ..." if bad.size > 10 else "")
+        raise ValueError(
+            f"feature-space normalization K(x, z)/sqrt(K(x, x) K(z, z)) (Graf & Borer eq. 2) is undefined for "
+            f"{bad.size} of the {diag.size} training samples: K(x, x) <= 0 at sample index {shown} (e.g. an "
+            f"all-zero row under a linear kernel, which has no direction in feature space). Remove these "
+            f"samples, or use a kernel with K(x, x) > 0 (e.g. 'poly' with coef0 > 0)."
+        )
+    return diag
+
+
 class NormalizedGram(_GramView):
     """Feature-space normalization of any Gram (Graf & Borer eq. 2).
 
@@ -460,10 +475,12 @@ class NormalizedGram(_GramView):
 
         \\tilde K_{ij} = \\frac{K_{ij}}{\\sqrt{K_{ii} K_{jj}}}
 
-    Every point moves to the unit sphere in feature space. Points with
-    ``K_ii <= 0`` have no direction: their rows are 0, as in
-    :class:`dkernel.kernels.NormalizedKernel`. For test points,
-    ``cross(X_new)`` gives ``K(x, x_i) / sqrt(K(x, x) K(x_i, x_i))``.
+    Every point moves to the unit sphere in feature space. A training point
+    with ``K_ii <= 0`` (an all-zero row under a linear kernel) has no
+    direction there: the view refuses it with a ``ValueError`` naming its
+    index. For test points, ``cross(X_new)`` gives
+    ``K(x, x_i) / sqrt(K(x, x) K(x_i, x_i))`` (0 where ``K(x, x) = 0``, as in
+    :class:`dkernel.kernels.NormalizedKernel`).
 
     Parameters
     ----------
@@ -472,7 +489,7 @@ class NormalizedGram(_GramView):
 
     def __init__(self, base):
         self.base = as_gram(base)
-        self._base_diag = np.asarray(self.base.diag(), dtype=np.float64)
+        self._base_diag = _positive_diagonal(self.base.diag())
         self._vector = _inv_sqrt(self._base_diag)
 
     _apply = staticmethod(_normalize_block)

@@ -72,6 +72,7 @@ MEASURES = (
     "delta_b", "decision_gap", "kernel_max_abs", "float32_error",
 )  # fmt: skip
 MEASURE_PREFIXES = ("test_error", "alignment", "n_sv")
+MEASURE_PREFIXES += ("error", "b_relative_change", "margins_clipped")  # graf_coil
 
 #: The ``format`` recorded in results.json: what marks a folder as results written by a pipeline run.
 RESULTS_FORMAT = "dkernel-results"

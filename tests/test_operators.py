@@ -210,3 +210,20 @@ def test_kernel_gram_of_sparse_data_equals_dense():
     np.testing.assert_allclose(sparse.columns([3, 9, 40]).compute(), dense.columns([3, 9, 40]).compute(), atol=1e-14)
     np.testing.assert_allclose(sparse.rows([5, 1]), dense.rows([5, 1]), atol=1e-14)
     np.testing.assert_array_equal(np.diag(sparse.dask.compute()), np.ones(70))
+
+
+def test_normalization_refuses_a_zero_diagonal_naming_the_samples():
+    from dkernel import SVC
+
+    X, y = make_data(40, seed=3)
+    X[[7, 12]] = 0.0  # all-zero rows: K(x, x) = 0 under a linear kernel, no direction in feature space
+    K = X @ X.T
+    with pytest.raises(ValueError, match=r"undefined for 2 of the 40 training samples: K\(x, x\) <= 0 at sample "
+                                         r"index 7, 12"):
+        NormalizedGram(DenseGram(K))
+    with pytest.raises(ValueError, match=r"K\(x, x\) <= 0 at sample index 7, 12 \(e.g. an all-zero row"):
+        SVC(kernel="linear", normalize=True).fit(X, y)
+    with pytest.raises(ValueError, match="Graf & Borer eq. 2"):
+        SVC(kernel="linear", normalize=True, normalize_bias_correction=True).fit(X, y)
+    # The same rows under (1 + x·z)², whose K(x, x) = 1 > 0, normalize.
+    assert SVC(kernel="poly", degree=2, gamma=1.0, coef0=1.0, normalize=True).fit(X, y).score(X, y) > 0.5
