@@ -266,13 +266,15 @@ class ConformalGram(_GramView):
 
     def cross(self, X_new, X_train=None, columns=None):
         """``D(x) K(x, x_i) D(x_i)`` for new points ``x`` against the training points (``columns`` of them)."""
+        d_new = self._new_factor(X_new)
         K = _base_cross(self.base, X_new, X_train, columns=columns)
         d = self._vector if columns is None else self._vector[np.asarray(columns, dtype=np.intp)]
-        return _scale_block(K, self._new_factor(X_new), d)
+        return _scale_block(K, d_new, d)
 
     def cross_diag(self, X_new, X_train=None):
         """``D(x)² K(x, x)``."""
-        return np.asarray(_base_cross_diag(self.base, X_new, X_train), dtype=np.float64) * self._new_factor(X_new)**2
+        d_new = self._new_factor(X_new)
+        return np.asarray(_base_cross_diag(self.base, X_new, X_train), dtype=np.float64) * d_new**2
 
     def _step(self):
         step = {"name": "conformal"}

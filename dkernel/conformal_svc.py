@@ -223,6 +223,7 @@ class ConformalSVC(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         """Class labels of ``X``: ``classes_[1]`` where the decision value is > 0."""
+        check_is_fitted(self)
         if is_dask(X):
             return X.rechunk({1: -1}).map_blocks(self.predict, drop_axis=1, dtype=self.classes_.dtype)
         return self.classes_[(self.decision_function(X) > 0).astype(np.intp)]
