@@ -16,6 +16,7 @@ PIPELINES = (
     "meila_centering_real",
     "large_scale_centering",
     "graf_coil",
+    "williams_conformal",
 )
 
 

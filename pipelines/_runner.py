@@ -62,14 +62,14 @@ __all__ = [
 
 #: Columns that identify a repeat of the same setting; everything else that is
 #: not a measured value groups the summary.
-REPEAT_KEYS = ("repeat", "seed_index")
+REPEAT_KEYS = ("repeat", "seed_index", "trial")
 
 #: Measured values averaged in the summary (also every key starting with one
 #: of :data:`MEASURE_PREFIXES`). Booleans average to a fraction (e.g. of
 #: converged fits).
 MEASURES = (
     "test_error", "alignment", "n_sv", "train_error", "objective", "fit_seconds", "n_iter", "converged",
-    "delta_b", "decision_gap", "kernel_max_abs", "float32_error",
+    "delta_b", "decision_gap", "kernel_max_abs", "float32_error", "kappa",
 )  # fmt: skip
 MEASURE_PREFIXES = ("test_error", "alignment", "n_sv")
 MEASURE_PREFIXES += ("error", "b_relative_change", "margins_clipped")  # graf_coil
