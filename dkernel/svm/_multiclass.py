@@ -57,10 +57,7 @@ def solve_problems(solve, problems, parallel):
     sizes = [index.shape[0] for index, _ in problems]
     threads = min(usable_cores(), sum(size >= PARALLEL_PROBLEM_SIZE for size in sizes))
     if not parallel or threads < 2:
-        # One after the other, a solver's products are vectors times q × n blocks: memory-bound, and
-        # BLAS threads cost more than they gain, most on a busy machine (2-4x measured there).
-        with single_blas_thread(enabled=parallel and max(sizes) >= PARALLEL_PROBLEM_SIZE):
-            return [solve(k) for k in range(len(problems))]
+        return [solve(k) for k in range(len(problems))]
     order = sorted(range(len(problems)), key=lambda k: -sizes[k])
     with single_blas_thread(), ThreadPoolExecutor(max_workers=threads) as pool:
         futures = {k: pool.submit(solve, k) for k in order}

@@ -18,14 +18,14 @@ import warnings
 import numpy as np
 
 from .. import _artifacts
-from .._dense import dense_symmetric_gram
+from .._dense import dense_symmetric_gram, single_blas_thread
 from .._on_demand_gram import ON_DEMAND_MIN_SAMPLES, OnDemandGram
 from .._sources import DenseGram, KernelGram, SubsetGram
 from ..centering import Centering, delta_b
 from ..kernels import Kernel, get_kernel
 from ..normalization import graf_intercept
 from ._kernel import estimator_kernel
-from ._small import libsvm_pair_cap, solve_small, solves_whole
+from ._small import SMALL_PROBLEM_SIZE, libsvm_pair_cap, solve_small, solves_whole
 
 #: Fraction of the available memory that a whole in-memory training Gram may
 #: take when ``cache_size`` is not given; above it, kernel rows are computed on
@@ -267,7 +267,13 @@ def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, 
     max_iter = outer_iteration_cap(rows.n, working_set_size) if max_iter == -1 else max_iter
     kwargs = dict(tol=tol, working_set_size=working_set_size, max_iter=max_iter, verbose=bool(verbose),
                   shrinking=bool(shrinking))
-    result = solve_qp(rows, y_pm, C, client=solver_client(rows, client), checkpoint=checkpoint, **kwargs)
+    client = solver_client(rows, client)
+    # The solver's products on a Gram held in memory are memory-bound (a vector times q × n): BLAS threads
+    # cost more than they gain, 2-4x on a busy machine. Kernel rows computed on the fly keep them.
+    in_memory = (client is None and rows.n > SMALL_PROBLEM_SIZE
+                 and isinstance(_gram_root(rows), (np.ndarray, DenseGram, OnDemandGram)))
+    with single_blas_thread(enabled=in_memory):
+        result = solve_qp(rows, y_pm, C, client=client, checkpoint=checkpoint, **kwargs)
     coef = result.alpha * y_pm
     b = float(result.intercept)
     db = delta_b(coef, h) if h is not None else 0.0
