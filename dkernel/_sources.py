@@ -276,7 +276,10 @@ class SubsetGram:
         return getattr(self.base, "kernel", None)
 
     def rows(self, idx):
-        return np.asarray(self.base.rows(self.index[np.asarray(idx, dtype=np.intp)]))[:, self.index]
+        base_rows = self.index[np.asarray(idx, dtype=np.intp)]
+        if isinstance(self.base, DenseGram):  # one gather of the requested entries, no whole base rows
+            return self.base.K[np.ix_(base_rows, self.index)]
+        return np.asarray(self.base.rows(base_rows))[:, self.index]
 
     def diag(self):
         if self._diag is None:

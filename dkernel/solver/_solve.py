@@ -79,8 +79,8 @@ def solve_qp(
         Stop when the maximal violating pair gap ``m(alpha) - M(alpha)`` is
         at most ``tol`` (libsvm's criterion).
     working_set_size : int, optional
-        Variables per working set, at least 2. Default ``min(n, 512)`` with
-        one equality row, ``min(n, max(64, 2 (l + 1)))`` with several (the
+        Variables per working set, at least 2. Default ``min(n, 128)`` with
+        one equality row (``min(n, 512)`` with a client), ``min(n, max(64, 2 (l + 1)))`` with several (the
         sub-problem is then solved by a dense active-set method).
     max_iter : int, default=100000
         Outer iterations before stopping with a ``ConvergenceWarning``.
@@ -185,7 +185,8 @@ def solve_qp(
     checkpoint = as_checkpoint(checkpoint)
     on_a_worker = _loop_on_a_worker(coordinator, callback)
     prob, q = prepare_problem(
-        rows, y, C, p, E, e, alpha0, tol=tol, working_set_size=working_set_size, max_iter=max_iter
+        rows, y, C, p, E, e, alpha0, tol=tol, working_set_size=working_set_size, max_iter=max_iter,
+        distributed=client is not None,
     )
     if not prob.is_svc_constraint:
         if client is not None or checkpoint is not None:

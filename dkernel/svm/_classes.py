@@ -204,9 +204,9 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
     n_iter_ : ndarray of dtype int32
         Solver outer iterations per binary problem.
     gram_dtype_ : str
-        How the training Gram was held: ``"float64"`` or ``"float32"`` (whole,
-        in memory), ``"on-the-fly"`` (rows computed as needed), ``"store"``
-        (zarr) or ``"precomputed"``.
+        How the training Gram was held: ``"float64"`` or ``"float32"`` (whole, in memory), ``"on-demand"``
+        (one binary problem: rows as needed, the whole Gram once they pass n/8), ``"on-the-fly"`` (rows
+        computed as needed), ``"store"`` (zarr) or ``"precomputed"``.
     store_path_ : str
         The Gram store used for training (only with ``store``).
     fit_status_ : int
@@ -387,7 +387,7 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
         checkpoints = problem_checkpoints(self.checkpoint, len(problems))
         rng = np.random.default_rng(seed_from(self.random_state))
         with client_for(self.client) as client:
-            base = self._training_gram(X, kernel, client)
+            base = self._training_gram(X, kernel, client, on_demand=len(problems) == 1 and self.centering is None)
             if self.normalize:
                 from ..operators import NormalizedGram  # imported when used: the operators bring in the zarr store
 
@@ -402,7 +402,7 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
             self._support_data = _safe_indexing(X_given, self.support_)
         return self
 
-    def _training_gram(self, X, kernel, client):
+    def _training_gram(self, X, kernel, client, on_demand=False):
         """The Gram source of the training data, before views; records how it is held in ``gram_dtype_``."""
         if self._gram_given:
             self.gram_dtype_ = "precomputed"
@@ -411,7 +411,7 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
         if self.store is not None:
             path = self.store_path_ = store_path(self.store, X, kernel)
         gram, self.gram_dtype_ = training_gram(X, kernel, client, store_path=path, cache_size=self.cache_size,
-                                               progress=bool(self.verbose))
+                                               progress=bool(self.verbose), on_demand=on_demand and not self.normalize)
         return gram
 
     def _fit_problems(self, base, problems, C_i, client, rng, checkpoints):

@@ -18,13 +18,14 @@ import warnings
 import numpy as np
 
 from .. import _artifacts
-from .._dense import dense_symmetric_gram
+from .._dense import dense_symmetric_gram, single_blas_thread
+from .._on_demand_gram import ON_DEMAND_MIN_SAMPLES, OnDemandGram
 from .._sources import DenseGram, KernelGram, SubsetGram
 from ..centering import Centering, delta_b
 from ..kernels import Kernel, get_kernel
 from ..normalization import graf_intercept
 from ._kernel import estimator_kernel
-from ._small import libsvm_pair_cap, solve_small, solves_whole
+from ._small import SMALL_PROBLEM_SIZE, libsvm_pair_cap, solve_small, solves_whole
 
 #: Fraction of the available memory that a whole in-memory training Gram may
 #: take when ``cache_size`` is not given; above it, kernel rows are computed on
@@ -76,13 +77,17 @@ def store_path(store, X, kernel):
     return os.path.join(path, f"gram-{hashlib.sha256(key.encode()).hexdigest()[:16]}.zarr")
 
 
-def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progress=False):
+def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progress=False, on_demand=False):
     """The Gram source of the training data, before views, and how it is held.
 
     Returns ``(gram, held)``, ``held`` being ``"store"`` (zarr at
     ``store_path``), ``"float64"`` or ``"float32"`` (whole, in memory, when it
-    fits :func:`gram_memory_budget` and no client is used) or
-    ``"on-the-fly"`` (rows computed as needed).
+    fits :func:`gram_memory_budget` and no client is used), ``"on-demand"``
+    (with ``on_demand``, for one binary problem of at least
+    :data:`~dkernel._on_demand_gram.ON_DEMAND_MIN_SAMPLES` samples whose whole
+    Gram fits: rows computed as the solver asks, the whole Gram once they
+    pass ``n / 8``, :class:`~dkernel._on_demand_gram.OnDemandGram`) or
+    ``"on-the-fly"`` (rows computed as needed, with a row cache).
     """
     if store_path is not None:
         from ..gram import GramMatrix
@@ -95,6 +100,8 @@ def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progre
         # float64 when it fits; else float32, as libsvm's single-precision kernel cache.
         for dtype in (np.float64, np.float32):
             if n * n * np.dtype(dtype).itemsize <= budget:
+                if on_demand and n >= ON_DEMAND_MIN_SAMPLES:
+                    return OnDemandGram(X, kernel, dtype=dtype, progress=progress), "on-demand"
                 return dense_symmetric_gram(X, kernel, dtype=dtype, progress=progress), np.dtype(dtype).name
     # On a cluster without a store, each worker computes the kernel columns of its own
     # row range from X (shipped once), so no Gram matrix travels over the network.
@@ -106,13 +113,18 @@ def row_cache_bytes(cache_size):
     return DEFAULT_ROW_CACHE_BYTES if cache_size is None else int(cache_size * 2**20)
 
 
-def _principal_submatrix(base, index):
-    """``base`` restricted to the samples ``index`` (``base`` itself when they are all of its samples, in order)."""
+def _principal_submatrix(base, index, *, copy=True):
+    """``base`` restricted to the samples ``index`` (``base`` itself when they are all of its samples, in order).
+
+    An in-memory ``base`` is copied (``copy``), or else read in place: the
+    solver then gathers only the rows it asks for, in one fancy index each
+    (a one-vs-one problem needs fewer rows than it has samples).
+    """
     n_total = base.shape[0] if isinstance(base, np.ndarray) else base.n
     if index.shape[0] == n_total and np.array_equal(index, np.arange(n_total)):
         return base
     if isinstance(base, np.ndarray):
-        return base[np.ix_(index, index)]
+        return base[np.ix_(index, index)] if copy else SubsetGram(DenseGram(base), index)
     return SubsetGram(base, index)
 
 
@@ -170,7 +182,7 @@ def centering_for(scheme, n_sample, y_pm, rng):
 
 def outer_iteration_cap(n, working_set_size):
     """libsvm's cap of max(10⁷, 100 n) two-variable steps, in outer iterations of q variables."""
-    q = working_set_size or min(n, 512)
+    q = working_set_size or min(n, 128)  # the in-process default of dkernel.solver (LOCAL_WORKING_SET_SIZE)
     return max(1000, libsvm_pair_cap(n) // max(q, 2))
 
 
@@ -243,7 +255,8 @@ def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, 
     Returns a dict: ``coef`` (α y), ``intercept`` (corrected),
     ``uncorrected``, ``delta_b``, ``objective``, ``n_iter``, ``converged``.
     """
-    gram = _principal_submatrix(base, index)
+    # In this process, without centering, the rows are gathered from the shared Gram as the solver asks for them.
+    gram = _principal_submatrix(base, index, copy=centering is not None or client is not None)
     h = None
     if centering is not None:
         from ..operators import CenteredGram  # imported when used: the operators bring in the zarr store
@@ -254,7 +267,13 @@ def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, 
     max_iter = outer_iteration_cap(rows.n, working_set_size) if max_iter == -1 else max_iter
     kwargs = dict(tol=tol, working_set_size=working_set_size, max_iter=max_iter, verbose=bool(verbose),
                   shrinking=bool(shrinking))
-    result = solve_qp(rows, y_pm, C, client=solver_client(rows, client), checkpoint=checkpoint, **kwargs)
+    client = solver_client(rows, client)
+    # The solver's products on a Gram held in memory are memory-bound (a vector times q × n): BLAS threads
+    # cost more than they gain, 2-4x on a busy machine. Kernel rows computed on the fly keep them.
+    in_memory = (client is None and rows.n > SMALL_PROBLEM_SIZE
+                 and isinstance(_gram_root(rows), (np.ndarray, DenseGram, OnDemandGram)))
+    with single_blas_thread(enabled=in_memory):
+        result = solve_qp(rows, y_pm, C, client=client, checkpoint=checkpoint, **kwargs)
     coef = result.alpha * y_pm
     b = float(result.intercept)
     db = delta_b(coef, h) if h is not None else 0.0
