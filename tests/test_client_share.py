@@ -25,7 +25,9 @@ from dkernel.solver._actors import ActorGradients
 distributed = pytest.importorskip("distributed")
 
 N_SAMPLES = 4000
-PARAMS = dict(kernel="rbf", gamma=0.01, C=10.0, centering="class-balanced", normalize=True, tol=1e-3)
+# The working-set size of a fit on workers (one process defaults to a smaller one), so both take the same path.
+PARAMS = dict(kernel="rbf", gamma=0.01, C=10.0, centering="class-balanced", normalize=True, tol=1e-3,
+              working_set_size=512)
 
 
 def _cpu_seconds(pids):
