@@ -97,14 +97,19 @@ class GeodesicNeighbourFeatures(TransformerMixin, BaseEstimator):
             np.fill_diagonal(D, np.inf)
         return class_presence(D, self._labels, self.n_neighbors, self.classes_.shape[0])
 
-    def transform(self, X):
-        """Features of new points: geodesic distance ``min_n (|x - n| + D(n, ·))`` over their graph neighbours."""
+    def geodesic_to_training(self, X):
+        """Geodesic distances (n, n_train) of new points: ``min_n (|x - n| + D(n, ·))`` over their graph neighbours."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         dist, nodes = self._nodes.kneighbors(X)
         D = np.full((X.shape[0], self._n_train), np.inf)
         for k in range(nodes.shape[1]):
             np.minimum(D, dist[:, k, None] + self.geodesic_[:, nodes[:, k]].T, out=D)
+        return D
+
+    def transform(self, X):
+        """Features of new points from their geodesic distances to the training points."""
+        D = self.geodesic_to_training(X)
         return class_presence(D, self._labels, self.n_neighbors, self.classes_.shape[0])
 
 
