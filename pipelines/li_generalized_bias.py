@@ -64,6 +64,8 @@ def make_tasks(config):
 
 
 def run_task(task):
+    """One task's records. Each fit runs in the task's own process (``client=False``): the pipeline's
+    parallelism is over tasks, and a fit must not submit work to the cluster that runs it."""
     return {"1": _coil_cv, "2": _coil_fixed, "3": _news}[task["figure"]](task)
 
 
@@ -105,8 +107,8 @@ def _coil_cv(task):
     folds = StratifiedKFold(CV_FOLDS, shuffle=True, random_state=0)
     features = GeodesicNeighbourFeatures(n_neighbors=KNN_NEIGHBOURS, unlabeled=X_test)
     records = []
-    for method, estimator in (("svm", SVC(kernel="rbf")),
-                              ("svm-gb", GeneralizedBiasSVC(kernel="rbf", features=features))):
+    for method, estimator in (("svm", SVC(kernel="rbf", client=False)),
+                              ("svm-gb", GeneralizedBiasSVC(kernel="rbf", features=features, client=False))):
         start = time.perf_counter()
         search = GridSearchCV(estimator, grid, cv=folds).fit(X, y)
         records.append(_record(task, method, len(y), "cross-validated", _accuracy(search, X_test, y_test),
@@ -137,9 +139,9 @@ def _coil_fixed(task):
         for method in ("svm", "svm-gb"):
             start = time.perf_counter()
             if method == "svm":
-                model = SVC(C=C, kernel="rbf", gamma=factor * g0)
+                model = SVC(C=C, kernel="rbf", gamma=factor * g0, client=False)
             else:
-                model = GeneralizedBiasSVC(C=C, kernel="rbf", gamma=factor * g0,
+                model = GeneralizedBiasSVC(C=C, kernel="rbf", gamma=factor * g0, client=False,
                                            features=GeodesicNeighbourFeatures(unlabeled=X_test))
             model.fit(X, y)
             records.append(_record(task, method, len(y), setting, _accuracy(model, X_test, y_test),
@@ -186,11 +188,11 @@ def _news(task):
             for method in ("svm-bow", "svm-plsa", "svm-gb"):
                 start = time.perf_counter()
                 if method == "svm-bow":
-                    model, Xm = SVC(C=NEWS_C, kernel="linear"), X
+                    model, Xm = SVC(C=NEWS_C, kernel="linear", client=False), X
                 elif method == "svm-plsa":
-                    model, Xm = SVC(C=NEWS_C, kernel="linear"), topics
+                    model, Xm = SVC(C=NEWS_C, kernel="linear", client=False), topics
                 else:
-                    model, Xm = GeneralizedBiasSVC(C=NEWS_C, kernel="linear", features=plsa), X
+                    model, Xm = GeneralizedBiasSVC(C=NEWS_C, kernel="linear", features=plsa, client=False), X
                 model.fit(Xm[train], y[train])
                 seconds = time.perf_counter() - start + (plsa_seconds if method != "svm-bow" else 0.0)
                 records.append(_record(task, method, n, f"linear, C = {NEWS_C:g}",
