@@ -17,6 +17,7 @@ PIPELINES = (
     "large_scale_centering",
     "graf_coil",
     "williams_conformal",
+    "li_generalized_bias",
 )
 
 

@@ -69,7 +69,7 @@ REPEAT_KEYS = ("repeat", "seed_index", "trial")
 #: converged fits).
 MEASURES = (
     "test_error", "alignment", "n_sv", "train_error", "objective", "fit_seconds", "n_iter", "converged",
-    "delta_b", "decision_gap", "kernel_max_abs", "float32_error", "kappa",
+    "delta_b", "decision_gap", "kernel_max_abs", "float32_error", "kappa", "accuracy",
 )  # fmt: skip
 MEASURE_PREFIXES = ("test_error", "alignment", "n_sv")
 MEASURE_PREFIXES += ("error", "b_relative_change", "margins_clipped")  # graf_coil
