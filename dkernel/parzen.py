@@ -74,8 +74,7 @@ class ParzenWindowClassifier(ClassifierMixin, BaseEstimator):
         else:
             self.X_fit_ = check_data(X) if not callable(self.kernel) or isinstance(self.kernel, str) else X
             self._kernel = (self.kernel if callable(self.kernel) and not hasattr(self.kernel, "block")
-                            else get_kernel(self.kernel, gamma=self.gamma, coef0=self.coef0,
-                                            degree=self.degree).resolve(self.X_fit_.shape[1]))
+                            else get_kernel(self.kernel, **{k: v for k, v in (("gamma", self.gamma), ("coef0", self.coef0), ("degree", self.degree)) if v is not None}).resolve(self.X_fit_.shape[1]))
             self.n_features_in_ = self.X_fit_.shape[1]
         return self
 

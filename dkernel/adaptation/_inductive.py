@@ -122,7 +122,7 @@ class KernelAligner(TransformerMixin, BaseEstimator):
     def _base_kernel(self, X):
         if self.kernel == "precomputed":
             return None
-        return get_kernel(self.kernel, gamma=self.gamma, coef0=self.coef0, degree=self.degree).resolve(X.shape[1])
+        return get_kernel(self.kernel, **{k: v for k, v in (("gamma", self.gamma), ("coef0", self.coef0), ("degree", self.degree)) if v is not None}).resolve(X.shape[1])
 
     def _training_gram(self, X, kernel):
         if kernel is None:
