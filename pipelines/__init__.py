@@ -15,6 +15,7 @@ PIPELINES = (
     "meila_imbalanced",
     "meila_centering_real",
     "large_scale_centering",
+    "kandola_uneven", "kandola_regression",
 )
 
 

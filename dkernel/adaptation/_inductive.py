@@ -126,6 +126,8 @@ class KernelAligner(TransformerMixin, BaseEstimator):
 
     def _training_gram(self, X, kernel):
         if kernel is None:
+            if hasattr(X, "rows") and hasattr(X, "n"):
+                return X  # a Gram source (a store's rows, a view): read blockwise by the eigensolver
             K = np.asarray(X, dtype=np.float64)
             if K.ndim != 2 or K.shape[0] != K.shape[1]:
                 raise ValueError(f"with kernel='precomputed' fit takes the square training Gram; got shape {K.shape}.")

@@ -1,0 +1,76 @@
+"""Kandola, Shawe-Taylor & Cristianini, Tables 3 and 4: kernel adaptation by alignment for regression.
+
+The sinc function with a Gaussian kernel and auto-mpg with a linear kernel,
+training fractions 80, 50 and 20 %, 10 random splits each; the transductive
+algorithm (Algorithm 1) with the regression target ``y - ȳ`` (eq. 7); for
+``K`` and ``G``: training and test alignment and the test mean squared error
+of ridge regression (scikit-learn's ``KernelRidge`` on the precomputed
+matrix). The inductive algorithm is measured too (the paper reports it only
+for the uneven sets).
+
+Run ``dkernel run kandola_regression`` (``--quick``: sinc only, two repeats) or
+``python -m pipelines.kandola_regression``.
+"""
+
+from . import _kandola
+from ._runner import run_as_script
+
+NAME = "kandola_regression"
+DESCRIPTION = ("Kandola et al. (2002), Tables 3, 4: alignment adaptation for regression on the sinc function "
+               "(Gaussian kernel) and auto-mpg (linear kernel); ridge regression.")
+TABLES = (("sinc", "transductive"), ("auto-mpg", "transductive"))
+
+
+def make_tasks(config):
+    """One task per data set × training fraction × repeat (auto-mpg only in the full run)."""
+    return _kandola.split_tasks(NAME, ("sinc",) if config.quick else ("sinc", "auto-mpg"), config)
+
+
+def run_task(task):
+    """K and the transductive and inductive G of one split, each measured by ridge regression."""
+    return _kandola.run_split(task)
+
+
+def _setup(result):
+    from ._report import listing
+
+    records = result.records
+    ranks = {d: sorted({r["rank"] for r in records if r["dataset"] == d and r["matrix"] == "G"
+                        and r["algorithm"] == "transductive"}) for d in ("sinc", "auto-mpg")}
+    alphas = sorted({r["ridge_alpha"] for r in records if r["ridge_alpha"] is not None})
+    n_ampg = sorted({r["n_train"] + r["n_test"] for r in records if r["dataset"] == "auto-mpg"})
+    return (
+        f"Data: sinc, {_kandola.SINC_N} points x uniform in [−{_kandola.SINC_RANGE:g}, {_kandola.SINC_RANGE:g}], "
+        f"y = sin(x)/x + N(0, {_kandola.SINC_NOISE:g}²), Gaussian kernel exp(−|x − z|²/(2σ²)) with σ = "
+        f"{_kandola.SINC_SIGMA:g} (the paper gives none of these; one set per run drawn from the seed); auto-mpg "
+        f"(UCI, {listing(n_ampg) if n_ampg else '–'} cars with known horsepower; the paper kept 353), its six "
+        "characteristics of §6 standardized, linear kernel, y = miles per gallon. Target: y − ȳ over the training "
+        "rows (eq. 7). G = Σ α_i v_i v_iᵀ, α_i ∝ ⟨v_i, t⟩² (eq. 5), eigenvalues below 10⁻¹⁰ λ_max dropped; "
+        f"transductive eigenvectors kept: sinc {listing(ranks['sinc'])}, auto-mpg "
+        f"{listing(ranks['auto-mpg']) if ranks['auto-mpg'] else '–'}. G is scaled to K's trace on the training "
+        "points for the ridge. RR error: test mean squared error of `sklearn.kernel_ridge.KernelRidge("
+        "kernel='precomputed')`, λ chosen by 5-fold cross-validation on the training points from "
+        f"{listing(f'{a:g}' for a in _kandola.RIDGE_GRID)} (chosen: {listing(f'{a:g}' for a in alphas)})."
+    )
+
+
+_WHY = (
+    "The paper does not give the sinc sample (size, range, noise) nor σ, so its sinc cells are compared with one "
+    "plausible set-up, not the same data. Its auto-mpg errors for K (16.6–18.6) are those of a poorly regularized "
+    "linear fit of mpg; the ridge on standardized inputs with a cross-validated λ is already near the best "
+    "linear fit, which leaves the adapted G less room than in the paper. A linear kernel on six inputs has rank "
+    "six: its adapted G reweights at most six directions, so G's ridge is a reweighted linear regression, not "
+    "the large gain of Table 4. The alignment of the regression target compares K with (y − ȳ)(y − ȳ)ᵀ, whose "
+    "scale and the kernel's offset (no centering of K in the paper) set the K rows' alignment."
+)
+
+
+def write_report(result, outdir):
+    """``report.md`` (Tables 3, 4 beside dkernel's) and ``tables.png``."""
+    return _kandola.write_report(result, outdir, name=NAME, title="alignment adaptation for regression "
+                                 "(Kandola et al. 2002, Tables 3, 4)", tables=TABLES,
+                                 setup=_setup(result), why=_WHY)
+
+
+if __name__ == "__main__":
+    run_as_script(NAME)
