@@ -204,7 +204,7 @@ def _svc(M_train, M_test, y_train):
 
     from dkernel import SVC
 
-    search = GridSearchCV(SVC(kernel="precomputed"), {"C": list(C_GRID)}, cv=_folds(y_train, "uneven"))
+    search = GridSearchCV(SVC(kernel="precomputed", client=False), {"C": list(C_GRID)}, cv=_folds(y_train, "uneven"))
     search.fit(M_train, y_train)
     return search.best_estimator_.predict(M_test), float(search.best_params_["C"])
 
