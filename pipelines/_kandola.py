@@ -210,14 +210,19 @@ def _svc(M_train, M_test, y_train):
 
 
 def _ridge(M_train, M_test, y_train):
-    """scikit-learn's ``KernelRidge`` on the precomputed matrix, λ chosen by cross-validation."""
+    """scikit-learn's ``KernelRidge`` on the precomputed matrix, λ chosen by cross-validation.
+
+    It fits ``y - ȳ`` (the regression target of eq. 7, ȳ over the training points) and adds ȳ back: an
+    unpenalized intercept, which ``KernelRidge`` has not.
+    """
     from sklearn.kernel_ridge import KernelRidge
     from sklearn.model_selection import GridSearchCV
 
+    mean = float(np.mean(y_train))
     search = GridSearchCV(KernelRidge(kernel="precomputed"), {"alpha": list(RIDGE_GRID)},
                           cv=_folds(y_train, "regression"), scoring="neg_mean_squared_error")
-    search.fit(M_train, y_train)
-    return search.best_estimator_.predict(M_test), float(search.best_params_["alpha"])
+    search.fit(M_train, y_train - mean)
+    return search.best_estimator_.predict(M_test) + mean, float(search.best_params_["alpha"])
 
 
 def _uneven_measures(blocks, y_train, y_test):
@@ -263,7 +268,8 @@ def run_split(task, algorithms=("transductive", "inductive")):
     rng = task_rng(task["seed"], task["seed_index"])
     train, test = _split(y, task["train_fraction"], rng, stratify=spec["task"] == "uneven")
     setting = {"dataset": task["dataset"], "kernel": spec["kernel"], "target": spec["target"],
-               "train_fraction": task["train_fraction"], "n_train": len(train), "n_test": len(test)}  # fmt: skip
+               "train_fraction": task["train_fraction"], "n_train": len(train), "n_test": len(test),
+               "positive_fraction": float(np.mean(y == 1)) if spec["task"] == "uneven" else None}  # fmt: skip
     K_blocks = _blocks(K, train, test)
     K_measures = _measures(K_blocks, y, train, test, spec)
     records = []
@@ -436,7 +442,6 @@ def figure(records, tables, path, title):
             ax.set_visible(False)
     axes[0, 0].legend(fontsize=6)
     fig.suptitle(title)
-    fig.tight_layout()
     return save_figure(fig, path)
 
 

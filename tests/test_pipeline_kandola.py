@@ -95,3 +95,13 @@ def test_spread_is_the_sample_standard_deviation():
     mean, sd, count = spread(records, "f1", dataset="toy")
     assert (mean, count) == (pytest.approx(0.7), 3) and sd == pytest.approx(np.std([0.5, 0.7, 0.9], ddof=1))
     assert spread(records, "f1", dataset="medline") is None
+
+
+def test_medline_words_are_porter_stems_without_stop_words_or_punctuation():
+    import pickle
+
+    from dkernel.datasets._stemming import PorterAnalyzer
+
+    analyzer = pickle.loads(pickle.dumps(PorterAnalyzer()))
+    assert analyzer("The patients were running; relational studies, generalizations!") == [
+        "patient", "run", "relat", "studi", "gener"]
