@@ -70,6 +70,7 @@ KINDS = {
     "model": ("dkernel-svc", "a dkernel model"),
     "results": ("dkernel-results", "dkernel pipeline results"),
     "checkpoint": ("dkernel-checkpoint", "a dkernel solver checkpoint"),
+    "learner": ("dkernel-learner", "a dkernel Parzen window or ridge model"),
 }
 
 _FORMATS = {fmt: kind for kind, (fmt, _) in KINDS.items()}

@@ -18,6 +18,8 @@ PIPELINES = (
     "graf_coil",
     "williams_conformal",
     "li_generalized_bias",
+    "kandola_uneven",
+    "kandola_regression",
 )
 
 

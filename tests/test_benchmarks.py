@@ -22,6 +22,8 @@ CASES = {
                         ["ratio", "first fit", "digits 3 vs 8"]),
     "bench_out_of_core.py": (["--n", "1500", "--d", "4", "--n-test", "100", "--memory-limit", "1GB"],
                              ["same support vectors: True"]),
+    "bench_adaptation.py": (["--n", "3000", "--rank", "20", "--exact-n", "300", "600", "--chunk", "1000"],
+                            ["faster than the extrapolated exact method"]),
 }
 
 

@@ -6,6 +6,7 @@
 ``verify``  check every block of a Gram store against its checksums
 ``center``  center a Gram store in feature space (Meila 2002)
 ``align``   kernel-target alignment of a Gram store (Kandola et al.)
+``adapt``   adapt a Gram store to its labels by alignment (Kandola et al.)
 ``fit``     train an SVM and save it as a model store
 ``predict`` predict labels with a saved model
 ``run``     run a reproduction pipeline and write its report
@@ -29,7 +30,7 @@ import argparse
 import sys
 
 from ..exceptions import CorruptStoreError, DKernelError
-from . import _model, _pipelines, _store, _views
+from . import _adapt, _model, _pipelines, _store, _views
 from ._arguments import _FLAG_NAMES, _check_options, _in_flags
 
 __all__ = ["build_parser", "main"]
@@ -44,7 +45,7 @@ def build_parser():
     )
     subparsers = parser.add_subparsers(title="commands", dest="command", metavar="<command>")
     subparsers.required = True
-    for commands in (_store, _views, _model, _pipelines):
+    for commands in (_store, _views, _adapt, _model, _pipelines):
         commands.add_commands(subparsers)
     return parser
 

@@ -1,6 +1,7 @@
 """The ``dkernel`` commands of a model: ``fit`` trains :class:`dkernel.SVC` and saves it, ``predict`` applies it."""
 
 from .._dask import scheduler_client
+from . import _adapt
 from ._arguments import (_add_cluster_arguments, _add_command, _add_kernel_arguments, _announce_cluster,
                          _cluster_choice, _kernel_args, _read_data)
 
@@ -48,6 +49,7 @@ def _add_fit_parser(subparsers):
     k.add_argument("--graf-correction", action="store_true", help="Graf & Borer's corrected threshold b'")
     k.add_argument("--multiclass", choices=["ovo", "ovr"], default="ovo", help="one-vs-one (default) or one-vs-rest")
     k.add_argument("--working-set-size", type=int, metavar="Q", help="variables per solver sub-problem")
+    _adapt.add_learner_arguments(k)
     x = p.add_argument_group("execution")
     x.add_argument("--store", metavar="PATH",
                    help="keep the training Gram on disk: a Gram store written by 'dkernel gram' (used when it "
@@ -103,11 +105,13 @@ def _run_fit(args):
     from ..svm import SVC
 
     # The output paths first: nothing is read or trained when the model could not be saved.
-    _artifacts.check_target(args.model, "model", args.overwrite)
+    _artifacts.check_target(args.model, "model" if args.learner == "svc" else "learner", args.overwrite)
     if args.store and os.path.exists(os.path.join(args.store, "zarr.json")):
         check_store_path(args.store)  # a store used directly must hold a raw Gram
     checkpoint = _checkpoint_of(args)
     X, y = _read_training_data(args)
+    if args.learner != "svc":
+        return _adapt.run_learner_fit(args, X, y)
     clf = SVC(C=args.C, kernel=args.kernel, **_kernel_args(args),
               tol=args.tol, centering=args.centering, centering_sample=args.centering_sample,
               normalize=args.normalize, normalize_bias_correction=args.graf_correction, multiclass=args.multiclass,
@@ -148,6 +152,8 @@ def _run_predict(args):
 
     from ..svm import load_model
 
+    if _adapt.is_learner_model(args.model):
+        return _adapt.run_learner_predict(args)
     model = load_model(args.model)
     X, y = _read_data(args.data, args.labels)
     if X.shape[1] != model.n_features_in_:

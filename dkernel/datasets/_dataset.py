@@ -107,7 +107,8 @@ def load(
             with the class, see :func:`mutual_information_scores`).
         ``medline``
             ``query`` (1..30, or None for all queries), ``vectorizer``,
-            ``max_features``, ``select_k_best`` (needs ``query``).
+            ``max_features``, ``select_k_best`` (needs ``query``), ``stem``
+            (Porter stems of the words, PyStemmer, as Kandola et al. §6).
 
     Returns
     -------

@@ -81,8 +81,8 @@ def _log_tfidf(counts: sp.csr_matrix, document_frequency: np.ndarray, n_document
     return (weights @ sp.diags(idf)).tocsr()
 
 
-def _vectorize(train, test, y_train, *, vectorizer, max_features, select_k_best):
-    """Fit a bag-of-words vectorizer on ``train``; return CSR matrices and the terms."""
+def _vectorize(train, test, y_train, *, vectorizer, max_features, select_k_best, stem=False):
+    """Fit a bag-of-words vectorizer on ``train`` (Porter stems with ``stem``); return CSR matrices and the terms."""
     from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 
     if vectorizer not in _VECTORIZERS:
@@ -90,6 +90,10 @@ def _vectorize(train, test, y_train, *, vectorizer, max_features, select_k_best)
     if max_features is not None and (not isinstance(max_features, int) or max_features < 1):
         raise ValueError(f"max_features must be a positive integer or None, got {max_features!r}.")
     common = dict(stop_words="english", max_features=max_features, dtype=np.float64)
+    if stem:
+        from ._stemming import PorterAnalyzer
+
+        common = dict(analyzer=PorterAnalyzer(), max_features=max_features, dtype=np.float64)
     if vectorizer == "tfidf":
         model = TfidfVectorizer(**common)
     else:
@@ -298,7 +302,7 @@ def _medline_texts(data_home, download, verify) -> tuple[dict[str, str], list[Pa
 @_loader("medline")
 def _load_medline(
     data_home, *, download, verify, query=None, vectorizer="tfidf", max_features=None,
-    select_k_best=None,
+    select_k_best=None, stem=False,
 ) -> Dataset:  # fmt: skip
     members, paths = _medline_texts(data_home, download, verify)
     documents = _parse_smart(members["MED.ALL"])
@@ -332,14 +336,14 @@ def _load_medline(
     else:
         X, _, terms = _vectorize(
             texts, None, y, vectorizer=vectorizer, max_features=max_features,
-            select_k_best=select_k_best,
+            select_k_best=select_k_best, stem=stem,
         )  # fmt: skip
     return _dataset(
         "medline", X, y, paths, feature_names=terms,
         metadata={
             "doc_id": np.array(doc_ids, dtype=np.int64),
             "queries": tuple(queries[q] for q in query_ids),
-            "query": query, "vectorizer": vectorizer,
+            "query": query, "vectorizer": vectorizer, "stem": stem,
         },
     )  # fmt: skip
 

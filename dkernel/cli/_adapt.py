@@ -1,0 +1,213 @@
+"""``dkernel adapt``: a Gram store adapted to its labels by alignment (Kandola et al., Algorithms 1 and 2); and the
+paper's other learners behind ``dkernel fit --learner parzen|ridge`` and ``dkernel predict``.
+"""
+
+from .._io import load_labels
+from ._arguments import _FLAG_NAMES, _add_cluster_arguments, _add_command, _announce_cluster, _cluster_choice
+
+_FLAG_NAMES["adapt"] = {"rank": "--rank", "mass": "--mass", "random_state": "--seed", "method": "--method",
+                        "target": "--target"}
+
+_ADAPT_EPILOG = """\
+examples:
+  # transductive (Algorithm 1): eigenvectors of the Gram of every point, weights from the labelled rows
+  dkernel adapt K.zarr --labels y_train.npy --labelled train_idx.npy --transductive --out G.zarr
+
+  # top 200 eigenpairs by a randomized range finder over the store's blocks, on a local cluster
+  dkernel adapt K.zarr --labels y.npy --rank 200 --method randomized --cluster local --out G.zarr
+
+  # as many eigenpairs as carry 99 % of the trace; keep only the factors (G = U diag(alpha) U')
+  dkernel adapt K.zarr --labels y.npy --mass 0.99 --factors G.npz
+
+  # inductive (Algorithm 2): eigenvectors of the labelled rows' Gram, the others projected through the kernel
+  dkernel adapt K.zarr --labels y_train.npy --labelled train_idx.npy --inductive --target uneven --out G.zarr
+
+--labels holds one label per row of the store, or one per --labelled row.
+--labelled is a .npy file of row indices (or a boolean mask of the rows).
+--factors writes an .npz file with 'vectors' (n x k), 'weights' (k) and, for
+--inductive, 'projection' (|I| x k): features of a new point x are
+K(x, X_I) @ projection, and G(x, z) is their inner product.
+"""
+
+
+def _add_adapt_parser(subparsers):
+    p = _add_command(
+        subparsers, "adapt", _run_adapt,
+        help="adapt a Gram store to its labels by alignment (Kandola et al.)",
+        description="Reweight the eigenvectors of a Gram store to maximize its alignment with the labels: "
+                    "G = sum_i alpha_i v_i v_i', alpha_i ~ <v_i, t>^2 (eqs. 2-6).",
+        epilog=_ADAPT_EPILOG,
+    )
+    p.add_argument("store", metavar="PATH", help="folder of the Gram store (e.g. K.zarr)")
+    p.add_argument("--labels", metavar="FILE", required=True, help="labels or outputs (.npy, .txt, .csv)")
+    p.add_argument("--labelled", metavar="FILE", help="rows that carry the labels (.npy indices or mask; "
+                   "default: every row)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--transductive", dest="algorithm", action="store_const", const="transductive",
+                      help="eigenvectors of the whole Gram (Algorithm 1; the default)")
+    mode.add_argument("--inductive", dest="algorithm", action="store_const", const="inductive",
+                      help="eigenvectors of the labelled rows' Gram, other rows projected (Algorithm 2)")
+    p.add_argument("--target", choices=("classification", "uneven", "regression"), default="classification",
+                   help="t: +-1 labels, 1/n+ and -1/n- (eq. 9), or y - mean(y) (eq. 7) (default: %(default)s)")
+    p.add_argument("--rank", type=int, metavar="K", help="keep the top K eigenpairs")
+    p.add_argument("--mass", type=float, metavar="F", help="keep the eigenpairs that carry this fraction of the "
+                   "trace (0 < F <= 1)")
+    p.add_argument("--method", choices=("auto", "exact", "randomized", "nystroem"), default="auto",
+                   help="eigensolver (default: exact up to 5000 rows, else randomized)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the randomized eigensolver (default: %(default)s)")
+    p.add_argument("--out", metavar="PATH", help="write G as a derived Gram store")
+    p.add_argument("--factors", metavar="FILE", help="write G's factors to an .npz file (never n x n)")
+    p.add_argument("--overwrite", action="store_true", help="replace a Gram store at --out (never another folder)")
+    _add_cluster_arguments(p, "this process")
+    p.set_defaults(algorithm="transductive")
+
+
+def _labelled_rows(args, n, n_labels):
+    import numpy as np
+
+    if args.labelled is None:
+        if n_labels != n:
+            raise ValueError(f"--labels has {n_labels} labels but the Gram store {args.store} has {n} rows; pass "
+                             f"one label per row, or --labelled FILE naming the rows they belong to.")
+        return np.arange(n)
+    rows = np.load(args.labelled, allow_pickle=False)
+    rows = np.flatnonzero(rows) if rows.dtype == bool else rows.astype(np.intp)
+    if len(rows) == 0 or rows.min() < 0 or rows.max() >= n or len(np.unique(rows)) != len(rows):
+        raise ValueError(f"--labelled {args.labelled} must name distinct rows in [0, {n}) of the Gram store.")
+    if n_labels not in (n, len(rows)):
+        raise ValueError(f"--labels has {n_labels} labels but --labelled names {len(rows)} rows (and the store has "
+                         f"{n}); pass one label per labelled row or per row.")
+    return rows
+
+
+def _check_outputs(args, gram):
+    from ..gram import check_output_store
+
+    if not args.out and not args.factors:
+        raise ValueError("pass --out PATH (a Gram store) or --factors FILE (the low-rank factors), or both.")
+    if args.out:
+        check_output_store(args.out, args.overwrite, gram)
+    if args.factors and not args.factors.endswith(".npz"):
+        raise ValueError(f"--factors must name an .npz file; got {args.factors}.")
+    if args.rank is not None and not 1 <= args.rank <= gram.n:
+        raise ValueError(f"--rank {args.rank} must lie in [1, {gram.n}], the rows of the Gram store {args.store}.")
+
+
+def _inductive(gram, y, rows, args, client):
+    import numpy as np
+
+    from .._sources import SubsetGram, source_columns
+    from ..adaptation import AdaptedGram, KernelAligner
+
+    aligner = KernelAligner(kernel="precomputed", target=args.target, rank=args.rank, mass=args.mass,
+                            method=args.method, random_state=args.seed, client=client)
+    if args.method in ("randomized", "nystroem"):
+        aligner.fit(SubsetGram(gram, rows), y)  # the labelled rows' Gram, read blockwise
+    else:
+        from .._sources import principal_submatrix
+
+        aligner.fit(principal_submatrix(gram, rows), y)
+    # v_i(x) = Σ_j V_ji K(x, x_j) / λ_i for every row x of the store (v_i(x_j) = V_ji on the labelled rows).
+    projections = np.asarray(source_columns(gram, rows).compute()) @ (aligner.eigenvectors_ / aligner.eigenvalues_)
+    G = AdaptedGram(projections, aligner.weights_, base=gram, eigenvalues=aligner.eigenvalues_,
+                    target=args.target, method="inductive")
+    return G, aligner
+
+
+def _run_adapt(args):
+    import numpy as np
+
+    from ..adaptation import transductive_adaptation
+    from ..gram import GramMatrix
+
+    gram = GramMatrix.open(args.store)
+    _check_outputs(args, gram)
+    y = load_labels(args.labels)
+    rows = _labelled_rows(args, gram.n, len(y))
+    y = y[rows] if len(y) == gram.n and len(rows) != gram.n else y
+    spec, flag = _cluster_choice(args)
+    from .._dask import scheduler_client
+
+    with scheduler_client(spec, option=flag) as client:
+        _announce_cluster(client)
+        if args.algorithm == "inductive":
+            G, aligner = _inductive(gram, y, rows, args, client)
+            extra = {"projection": aligner.adapted_kernel_.projection, "labelled": rows}
+        else:
+            G = transductive_adaptation(gram, y, rows, target=args.target, rank=args.rank, mass=args.mass,
+                                        method=args.method, random_state=args.seed, client=client)
+            extra = {"labelled": rows}
+    print(f"dkernel: {args.algorithm} adaptation of {gram.n} rows, {G.rank} eigenvectors"
+          + (f" ({G.mass:.4f} of the trace)" if G.mass is not None else "")
+          + f"; training alignment of G ({args.target}): {G.alignment(y, rows, args.target):.6g}")
+    if args.factors:
+        np.savez(args.factors, vectors=G.vectors, weights=G.weights, **extra)
+        print(f"dkernel: wrote the factors of G ({G.n} x {G.rank}) to {args.factors}")
+    if args.out:
+        out = G.to_zarr(args.out, overwrite=args.overwrite)
+        print(f"dkernel: wrote the adapted {out.shape[0]}x{out.shape[1]} Gram to {out.path}")
+    return 0
+
+
+# ------------------------------------------------------------- other learners
+
+
+def add_learner_arguments(group):
+    """``--learner`` and ``--alpha`` of ``dkernel fit``."""
+    group.add_argument("--learner", choices=("svc", "parzen", "ridge"), default="svc",
+                       help="svc (default), parzen (Parzen window with the class weights 1/n+ and 1/n-, Kandola "
+                            "eq. 9) or ridge (kernel ridge regression, scikit-learn's KernelRidge)")
+    group.add_argument("--alpha", type=float, default=1.0, help="ridge regularization lambda (default 1)")
+
+
+def is_learner_model(path):
+    """Whether ``path`` holds a Parzen window or ridge model (``dkernel predict`` dispatches on it)."""
+    from ..learner_models import is_learner_model as stored_learner
+
+    return stored_learner(path)
+
+
+def run_learner_fit(args, X, y):
+    """Train and save the Parzen window or ridge model of ``dkernel fit --learner``."""
+    from ..learner_models import fit_learner, save_learner
+    from ..svm._kernel import estimator_kernel
+    from ._arguments import _kernel_args
+
+    if not args.alpha > 0:
+        raise ValueError(f"--alpha must be > 0; got {args.alpha}.")
+    kernel = estimator_kernel(args.kernel, X, **_kernel_args(args))  # the kernel of 'dkernel gram' and the SVC
+    model = fit_learner(args.learner, X, y, kernel, alpha=args.alpha)
+    path = save_learner(model, args.model, overwrite=args.overwrite)
+    print(f"dkernel: trained a {args.learner} model on {X.shape[0]} samples x {X.shape[1]} features; saved to {path}")
+    return 0
+
+
+def run_learner_predict(args):
+    """``dkernel predict`` with a Parzen window or ridge model."""
+    import numpy as np
+
+    from ..learner_models import load_learner
+    from ._arguments import _read_data
+
+    model = load_learner(args.model)
+    X, y = _read_data(args.data, args.labels)
+    if X.shape[1] != model.n_features_in_:
+        raise ValueError(f"--data {args.data} has {X.shape[1]} features but the model {args.model} was trained on "
+                         f"{model.n_features_in_}.")
+    pred = model.predict(X)
+    if args.out:
+        np.save(args.out, pred, allow_pickle=False)
+    if args.decision:
+        np.save(args.decision, model.decision_function(X), allow_pickle=False)
+    message = f"dkernel: predicted {pred.shape[0]} samples with the {model.learner} model"
+    if y is not None and model.classes is not None:
+        message += f", accuracy {np.mean(pred == np.asarray(y, dtype=pred.dtype)):.4f}"
+    elif y is not None:
+        message += f", mean squared error {np.mean((pred - np.asarray(y, dtype=np.float64)) ** 2):.6g}"
+    print(message + (f"; written to {args.out}" if args.out else ""))
+    return 0
+
+
+def add_commands(subparsers):
+    """adapt."""
+    _add_adapt_parser(subparsers)

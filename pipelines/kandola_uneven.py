@@ -1,0 +1,105 @@
+"""Kandola, Shawe-Taylor & Cristianini, Tables 1, 2, 5 and 6: kernel adaptation by alignment on uneven data sets.
+
+The 100 × 10 Gaussian toy with 65/35 labels (linear kernel) and Medline query
+20 (bag-of-words kernel of Porter stems), training fractions 80, 50 and 20 %,
+10 random splits each. For each split the kernel before (``K``) and after
+(``G``) adaptation to the uneven target of eq. (9), transductive
+(Algorithm 1: the eigenvectors of the Gram of all points) and inductive
+(Algorithm 2: those of the training Gram, test points projected through the
+kernel): training and test alignment, the test error of ``dkernel.SVC`` and of
+the Parzen window with unequal class weights, and F1 of the SVC.
+
+Run ``dkernel run kandola_uneven`` (``--quick``: the toy only, two repeats) or
+``python -m pipelines.kandola_uneven``.
+"""
+
+from . import _kandola
+from ._runner import run_as_script
+
+NAME = "kandola_uneven"
+DESCRIPTION = ("Kandola et al. (2002), Tables 1, 2, 5, 6: transductive and inductive alignment adaptation on the "
+               "uneven toy (65/35) and Medline query 20; SVC, Parzen window, F1.")
+TABLES = (("toy", "transductive"), ("medline", "transductive"), ("toy", "inductive"), ("medline", "inductive"))
+
+
+def make_tasks(config):
+    """One task per data set × training fraction × repeat (Medline only in the full run)."""
+    return _kandola.split_tasks(NAME, ("toy",) if config.quick else ("toy", "medline"), config)
+
+
+def run_task(task):
+    """K, transductive G and inductive G of one split, each measured."""
+    return _kandola.run_split(task)
+
+
+def _setup(result):
+    from ._report import listing
+
+    records = result.records
+    ranks = {d: sorted({r["rank"] for r in records if r["dataset"] == d and r["matrix"] == "G"})
+             for d in ("toy", "medline")}
+    Cs = sorted({r["svc_C"] for r in records if r["svc_C"] is not None})
+    return (
+        "Data: the toy set of §6 (100 points, 10 inputs drawn from N(0, 1), 65 labels +1 and 35 labels −1 "
+        "assigned at random, one set per run drawn from the seed; linear kernel) and Medline (1033 abstracts, "
+        "query 20: the relevant abstracts are the positive class; weights log(1 + tf)·log(m/df) of Porter stems "
+        "(PyStemmer) with stop words and punctuation removed, rows scaled to unit length; the bag-of-words kernel "
+        "is their inner product). Splits are stratified (the class proportions of the whole set in both parts). "
+        "The alignment target is eq. (9): 1/n₊ and −1/n₋ on the points concerned (training or test). "
+        "G = Σ α_i v_i v_iᵀ with α_i ∝ ⟨v_i, t⟩² over the training rows (eq. 5); eigenvalues below 10⁻¹⁰ λ_max "
+        f"are dropped (their eigenvectors are any basis of the null space); eigenvectors kept: toy "
+        f"{listing(ranks['toy'])}, Medline {listing(ranks['medline']) if ranks['medline'] else '–'}. "
+        "For the learners G is scaled to K's trace on the training points (alignment is scale-free; the "
+        "SVC's C grid is not). SVC: `dkernel.SVC(kernel='precomputed')`, C chosen by stratified 5-fold "
+        f"cross-validation on the training points from {listing(f'{c:g}' for c in _kandola.C_GRID)} (chosen: "
+        f"{listing(f'{c:g}' for c in Cs)}); the paper chose C by the test error of its ten runs. Parzen window: "
+        "`dkernel.parzen.ParzenWindowClassifier(class_weight='balanced')`, sign(Σ t_i K(x, x_i)) with the "
+        "weights of eq. (9). F1: `sklearn.metrics.f1_score` of the SVC, positive class +1 (the 65 % class of the "
+        "toy, the relevant abstracts of Medline). K's rows are the same splits for both algorithms."
+    )
+
+
+_WHY = (
+    "The toy's labels are independent of its inputs, so no kernel can predict them: every error near the "
+    "majority rate (35 %) or above is chance, and the paper's and dkernel's error cells differ by noise and by "
+    "how C is chosen (here by cross-validation on the training points; in the paper by the test error). "
+    "The training alignment of the inductive G is the optimum of eq. (6) over the training eigenvectors, so it "
+    "rises as the paper states whatever the labels; on the toy it is a fit to noise and the test alignment need "
+    "not follow. With a linear kernel on 10 inputs the Gram has rank 10 and the rest of its eigenvectors are an "
+    "arbitrary basis of the null space, which dkernel drops, so its G is confined to 10 directions; the line "
+    "above each toy table gives the training alignment when every eigenvector is kept instead, to set beside "
+    "the paper's G rows (for m random ±1 labels spread over m orthonormal directions eq. (6) is about "
+    "√(3/m)). Algorithm 1 also divides each "
+    "weight by ‖v_i‖⁴ on the training rows, which dkernel does not (eq. 5). Medline: the paper's exact "
+    "tokenizer, stop list, term weighting details and Porter implementation are not given. "
+)
+
+
+def _medline_why(records):
+    """The Medline error rates against the share of relevant abstracts, from the records."""
+    from ._kandola import spread
+
+    medline = [r for r in records if r["dataset"] == "medline"]
+    if not medline:
+        return ""
+    share = medline[0]["positive_fraction"]
+    svc_k = [spread(medline, "svc_error", matrix="K", train_fraction=p / 100)[0] for p in (80, 50, 20)]
+    pw_k = [spread(medline, "pw_error", matrix="K", train_fraction=p / 100)[0] for p in (80, 50, 20)]
+    return (f"Only {share:.1%} of the abstracts are relevant to query 20, so calling none relevant errs on "
+            f"{share:.3f} of them: dkernel's SVC on K errs on {min(svc_k):.3f}–{max(svc_k):.3f}, while the "
+            "paper's Medline SVC errors (0.14–0.43) and Parzen errors (0.25–0.96) exceed that rate many times; "
+            "a Parzen error of 0.96 means nearly every abstract was called relevant. The paper does not say "
+            "what its error counts or where its Parzen window puts its threshold (dkernel: sign of the "
+            f"balanced sum, b = 0, which errs on {min(pw_k):.3f}–{max(pw_k):.3f} with K), so these cells are "
+            "not comparable; the alignment cells are.")
+
+
+def write_report(result, outdir):
+    """``report.md`` (Tables 1, 2, 5, 6 beside dkernel's) and ``tables.png``."""
+    return _kandola.write_report(result, outdir, name=NAME, title="alignment adaptation on uneven data "
+                                 "(Kandola et al. 2002, Tables 1, 2, 5, 6)", tables=TABLES,
+                                 setup=_setup(result), why=_WHY + _medline_why(result.records))
+
+
+if __name__ == "__main__":
+    run_as_script(NAME)
