@@ -117,3 +117,17 @@ def solver_log():
     yield handler.messages
     logger.removeHandler(handler)
     logger.setLevel(previous)
+
+
+@pytest.fixture(scope="module")
+def nanny_cluster():
+    """A client of two worker processes, each under a nanny that starts a replacement when it dies."""
+    import warnings
+
+    import distributed
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                      dashboard_address=None) as local, distributed.Client(local) as client:
+            yield client

@@ -22,16 +22,6 @@ REPO = Path(__file__).resolve().parents[1]
 PARAMS = dict(kernel="rbf", gamma=0.05, C=1.0, tol=1e-8, working_set_size=16)
 
 
-@pytest.fixture(scope="module")
-def nanny_cluster():
-    """Two worker processes, each under a nanny that starts a replacement when it dies."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                      dashboard_address=None) as local, distributed.Client(local) as client:
-            yield client
-
-
 def _kill_worker_at(client, problem, iteration, killed, monkeypatch):
     """Make the solver of binary problem ``problem`` SIGKILL the process of a worker at ``iteration``."""
     pids = client.run(os.getpid)

@@ -5,7 +5,6 @@ import signal
 import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -20,16 +19,6 @@ distributed = pytest.importorskip("distributed")
 
 REPO = Path(__file__).resolve().parents[1]
 OPTIONS = dict(tol=1e-8, working_set_size=16)
-
-
-@pytest.fixture(scope="module")
-def nanny_cluster():
-    """Two worker processes, each under a nanny that starts a replacement when it dies."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                      dashboard_address=None) as local, distributed.Client(local) as client:
-            yield client
 
 
 @pytest.fixture(scope="module")
