@@ -86,8 +86,8 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
         ``"scale"``: ``1 / (n_features * X.var())``; ``"auto"``: ``1 / n_features``.
     coef0 : float, default=0.0
     shrinking : bool, default=True
-        Fill the solver's working sets only with variables that can still
-        form a violating pair (libsvm's shrinking test).
+        libsvm's shrinking: variables stuck at a bound leave the working
+        sets and, in this process, the gradient updates until the final check.
     probability : bool, default=False
         Fit libsvm's probability model for :meth:`predict_proba`: Platt
         sigmoids on the decision values of an internal 5-fold
