@@ -12,6 +12,7 @@ runs one thread per evaluation (:func:`single_blas_thread`).
 """
 
 import contextlib
+import functools
 import os
 import threading
 
@@ -59,6 +60,15 @@ def single_blas_thread(enabled=True):
         yield
 
 
+@functools.lru_cache(maxsize=8)
+def _strict_upper_triangle(width):
+    """``np.triu_indices(width, 1)``, read-only, computed once per width (every band and block has one of a few)."""
+    rows, cols = np.triu_indices(width, 1)
+    rows.setflags(write=False)
+    cols.setflags(write=False)
+    return rows, cols
+
+
 def mirror_upper_triangle(K, block_rows=MIRROR_ROWS):
     """Copy the strict upper triangle of the square ``K`` onto the lower one, in place: ``K`` exactly symmetric."""
     n = K.shape[0]
@@ -66,7 +76,7 @@ def mirror_upper_triangle(K, block_rows=MIRROR_ROWS):
         stop = min(start + block_rows, n)
         K[stop:, start:stop] = K[start:stop, stop:].T
         diagonal = K[start:stop, start:stop]
-        upper = np.triu_indices(stop - start, 1)
+        upper = _strict_upper_triangle(stop - start)
         diagonal[upper[1], upper[0]] = diagonal[upper]
     return K
 
@@ -86,7 +96,7 @@ def _evaluate_band(K, X, kernel, start, stop):
     width = stop - start
     diagonal = kernel.block(X[start:stop], X[start:stop], symmetric=True)
     # Exact symmetry of the diagonal block: rounding may differ between K_ij and K_ji.
-    upper = np.triu_indices(width, 1)
+    upper = _strict_upper_triangle(width)
     diagonal[upper[1], upper[0]] = diagonal[upper]
     K[start:stop, start:stop] = diagonal
     if stop < K.shape[0]:
