@@ -411,7 +411,8 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
         if self.store is not None:
             path = self.store_path_ = store_path(self.store, X, kernel)
         gram, self.gram_dtype_ = training_gram(X, kernel, client, store_path=path, cache_size=self.cache_size,
-                                               progress=bool(self.verbose), on_demand=on_demand and not self.normalize)
+                                               progress=bool(self.verbose), on_demand=on_demand and not self.normalize,
+                                               single_precision=self.centering is None)
         return gram
 
     def _fit_problems(self, base, problems, C_i, client, rng, checkpoints):
