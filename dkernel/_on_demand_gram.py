@@ -71,6 +71,9 @@ class OnDemandGram:
     ('float64', True)
     """
 
+    #: Rows come from memory, or are computed until that costs as much as the whole Gram.
+    rows_in_memory = True
+
     def __init__(self, X, kernel, *, dtype=np.float64, cache_bytes=MAX_CACHE_BYTES, progress=False):
         self.X, self.kernel = X, kernel
         self.whole_dtype = np.dtype(dtype)

@@ -23,7 +23,7 @@ from ._gradient import GRADIENT_BLOCK_ROWS, initial_gradient, merge_partition_ca
 from ._rows import raise_nonfinite_rows
 from ._select import candidate_lists, extreme_violations, violation_sets
 
-__all__ = ["SHRINK_INTERVAL", "ShrinkingGradients"]
+__all__ = ["SHRINK_INTERVAL", "ShrinkingGradients", "rows_read_from_memory"]
 
 #: Outer iterations between two shrinking tests (about libsvm's ``min(n, 1000)`` two-variable steps
 #: at the default working set of 128 variables).
@@ -32,6 +32,21 @@ SHRINK_INTERVAL = 16
 #: A shrinking test that would keep more than this fraction of the active variables changes nothing
 #: (compacting the rows held costs more than it saves).
 MIN_SHRINK_GAIN = 0.9
+
+
+def rows_read_from_memory(rows):
+    """Whether the Gram under ``rows`` (through its views and subsets) is held in memory.
+
+    Shrinking pays for itself by reading the support vectors' rows again at
+    the end; rows read from a store on disk or computed from the data cost
+    more than the updates it saves (``rows_in_memory`` of
+    :class:`~dkernel.DenseGram` and of the on-demand Gram of ``SVC``).
+    """
+    while not getattr(rows, "rows_in_memory", False):
+        rows = getattr(rows, "base", None)
+        if rows is None:
+            return False
+    return True
 
 
 class ShrinkingGradients:
