@@ -151,9 +151,6 @@ class DenseGram:
     [[0.0, 0.0, 1.0]]
     """
 
-    #: Rows are read from memory: cheap enough to read again (the solver's shrinking rebuilds from them).
-    rows_in_memory = True
-
     def __init__(self, K, *, chunk=DEFAULT_CHUNK, kernel=None):
         if sp.issparse(K):
             raise ValueError("K is a sparse matrix; a Gram matrix is dense: pass K.toarray().")

@@ -19,6 +19,7 @@ them: the stopping test is always made on the whole problem, as libsvm's.
 
 import numpy as np
 
+from .._sources import DenseGram
 from ._gradient import GRADIENT_BLOCK_ROWS, initial_gradient, merge_partition_candidates, starting_support
 from ._rows import raise_nonfinite_rows
 from ._select import candidate_lists, extreme_violations, violation_sets
@@ -39,10 +40,10 @@ def rows_read_from_memory(rows):
 
     Shrinking pays for itself by reading the support vectors' rows again at
     the end; rows read from a store on disk or computed from the data cost
-    more than the updates it saves (``rows_in_memory`` of
-    :class:`~dkernel.DenseGram` and of the on-demand Gram of ``SVC``).
+    more than the updates it saves: a :class:`~dkernel.DenseGram`, or a
+    provider that says ``rows_in_memory`` (the on-demand Gram of ``SVC``).
     """
-    while not getattr(rows, "rows_in_memory", False):
+    while not (isinstance(rows, DenseGram) or getattr(rows, "rows_in_memory", False)):
         rows = getattr(rows, "base", None)
         if rows is None:
             return False
