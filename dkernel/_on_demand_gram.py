@@ -5,7 +5,9 @@ computes just those, while a whole Gram costs ``O(n² d)`` however few rows
 the solver reads. Which case holds is known only while solving, so
 :class:`OnDemandGram` decides as it goes, by the rule of renting until the
 rent reaches the price (the ski-rental rule): rows are computed on demand
-(``K(X[idx], X)``, one BLAS-backed block per request, kept in a row cache);
+(``K(X[idx], X)``, one BLAS-backed block per request, evaluated in place
+into one array of rows that is never overwritten, so that the rows just
+computed are served without a copy; an LRU row cache where they would not fit);
 once the rows computed reach :data:`PROMOTE_FRACTION` ``· n``, the whole
 Gram is computed (its blocks on and above the diagonal: the price of about
 ``n / 2`` rows) and every later row is read from it. A problem with few
