@@ -24,9 +24,9 @@ The parts (``--only`` runs a subset):
     caps it) with three class separations and label-flip rates, from few to
     most points as support vectors.
 ``fresh``
-    A new process that imports the estimator and fits iris once: the import
-    and the first fit (numba loads its compiled code then), median of
-    ``--fresh-runs`` processes.
+    A new process that imports the estimator and fits iris, or USPS, once:
+    the import and the first fit (numba loads its compiled code then), median
+    of ``--fresh-runs`` processes; the ratio of the first fits.
 
     python benchmarks/bench_matrix.py                       # everything
     python benchmarks/bench_matrix.py --only tiny usps      # a subset
@@ -52,6 +52,8 @@ MEASURES = (  # the modules these figures depend on: re-run and record when one 
     "dkernel/svm",
     "dkernel/solver",
     "dkernel/_sources.py",
+    "dkernel/_on_demand_gram.py",
+    "dkernel/_kernel_gram.py",
     "dkernel/_dense.py",
     "dkernel/kernels.py",
     "dkernel/operators.py",
@@ -216,31 +218,46 @@ import time
 start = time.perf_counter()
 from {module} import SVC
 imported = time.perf_counter()
-from sklearn.datasets import load_iris
-X, y = load_iris(return_X_y=True)
+{load}
 loaded = time.perf_counter()
-SVC(kernel="rbf").fit(X, y)
+SVC(kernel="rbf", {params}).fit(X, y)
 done = time.perf_counter()
 print(imported - start, done - loaded)
 """
 
+#: The problems of the fresh-process part: (label, code that sets X and y, SVC parameters).
+FRESH_PROBLEMS = (
+    ("iris", "from sklearn.datasets import load_iris\nX, y = load_iris(return_X_y=True)", ""),
+    ("usps (7291 x 256, 10 classes)",
+     "from dkernel.datasets import load\nd = load('usps')\nX, y = d.X, d.y", "gamma=1 / 32, C=5.0"),
+)
 
-def fresh_process(module, runs):
+
+def fresh_process(module, load, params, runs):
     """Median (import seconds, first-fit seconds) over ``runs`` new processes."""
     samples = []
+    script = FRESH_SCRIPT.format(module=module, load=load, params=params)
     for _ in range(runs):
-        out = subprocess.run([sys.executable, "-c", FRESH_SCRIPT.format(module=module)], capture_output=True,
-                             text=True, check=True).stdout.split()
-        samples.append([float(v) for v in out])
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+        samples.append([float(v) for v in out.split()])
     return np.median(np.array(samples), axis=0)
 
 
 def run_fresh(runs):
-    print(f"\n## a new process: import, then the first fit of iris (median of {runs} processes)")
-    print(f"{'estimator':<20} {'import':>9} {'first fit':>10}")
-    for label, module in (("dkernel.SVC", "dkernel"), ("sklearn.svm.SVC", "sklearn.svm")):
-        imported, first = fresh_process(module, runs)
-        print(f"{label:<20} {_time(imported):>9} {_time(first):>10}", flush=True)
+    print(f"\n## a new process: import, then the first fit (median of {runs} processes)")
+    print(f"{'problem':<32} {'estimator':<18} {'import':>9} {'first fit':>10} {'fit ratio':>9}")
+    for problem, load, params in FRESH_PROBLEMS:
+        if problem.startswith("usps"):
+            try:
+                _dataset("usps")
+            except Skip as skip:
+                print(f"{problem:<32} skipped: {skip}", flush=True)
+                continue
+        first = {}
+        for label, module in (("dkernel.SVC", "dkernel"), ("sklearn.svm.SVC", "sklearn.svm")):
+            imported, first[label] = fresh_process(module, load, params, runs)
+            ratio = f"{first['dkernel.SVC'] / first[label]:>9.2f}" if label != "dkernel.SVC" else ""
+            print(f"{problem:<32} {label:<18} {_time(imported):>9} {_time(first[label]):>10} {ratio}", flush=True)
 
 
 def main(argv=None):

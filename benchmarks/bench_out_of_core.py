@@ -46,6 +46,8 @@ MEASURES = (  # the modules these figures depend on: re-run and record when one 
     "dkernel/svm",
     "dkernel/solver",
     "dkernel/_sources.py",
+    "dkernel/_on_demand_gram.py",
+    "dkernel/_kernel_gram.py",
     "dkernel/_dask.py",
     "dkernel/_buffers.py",
     "dkernel/kernels.py",

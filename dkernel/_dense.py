@@ -5,19 +5,20 @@ array makes each read a plain fancy index. Up to :data:`BAND_ROWS` samples
 the Gram is one BLAS product evaluated straight into the array, with no task
 graph: a single band has nothing to run in parallel, and a graph costs more
 than a small Gram. Above, row bands of the upper triangle are evaluated by
-Dask's threaded scheduler (BLAS and the element-wise maps release the GIL)
+a pool of threads (BLAS and the element-wise maps release the GIL)
 and written in place, each band also writing its mirrored column strip below
 the diagonal: half the kernel work and no second copy of K. Either way BLAS
 runs one thread per evaluation (:func:`single_blas_thread`).
 """
 
 import contextlib
+import functools
+import os
 import threading
 
-import dask
 import numpy as np
 
-from ._dask import TextProgress, _LocalProgress
+from ._dask import TextProgress
 
 __all__ = ["dense_symmetric_gram", "single_blas_thread"]
 
@@ -59,6 +60,15 @@ def single_blas_thread(enabled=True):
         yield
 
 
+@functools.lru_cache(maxsize=8)
+def _strict_upper_triangle(width):
+    """``np.triu_indices(width, 1)``, read-only, computed once per width (every band and block has one of a few)."""
+    rows, cols = np.triu_indices(width, 1)
+    rows.setflags(write=False)
+    cols.setflags(write=False)
+    return rows, cols
+
+
 def mirror_upper_triangle(K, block_rows=MIRROR_ROWS):
     """Copy the strict upper triangle of the square ``K`` onto the lower one, in place: ``K`` exactly symmetric."""
     n = K.shape[0]
@@ -66,7 +76,7 @@ def mirror_upper_triangle(K, block_rows=MIRROR_ROWS):
         stop = min(start + block_rows, n)
         K[stop:, start:stop] = K[start:stop, stop:].T
         diagonal = K[start:stop, start:stop]
-        upper = np.triu_indices(stop - start, 1)
+        upper = _strict_upper_triangle(stop - start)
         diagonal[upper[1], upper[0]] = diagonal[upper]
     return K
 
@@ -86,7 +96,7 @@ def _evaluate_band(K, X, kernel, start, stop):
     width = stop - start
     diagonal = kernel.block(X[start:stop], X[start:stop], symmetric=True)
     # Exact symmetry of the diagonal block: rounding may differ between K_ij and K_ji.
-    upper = np.triu_indices(width, 1)
+    upper = _strict_upper_triangle(width)
     diagonal[upper[1], upper[0]] = diagonal[upper]
     K[start:stop, start:stop] = diagonal
     if stop < K.shape[0]:
@@ -105,9 +115,10 @@ def dense_symmetric_gram(X, kernel, *, dtype=np.float64, band_rows=BAND_ROWS, nu
     kernel : Kernel
         A kernel with its data-dependent parameters resolved.
     dtype : numpy dtype, default=float64
+        Dtype of the Gram; the kernel is evaluated in the wider of it and the data's dtype.
     band_rows : int, default=1024
     num_workers : int, default=None
-        Threads of Dask's threaded scheduler (default: the number of cores).
+        Threads evaluating the bands (default: the number of cores).
     progress : bool, default=False
         Show the bands done on stderr (:class:`dkernel._dask.TextProgress`: an
         updating bar on a terminal, plain lines every few seconds otherwise).
@@ -118,7 +129,9 @@ def dense_symmetric_gram(X, kernel, *, dtype=np.float64, band_rows=BAND_ROWS, nu
         Exactly symmetric.
     """
     n = X.shape[0]
-    X = X.astype(dtype, copy=False)
+    # The kernel is evaluated in the wider of the two precisions (float64 data, float32 Gram: squared
+    # distances without float32's cancellation), then stored in ``dtype``.
+    X = X.astype(np.result_type(X.dtype, dtype), copy=False)
     if n <= band_rows:
         bar = TextProgress(1, "row bands of the Gram", enabled=progress)
         try:
@@ -132,19 +145,27 @@ def dense_symmetric_gram(X, kernel, *, dtype=np.float64, band_rows=BAND_ROWS, nu
 
 
 def _banded_gram(X, kernel, dtype, band_rows, num_workers, progress):
-    """The Gram of :func:`dense_symmetric_gram` from row bands computed in parallel by Dask's threaded scheduler."""
+    """The Gram of :func:`dense_symmetric_gram` from row bands computed in parallel by a pool of threads.
+
+    The bands are independent and write disjoint parts of ``K``: a thread
+    pool runs them without the graph, tokenizing and first-call imports of a
+    Dask scheduler (half a second in a fresh process, more than the Gram of
+    a few thousand samples). The widest bands (the first) start first.
+    """
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
     n = X.shape[0]
     K = np.empty((n, n), dtype=dtype)
-    tasks = [
-        dask.delayed(_evaluate_band, pure=False)(K, X, kernel, start, min(start + band_rows, n))
-        for start in range(0, n, band_rows)
-    ]
+    starts = range(0, n, band_rows)
+    workers = num_workers or os.cpu_count() or 1
     # One BLAS thread per band: the bands themselves run in parallel.
-    bar = TextProgress(len(tasks), "row bands of the Gram", enabled=progress)
+    bar = TextProgress(len(starts), "row bands of the Gram", enabled=progress)
     try:
-        with single_blas_thread(), _LocalProgress(bar):
-            dask.compute(*tasks, scheduler="threads", num_workers=num_workers)
-        bar.update(len(tasks))
+        with single_blas_thread(), ThreadPoolExecutor(max_workers=min(workers, len(starts))) as pool:
+            bands = [pool.submit(_evaluate_band, K, X, kernel, start, min(start + band_rows, n)) for start in starts]
+            for done, band in enumerate(as_completed(bands), 1):
+                band.result()
+                bar.update(done)
     finally:
         bar.close()
     return K

@@ -5,7 +5,9 @@ computes just those, while a whole Gram costs ``O(n² d)`` however few rows
 the solver reads. Which case holds is known only while solving, so
 :class:`OnDemandGram` decides as it goes, by the rule of renting until the
 rent reaches the price (the ski-rental rule): rows are computed on demand
-(``K(X[idx], X)``, one BLAS-backed block per request, kept in a row cache);
+(``K(X[idx], X)``, one BLAS-backed block per request, evaluated in place
+into one array of rows that is never overwritten, so that the rows just
+computed are served without a copy; an LRU row cache where they would not fit);
 once the rows computed reach :data:`PROMOTE_FRACTION` ``· n``, the whole
 Gram is computed (its blocks on and above the diagonal: the price of about
 ``n / 2`` rows) and every later row is read from it. A problem with few
@@ -71,12 +73,26 @@ class OnDemandGram:
     ('float64', True)
     """
 
+    #: Rows come from memory, or are computed until that costs as much as the whole Gram.
+    rows_in_memory = True
+
     def __init__(self, X, kernel, *, dtype=np.float64, cache_bytes=MAX_CACHE_BYTES, progress=False):
         self.X, self.kernel = X, kernel
         self.whole_dtype = np.dtype(dtype)
         self.progress = progress
-        self.threshold = max(1, int(np.ceil(PROMOTE_FRACTION * X.shape[0])))
-        self._rows = KernelGram(X, kernel, cache_bytes=min(int(cache_bytes), MAX_CACHE_BYTES))
+        n = X.shape[0]
+        self.threshold = max(1, int(np.ceil(PROMOTE_FRACTION * n)))
+        cache_bytes = min(int(cache_bytes), MAX_CACHE_BYTES)
+        # Where the rows up to the threshold fit the cache, they are written once, in order, into one array
+        # that is never overwritten: a request of rows just computed is served as a view of it, no copy.
+        self._appended = None
+        self._append_mode = isinstance(X, np.ndarray) and self.threshold * n * 8 <= cache_bytes
+        if self._append_mode:
+            self._appended = np.empty((self.threshold, n))
+            self._position = np.full(n, -1, dtype=np.intp)
+            self._count = 0
+            cache_bytes = 0
+        self._rows = KernelGram(X, kernel, cache_bytes=cache_bytes)
         self.K = None
         self._lock = threading.Lock()
 
@@ -89,7 +105,7 @@ class OnDemandGram:
 
     @property
     def n_computed(self):
-        return self._rows.n_computed
+        return self._count if self._append_mode else self._rows.n_computed
 
     @property
     def held(self):
@@ -101,16 +117,35 @@ class OnDemandGram:
         idx = np.asarray(idx, dtype=np.intp)
         with self._lock:
             if self.K is None:
-                block = self._rows.rows(idx)
-                if self._rows.n_computed < self.threshold:
+                block = self._appended_rows(idx) if self._append_mode else self._rows.rows(idx)
+                if block is not None and self.n_computed < self.threshold:
                     return block
                 self._promote()
         return self.K[idx]
+
+    def _appended_rows(self, idx):
+        """``K[idx, :]`` from the appended rows, the missing ones computed first; None where they would not fit."""
+        missing = idx[self._position[idx] < 0]
+        if missing.size:
+            if np.unique(missing).size < missing.size:
+                missing = np.unique(missing)
+            start, stop = self._count, self._count + missing.size
+            if stop > self.threshold:
+                return None
+            out = self._appended[start:stop]
+            if not self.kernel.evaluate_into(self.X[missing], self.X, out):
+                out[...] = self.kernel.block(self.X[missing], self.X)
+            self._position[missing] = np.arange(start, stop)
+            self._count = stop
+            if missing.size == idx.size and np.array_equal(missing, idx):
+                return out
+        return self._appended[self._position[idx]]
 
     def _promote(self):
         """Compute the whole Gram and drop the row cache."""
         self.K = dense_symmetric_gram(self.X, self.kernel, dtype=self.whole_dtype, progress=self.progress)
         self._rows._reset_cache()
+        self._appended = self._position = None  # views served before stay valid: they hold the array
 
     def submatrix(self, idx, start, stop):
         """``K[idx, start:stop]``."""

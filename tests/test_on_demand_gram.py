@@ -58,7 +58,33 @@ def test_svc_solves_one_large_binary_problem_on_demand_as_libsvm():
 
 def test_several_problems_and_small_problems_keep_the_whole_gram():
     X, y = make_blobs(n_samples=ON_DEMAND_MIN_SAMPLES + 100, centers=3, n_features=4, random_state=1)
-    assert SVC(kernel="rbf", gamma=0.5, client=False).fit(X, y).gram_dtype_ == "float64"
+    # Above 16 MiB of float64 the whole Gram is held in float32, as libsvm's kernel cache.
+    assert SVC(kernel="rbf", gamma=0.5, client=False).fit(X, y).gram_dtype_ == "float32"
     assert SVC(kernel="rbf", gamma=0.5, client=False).fit(X[:500], y[:500] == 0).gram_dtype_ == "float64"
     centered = SVC(kernel="rbf", gamma=0.5, centering="standard", client=False).fit(X, y == 0)
-    assert centered.gram_dtype_ == "float64"
+    assert centered.gram_dtype_ == "float64"  # centering subtracts means of K: float32 would lose digits
+
+
+def test_a_float32_gram_is_the_float64_gram_rounded_once():
+    X = np.random.default_rng(4).normal(size=(2100, 5)) * 30  # large norms: float32 distances would cancel
+    kernel = RBFKernel(gamma=1e-3)
+    np.testing.assert_array_equal(dense_symmetric_gram(X, kernel, dtype=np.float32),
+                                  dense_symmetric_gram(X, kernel).astype(np.float32))
+    gram = OnDemandGram(X, kernel, dtype=np.float32)
+    gram.rows(np.arange(gram.threshold))
+    assert gram.held == "float32"
+    np.testing.assert_array_equal(gram.K, dense_symmetric_gram(X, kernel).astype(np.float32))
+
+
+def test_svc_on_a_float32_gram_matches_libsvm():
+    X, y = make_classification(n_samples=1600, n_features=10, flip_y=0.1, random_state=5)
+    ours = SVC(kernel="rbf", gamma=0.05, C=1.0, client=False).fit(X, y)
+    ref = LibSVC(kernel="rbf", gamma=0.05, C=1.0).fit(X, y)
+    assert ours.gram_dtype_ == "float32"
+    np.testing.assert_array_equal(np.sort(ours.support_), np.sort(ref.support_))
+    # Both stop at a KKT tolerance of 1e-3: decision values agree to a few times that.
+    decision = ref.decision_function(X)
+    np.testing.assert_allclose(ours.decision_function(X), decision, atol=5e-3)
+    clear = np.abs(decision) > 5e-3  # the same labels wherever the decision is not within that of zero
+    np.testing.assert_array_equal(ours.predict(X)[clear], ref.predict(X)[clear])
+    assert clear.mean() > 0.99

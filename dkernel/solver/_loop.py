@@ -10,7 +10,8 @@ violation, fetches the kernel rows ``K[B, :]`` once, solves the sub-problem on
 one BLAS matrix-vector product. With one equality row ``y^T alpha = const``
 (:func:`label_constraint_loop`) the sub-problem is solved by SMO
 (:mod:`._smo`), with libsvm's shrinking of the candidates, and the gradient is
-held by a strategy of :mod:`._gradient` (this process or the Dask workers);
+held by a strategy of :mod:`._gradient` (this process or the Dask workers) or
+:mod:`._shrinking` (this process, restricted to the active variables);
 with several rows (:func:`general_equality_loop`) by an exact active-set
 method (:mod:`._active_set`). The loop follows ThunderSVM's
 ``CSMOSolver::solve`` (select, get rows, local SMO, update f, stop on the gap).
@@ -27,6 +28,7 @@ from ._checkpoint import SolverState
 from ._gradient import SlotMap, initial_gradient, starting_support
 from ._rows import provider_submatrix, raise_nonfinite_rows
 from ._select import choose_working_set
+from ._shrinking import SHRINK_INTERVAL
 from ._smo import smo_subproblem
 
 __all__ = ["general_equality_loop", "label_constraint_loop"]
@@ -101,6 +103,8 @@ def label_constraint_loop(gradients, prob, *, tol, q, max_iter, shrinking, callb
     an iteration when due.
     """
     y, C = prob.y, prob.C
+    # Gradients restricted to the active variables (:class:`~._shrinking.ShrinkingGradients`) shrink too.
+    column_shrinking = shrinking and hasattr(gradients, "shrink")
     slot_map = SlotMap(q)
     kept = np.empty(0, dtype=np.intp)
     start, n_rows = 0, 0
@@ -116,6 +120,10 @@ def label_constraint_loop(gradients, prob, *, tol, q, max_iter, shrinking, callb
             _write_checkpoint(checkpoint, gradients, it, kept, slot_map, n_rows)
         m, M, up_idx, up_v, low_idx, low_v = candidates
         gap = m - M
+        if gap <= tol and column_shrinking and gradients.unshrink():
+            # Solved over the active variables: the gap over all of them decides.
+            m, M, up_idx, up_v, low_idx, low_v = candidates = gradients.candidates(q)
+            gap = m - M
         if callback is not None and callback(it, gradients.alpha, gap):
             stop_reason = "callback"
             break
@@ -124,9 +132,14 @@ def label_constraint_loop(gradients, prob, *, tol, q, max_iter, shrinking, callb
             break
         if shrinking:
             up_idx, low_idx = _shrink(up_idx, up_v, low_idx, low_v, m, M)
+        if column_shrinking and it % SHRINK_INTERVAL == SHRINK_INTERVAL - 1:
+            gradients.shrink(m, M)  # drops only variables the test above removed from the candidates
         new = choose_working_set(kept, up_idx, low_idx, q - kept.size)
         B = np.concatenate([kept, new])
         if new.size == 0 and kept.size == 0:
+            if column_shrinking and gradients.unshrink():
+                candidates = gradients.candidates(q)
+                continue
             stop_reason = "stalled"
             break
         slots, new_slots = slot_map.assign(kept, new)

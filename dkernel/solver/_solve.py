@@ -24,6 +24,7 @@ import numpy as np
 from ._checkpoint import CheckpointWriter, as_checkpoint, problem_fingerprint, read_state
 from ._gradient import LocalGradients
 from ._loop import general_equality_loop, label_constraint_loop
+from ._shrinking import ShrinkingGradients, rows_read_from_memory
 from ._qp import prepare_problem, qp_result
 from ._rows import check_provider
 
@@ -86,9 +87,13 @@ def solve_qp(
         Outer iterations before stopping with a ``ConvergenceWarning``.
     shrinking : bool, default=True
         With one equality row, only variables that can still form a
-        violating pair (libsvm's shrinking test) fill the working set. The
-        gradient is kept exact for all variables, so the final check over all
-        variables needs no gradient reconstruction.
+        violating pair (libsvm's shrinking test) fill the working set. In
+        this process, on a Gram held in memory, the variables stuck at a
+        bound also leave the active set every few iterations: the gradient update and the search for
+        violating pairs cover the active ones only, and their gradient is
+        rebuilt exactly before the final check over all variables
+        (:mod:`._shrinking`). On Dask workers the gradient of every variable
+        is kept exact.
     alpha0 : array-like of shape (n,), optional
         Feasible starting point (warm start). By default zero, or a vertex of
         the feasible set found by linear programming when ``e != 0``.
@@ -237,7 +242,8 @@ def label_constraint_solve(rows, prob, q, *, client, tol, max_iter, shrinking, c
         writer = CheckpointWriter(checkpoint, fingerprint, 0 if resume is None else resume.iteration)
     G0 = None if resume is None else resume.G
     if client is None:
-        gradients = LocalGradients(rows, prob, q, G0)
+        local = ShrinkingGradients if shrinking and rows_read_from_memory(rows) else LocalGradients
+        gradients = local(rows, prob, q, G0)
     else:
         from ._actors import ActorGradients  # distributed is imported only for a client
 

@@ -86,8 +86,8 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
         ``"scale"``: ``1 / (n_features * X.var())``; ``"auto"``: ``1 / n_features``.
     coef0 : float, default=0.0
     shrinking : bool, default=True
-        Fill the solver's working sets only with variables that can still
-        form a violating pair (libsvm's shrinking test).
+        libsvm's shrinking: variables stuck at a bound leave the working
+        sets and, in this process, the gradient updates until the final check.
     probability : bool, default=False
         Fit libsvm's probability model for :meth:`predict_proba`: Platt
         sigmoids on the decision values of an internal 5-fold
@@ -411,7 +411,8 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
         if self.store is not None:
             path = self.store_path_ = store_path(self.store, X, kernel)
         gram, self.gram_dtype_ = training_gram(X, kernel, client, store_path=path, cache_size=self.cache_size,
-                                               progress=bool(self.verbose), on_demand=on_demand and not self.normalize)
+                                               progress=bool(self.verbose), on_demand=on_demand and not self.normalize,
+                                               single_precision=self.centering is None)
         return gram
 
     def _fit_problems(self, base, problems, C_i, client, rng, checkpoints):

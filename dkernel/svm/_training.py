@@ -35,8 +35,9 @@ GRAM_MEMORY_FRACTION = 0.5
 #: Row cache of a Gram computed on the fly when ``cache_size`` is not given.
 DEFAULT_ROW_CACHE_BYTES = 2**30
 
-#: A whole in-memory Gram of at most this many bytes is held without asking
-#: how much memory is available (a question that costs more than a small fit).
+#: A whole in-memory Gram of at most this many bytes (float64) is held in float64
+#: without asking how much memory is available (a question that costs more than a
+#: small fit); a larger one is held in float32.
 SMALL_GRAM_BYTES = 2**24
 
 
@@ -77,12 +78,18 @@ def store_path(store, X, kernel):
     return os.path.join(path, f"gram-{hashlib.sha256(key.encode()).hexdigest()[:16]}.zarr")
 
 
-def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progress=False, on_demand=False):
+def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progress=False, on_demand=False,
+                  single_precision=True):
     """The Gram source of the training data, before views, and how it is held.
 
     Returns ``(gram, held)``, ``held`` being ``"store"`` (zarr at
-    ``store_path``), ``"float64"`` or ``"float32"`` (whole, in memory, when it
-    fits :func:`gram_memory_budget` and no client is used), ``"on-demand"``
+    ``store_path``), ``"float64"`` (whole, in memory: a Gram of at most
+    :data:`SMALL_GRAM_BYTES` in float64) or ``"float32"`` (whole, in memory: a
+    larger one that fits :func:`gram_memory_budget`, in the precision of
+    libsvm's kernel cache; the solver's gradient stays float64; without
+    ``single_precision`` float64, float32 only where that alone fits: a
+    centered Gram (Meilă eq. 14) subtracts means of K, which would amplify
+    float32's rounding), both only without a client, ``"on-demand"``
     (with ``on_demand``, for one binary problem of at least
     :data:`~dkernel._on_demand_gram.ON_DEMAND_MIN_SAMPLES` samples whose whole
     Gram fits: rows computed as the solver asks, the whole Gram once they
@@ -94,15 +101,17 @@ def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progre
 
         return GramMatrix.compute(X, kernel=kernel, store=store_path, client=client, progress=progress), "store"
     n = X.shape[0]
-    small = cache_size is None and n * n * 8 <= SMALL_GRAM_BYTES
-    budget = SMALL_GRAM_BYTES if small else gram_memory_budget(cache_size)
-    if client is None:
-        # float64 when it fits; else float32, as libsvm's single-precision kernel cache.
-        for dtype in (np.float64, np.float32):
-            if n * n * np.dtype(dtype).itemsize <= budget:
-                if on_demand and n >= ON_DEMAND_MIN_SAMPLES:
-                    return OnDemandGram(X, kernel, dtype=dtype, progress=progress), "on-demand"
-                return dense_symmetric_gram(X, kernel, dtype=dtype, progress=progress), np.dtype(dtype).name
+    # A large Gram in float32: the solver's row reads and gradient updates are memory-bound, and half
+    # the bytes take about half the time (as libsvm, whose kernel cache is single precision).
+    # Otherwise float64, or float32 where only that fits.
+    small = n * n * 8 <= SMALL_GRAM_BYTES
+    dtypes = (np.float64,) if small else (np.float32,) if single_precision else (np.float64, np.float32)
+    budget = SMALL_GRAM_BYTES if small and cache_size is None else gram_memory_budget(cache_size)
+    for dtype in map(np.dtype, dtypes if client is None else ()):
+        if n * n * dtype.itemsize <= budget:
+            if on_demand and n >= ON_DEMAND_MIN_SAMPLES:
+                return OnDemandGram(X, kernel, dtype=dtype, progress=progress), "on-demand"
+            return dense_symmetric_gram(X, kernel, dtype=dtype, progress=progress), dtype.name
     # On a cluster without a store, each worker computes the kernel columns of its own
     # row range from X (shipped once), so no Gram matrix travels over the network.
     return KernelGram(X, kernel, cache_bytes=row_cache_bytes(cache_size)), "on-the-fly"

@@ -1,0 +1,197 @@
+"""The gradient of a problem solved in this process, restricted to its active variables (libsvm's shrinking).
+
+Most variables of an SVM end at a bound (``alpha_i = 0`` far from the
+margin, ``alpha_i = C`` deep on the wrong side), and libsvm's shrinking test
+says when one is stuck there: at a bound, and unable to form a violating pair
+with any other (``v_i < M`` for a variable that can only go up, ``v_i > m``
+for one that can only go down, ``v = -y G``; Fan, Chen & Lin 2005, §5). Every
+:data:`SHRINK_INTERVAL` outer iterations those variables leave the *active
+set*: the gradient update ``G_A += y_A (K_BA^T w)`` and the search for
+violating pairs then cost ``|A|`` instead of ``n`` per iteration, and the
+working-set rows are held over the active columns only.
+
+The gradient of the inactive variables is stale. When the active problem is
+solved to the tolerance it is rebuilt exactly, ``G_I = p_I + y_I K_{S,I}^T
+(y_S alpha_S)`` over the support ``S`` (:meth:`ShrinkingGradients.unshrink`),
+every variable becomes active again, and the loop checks the gap over all of
+them: the stopping test is always made on the whole problem, as libsvm's.
+"""
+
+import numpy as np
+
+from .._sources import DenseGram
+from ._gradient import GRADIENT_BLOCK_ROWS, initial_gradient, merge_partition_candidates, starting_support
+from ._rows import raise_nonfinite_rows
+from ._select import candidate_lists, extreme_violations, violation_sets
+
+__all__ = ["SHRINK_INTERVAL", "ShrinkingGradients", "rows_read_from_memory"]
+
+#: Outer iterations between two shrinking tests (about libsvm's ``min(n, 1000)`` two-variable steps
+#: at the default working set of 128 variables).
+SHRINK_INTERVAL = 16
+
+#: A shrinking test that would keep more than this fraction of the active variables changes nothing
+#: (compacting the rows held costs more than it saves).
+MIN_SHRINK_GAIN = 0.9
+
+
+def rows_read_from_memory(rows):
+    """Whether the Gram under ``rows`` (through its views and subsets) is held in memory.
+
+    Shrinking pays for itself by reading the support vectors' rows again at
+    the end; rows read from a store on disk or computed from the data cost
+    more than the updates it saves: a :class:`~dkernel.DenseGram`, or a
+    provider that says ``rows_in_memory`` (the on-demand Gram of ``SVC``).
+    """
+    while not (isinstance(rows, DenseGram) or getattr(rows, "rows_in_memory", False)):
+        rows = getattr(rows, "base", None)
+        if rows is None:
+            return False
+    return True
+
+
+class ShrinkingGradients:
+    """The gradient of all samples in this process, with the working-set rows held over the active columns.
+
+    The interface of :class:`~._gradient.LocalGradients` (``candidates``,
+    ``load``, ``update``, ``fill_rows``, ``state``, ``alpha``) plus
+    :meth:`shrink` and :meth:`unshrink`. Indices given and returned are
+    global (``0 .. n-1``); only active variables are ever candidates.
+
+    Parameters
+    ----------
+    rows : row provider
+    prob : the prepared problem (``y``, ``C``, ``p``, ``alpha0``, ``n``)
+    q : int
+        Working-set size (rows held).
+    G : ndarray of shape (n,), optional
+        The gradient at ``prob.alpha0`` (a resumed checkpoint).
+    """
+
+    def __init__(self, rows, prob, q, G=None):
+        self.rows, self.n = rows, prob.n
+        self.y, self.C, self.p = prob.y, prob.C, prob.p
+        self.alpha = prob.alpha0.copy()
+        if G is None:
+            G = initial_gradient(rows, self.y, self.p, *starting_support(self.y, self.alpha), 0, self.n)
+        self.G = np.array(G, dtype=np.float64)
+        self.active = np.arange(self.n)
+        self.column_of = np.arange(self.n)  # position of each variable among the active ones, -1 if shrunk
+        self.K = np.zeros((q, self.n))  # zeros: an empty slot meets a zero weight, and 0 * NaN is not 0
+        self.weights = np.zeros(q)
+        self.row_in_slot = np.full(q, -1, dtype=np.intp)
+        self.n_shrunk_tests = 0
+
+    @property
+    def shrunk(self):
+        """Whether some variables are out of the active set."""
+        return self.active.size < self.n
+
+    def close(self):
+        """Nothing to release: the gradient lives in this process."""
+
+    def candidates(self, k):
+        """``(m, M, up_idx, up_v, low_idx, low_v)`` over the active variables (global indices)."""
+        A = self.active
+        up, low = violation_sets(self.alpha[A], self.y[A], self.C[A])
+        v = -self.y[A] * self.G[A]
+        m, M = extreme_violations(v, up, low)
+        up_pos, up_v, low_pos, low_v = candidate_lists(v, up, low, k)
+        return merge_partition_candidates([(m, M, A[up_pos], up_v, A[low_pos], low_v)], k)
+
+    def _full_rows(self, idx):
+        """Kernel rows of ``idx`` in the provider's dtype (a float32 Gram is converted by the copy that stores it)."""
+        block = np.asarray(self.rows.rows(idx))
+        if block.shape != (len(idx), self.n):
+            raise ValueError(f"The row provider returned shape {block.shape} for {len(idx)} rows of a Gram of "
+                             f"{self.n} samples; expected ({len(idx)}, {self.n}).")
+        return block
+
+    def _read_rows(self, idx):
+        """Kernel rows of ``idx`` over the active columns."""
+        block = self._full_rows(idx)
+        return block if not self.shrunk else np.take(block, self.active, axis=1)
+
+    def load(self, B, new, new_slots, slots):
+        """Fetch the rows of ``new`` into ``new_slots``; return ``(K_BB, alpha_B, G_B)``."""
+        if new.size:
+            self.K[new_slots] = self._read_rows(new)
+            self.row_in_slot[new_slots] = new
+        K_BB = self.K[np.ix_(slots, self.column_of[B])]
+        if not np.isfinite(K_BB).all():
+            raise_nonfinite_rows(B, K_BB)
+        return K_BB, self.alpha[B].copy(), self.G[B].copy()
+
+    def fill_rows(self, idx, slots):
+        """Read the kernel rows of ``idx`` into ``slots`` (a resumed run's kept rows)."""
+        if len(idx):
+            self.K[slots] = self._read_rows(np.asarray(idx, dtype=np.intp))
+            self.row_in_slot[slots] = idx
+
+    def update(self, B, slots, weights, alpha_B, k):
+        """``G_A += y_A (K_BA^T w)``, ``alpha_B`` stored; return the next :meth:`candidates`."""
+        self.weights[:] = 0.0
+        self.weights[slots] = weights
+        A = self.active
+        step = self.K.T @ self.weights
+        if self.shrunk:
+            self.G[A] += self.y[A] * step
+        else:
+            self.G += self.y * step
+        if not np.isfinite(step).all():
+            raise_nonfinite_rows(B, self.K[slots])
+        self.alpha[B] = alpha_B
+        return self.candidates(k)
+
+    def shrink(self, m, M):
+        """Drop the active variables stuck at a bound (libsvm's test with the current ``m``, ``M``).
+
+        Variables whose rows are held in the working-set slots stay active.
+        Returns the number of variables dropped.
+        """
+        A = self.active
+        alpha, y, C = self.alpha[A], self.y[A], self.C[A]
+        up, low = violation_sets(alpha, y, C)
+        v = -y * self.G[A]
+        stuck = (up & ~low & (v < M)) | (low & ~up & (v > m))
+        held = self.row_in_slot[self.row_in_slot >= 0]
+        stuck[self.column_of[held]] = False
+        keep = np.flatnonzero(~stuck)
+        if keep.size > MIN_SHRINK_GAIN * A.size:
+            return 0
+        self.K = np.ascontiguousarray(self.K[:, keep])
+        self.column_of[A[stuck]] = -1
+        self.active = A[keep]
+        self.column_of[self.active] = np.arange(keep.size)
+        return int(A.size - keep.size)
+
+    def unshrink(self):
+        """Rebuild the gradient of the shrunk variables and make every variable active again.
+
+        ``G_I = p_I + y_I K_{S,I}^T (y_S alpha_S)`` over the support ``S``,
+        read in blocks of rows. Returns False when nothing was shrunk.
+        """
+        if not self.shrunk:
+            return False
+        inactive = np.flatnonzero(self.column_of < 0)
+        support, support_weights = starting_support(self.y, self.alpha)
+        G = self.p[inactive].copy()
+        for s in range(0, support.size, GRADIENT_BLOCK_ROWS):
+            idx = support[s : s + GRADIENT_BLOCK_ROWS]
+            block = np.take(self._full_rows(idx), inactive, axis=1).astype(np.float64, copy=False)
+            G += self.y[inactive] * (support_weights[s : s + GRADIENT_BLOCK_ROWS] @ block)
+            if not np.isfinite(G).all():
+                raise_nonfinite_rows(idx, block)
+        self.G[inactive] = G
+        self.active = np.arange(self.n)
+        self.column_of = np.arange(self.n)
+        held = np.flatnonzero(self.row_in_slot >= 0)
+        self.K = np.zeros((self.K.shape[0], self.n))
+        if held.size:
+            self.K[held] = self._full_rows(self.row_in_slot[held])
+        return True
+
+    def state(self):
+        """``(alpha, G)`` of all samples, ``G`` exact (shrunk variables rebuilt first)."""
+        self.unshrink()
+        return self.alpha, self.G
