@@ -67,7 +67,7 @@ class _Answer:
 
 
 class ActorGradients:
-    """The gradient spread over one actor per worker of ``client``; the interface of :class:`~._gradient.LocalGradients`.
+    """The gradient spread over one actor per worker of ``client``; the interface of :class:`~._shrinking.ShrinkingGradients`.
 
     The row provider is sent to every worker, as its ``column_slab`` of the
     worker's range where it has one, so it must be picklable. ``G``, when

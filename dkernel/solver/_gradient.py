@@ -6,8 +6,9 @@ Two strategies hold the partitions behind one interface (``candidates``,
 ``load``, ``update``, ``state``, ``fill_rows``, ``close``, and ``alpha``, the
 current ``alpha`` of all samples kept in this process):
 
-:class:`LocalGradients`
-    One partition covering all samples, in this process.
+:class:`~._shrinking.ShrinkingGradients`
+    All samples in this process (restricted to the active variables when
+    the solver shrinks, :mod:`._shrinking`).
 :class:`ActorGradients`
     One partition per Dask worker, in a ``distributed`` actor, over
     contiguous ranges of samples (:mod:`._actors`). Each worker reads
@@ -34,7 +35,6 @@ from ._select import candidate_lists, extreme_violations, merge_candidates, viol
 
 __all__ = [
     "GradientPartition",
-    "LocalGradients",
     "SlotMap",
     "initial_gradient",
     "assemble_working_set",
@@ -193,36 +193,3 @@ def partition_ranges(n, n_parts):
     """Split ``0..n`` into ``n_parts`` contiguous ranges of near-equal size."""
     bounds = np.linspace(0, n, min(n_parts, n) + 1).round().astype(int)
     return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
-
-
-class LocalGradients:
-    """The gradient of all samples in one :class:`GradientPartition` of this process.
-
-    ``G``, when given, is the gradient at ``prob.alpha0`` (a resumed checkpoint).
-    """
-
-    def __init__(self, rows, prob, q, G=None):
-        support, weights = starting_support(prob.y, prob.alpha0) if G is None else (None, None)
-        self.partition = GradientPartition(
-            rows, prob.y, prob.C, prob.p, prob.alpha0, 0, prob.n, q, support, weights, G
-        )
-        self.alpha = self.partition.alpha
-
-    def close(self):
-        """Nothing to release: the partition lives in this process."""
-
-    def candidates(self, k):
-        return merge_partition_candidates([self.partition.candidates(k)], k)
-
-    def load(self, B, new, new_slots, slots):
-        return assemble_working_set([self.partition.load(B, new, new_slots, slots)], B.size)
-
-    def update(self, B, slots, weights, alpha_B, k):
-        """Apply the step and return the next iteration's merged candidates."""
-        return merge_partition_candidates([self.partition.update(B, slots, weights, alpha_B, k)], k)
-
-    def fill_rows(self, idx, slots):
-        self.partition.fill_rows(idx, slots)
-
-    def state(self):
-        return self.partition.state()

@@ -103,8 +103,8 @@ def label_constraint_loop(gradients, prob, *, tol, q, max_iter, shrinking, callb
     an iteration when due.
     """
     y, C = prob.y, prob.C
-    # Gradients restricted to the active variables (:class:`~._shrinking.ShrinkingGradients`) shrink too.
-    column_shrinking = shrinking and hasattr(gradients, "shrink")
+    # Gradients in this process shrink their active set too (:class:`~._shrinking.ShrinkingGradients`).
+    column_shrinking = shrinking and getattr(gradients, "shrinks", False)
     slot_map = SlotMap(q)
     kept = np.empty(0, dtype=np.intp)
     start, n_rows = 0, 0

@@ -53,10 +53,11 @@ def rows_read_from_memory(rows):
 class ShrinkingGradients:
     """The gradient of all samples in this process, with the working-set rows held over the active columns.
 
-    The interface of :class:`~._gradient.LocalGradients` (``candidates``,
-    ``load``, ``update``, ``fill_rows``, ``state``, ``alpha``) plus
-    :meth:`shrink` and :meth:`unshrink`. Indices given and returned are
-    global (``0 .. n-1``); only active variables are ever candidates.
+    The interface of the gradient strategies of :mod:`._gradient`
+    (``candidates``, ``load``, ``update``, ``fill_rows``, ``state``,
+    ``alpha``) plus :meth:`shrink` and :meth:`unshrink`. Indices given and
+    returned are global (``0 .. n-1``); only active variables are ever
+    candidates. Without ``shrinks`` every variable stays active.
 
     Parameters
     ----------
@@ -66,9 +67,12 @@ class ShrinkingGradients:
         Working-set size (rows held).
     G : ndarray of shape (n,), optional
         The gradient at ``prob.alpha0`` (a resumed checkpoint).
+    shrinks : bool, default=False
+        Whether the loop shrinks the active set (:func:`rows_read_from_memory`).
     """
 
-    def __init__(self, rows, prob, q, G=None):
+    def __init__(self, rows, prob, q, G=None, *, shrinks=False):
+        self.shrinks = bool(shrinks)
         self.rows, self.n = rows, prob.n
         self.y, self.C, self.p = prob.y, prob.C, prob.p
         self.alpha = prob.alpha0.copy()

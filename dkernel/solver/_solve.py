@@ -7,7 +7,7 @@
     \\qquad Q_{ij} = y_i y_j K_{ij}.
 
 With one equality row ``y^T alpha = const`` the gradient is held by
-:class:`~._gradient.LocalGradients` (this process) or, given a Dask client,
+:class:`~._shrinking.ShrinkingGradients` (this process) or, given a Dask client,
 :class:`~._actors.ActorGradients` (one range of samples per worker); the
 same loop then selects the same working sets. Several rows are solved in
 this process by the active-set loop. With a checkpoint the loop's state is
@@ -22,7 +22,6 @@ import logging
 import numpy as np
 
 from ._checkpoint import CheckpointWriter, as_checkpoint, problem_fingerprint, read_state
-from ._gradient import LocalGradients
 from ._loop import general_equality_loop, label_constraint_loop
 from ._shrinking import ShrinkingGradients, rows_read_from_memory
 from ._qp import prepare_problem, qp_result
@@ -242,8 +241,7 @@ def label_constraint_solve(rows, prob, q, *, client, tol, max_iter, shrinking, c
         writer = CheckpointWriter(checkpoint, fingerprint, 0 if resume is None else resume.iteration)
     G0 = None if resume is None else resume.G
     if client is None:
-        local = ShrinkingGradients if shrinking and rows_read_from_memory(rows) else LocalGradients
-        gradients = local(rows, prob, q, G0)
+        gradients = ShrinkingGradients(rows, prob, q, G0, shrinks=shrinking and rows_read_from_memory(rows))
     else:
         from ._actors import ActorGradients  # distributed is imported only for a client
 
