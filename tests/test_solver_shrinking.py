@@ -105,3 +105,32 @@ def test_a_variable_held_in_the_working_set_is_never_shrunk():
     assert gradients.unshrink() and gradients.active.size == 300
     np.testing.assert_array_equal(gradients.K[:16], K[:16])
     np.testing.assert_allclose(gradients.G, -np.ones(300))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_rebuild_reads_a_matrix_in_memory_directly(dtype):
+    rng = np.random.default_rng(5)
+    K = rbf_kernel(rng.normal(size=(300, 4)), gamma=0.3).astype(dtype)
+    rows, columns = rng.choice(300, 40, replace=False), rng.choice(300, 70, replace=False)
+    weights = rng.normal(size=40)
+    expected = weights @ K[np.ix_(rows, columns)].astype(np.float64)
+    np.testing.assert_allclose(shrinking_module.weighted_row_sums(K, rows, weights, columns), expected, rtol=1e-12)
+    index = np.sort(rng.choice(300, 120, replace=False))
+    assert shrinking_module.matrix_in_memory(DenseGram(K))[0] is K
+    held, held_index = shrinking_module.matrix_in_memory(SubsetGram(DenseGram(K), index))
+    assert held is K and np.array_equal(held_index, index)
+    assert shrinking_module.matrix_in_memory(KernelGram(np.eye(3), RBFKernel(gamma=1.0))) is None
+
+
+def test_a_view_over_a_matrix_in_memory_is_rebuilt_from_its_own_rows(shrink_log):
+    from dkernel.centering import Centering
+    from dkernel.operators import CenteredGram
+
+    X, y = _problem(n=1000, seed=6)
+    view = CenteredGram(DenseGram(rbf_kernel(X, gamma=0.1)), Centering.standard(1000))
+    assert shrinking_module.matrix_in_memory(view) is None  # its rows are not the matrix's
+    shrunk = solve_qp(view, y, 1.0, tol=1e-3, shrinking=True, working_set_size=32)
+    assert any(dropped for kind, _, dropped in shrink_log if kind == "shrink")
+    full = solve_qp(view, y, 1.0, tol=1e-3, shrinking=False, working_set_size=32)
+    assert abs(shrunk.objective - full.objective) <= 1e-7 * abs(full.objective)
+    np.testing.assert_array_equal(shrunk.alpha > 0, full.alpha > 0)

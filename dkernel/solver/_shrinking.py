@@ -12,14 +12,17 @@ working-set rows are held over the active columns only.
 
 The gradient of the inactive variables is stale. When the active problem is
 solved to the tolerance it is rebuilt exactly, ``G_I = p_I + y_I K_{S,I}^T
-(y_S alpha_S)`` over the support ``S`` (:meth:`ShrinkingGradients.unshrink`),
+(y_S alpha_S)`` over the support ``S`` (:meth:`ShrinkingGradients.unshrink`;
+from a matrix in memory in one compiled pass that reads each support row
+once, :func:`weighted_row_sums`),
 every variable becomes active again, and the loop checks the gap over all of
 them: the stopping test is always made on the whole problem, as libsvm's.
 """
 
 import numpy as np
+from numba import njit
 
-from .._sources import DenseGram
+from .._sources import DenseGram, SubsetGram
 from ._gradient import GRADIENT_BLOCK_ROWS, initial_gradient, merge_partition_candidates, starting_support
 from ._rows import raise_nonfinite_rows
 from ._select import candidate_lists, extreme_violations, violation_sets
@@ -48,6 +51,34 @@ def rows_read_from_memory(rows):
         if rows is None:
             return False
     return True
+
+
+def matrix_in_memory(rows):
+    """``(K, index)`` where the rows of ``rows`` are those of an in-memory matrix ``K`` (restricted to ``index``).
+
+    A :class:`~dkernel.DenseGram` or a promoted on-demand Gram (``index``
+    None), or a :class:`~dkernel._sources.SubsetGram` of one; None for any
+    other provider (a view, a store, rows computed on the fly).
+    """
+    index = None
+    if isinstance(rows, SubsetGram):
+        rows, index = rows.base, rows.index
+    K = getattr(rows, "K", None)
+    if isinstance(K, np.ndarray) and K.ndim == 2 and K.shape == (rows.n, rows.n):
+        return K, index
+    return None
+
+
+@njit(cache=True, nogil=True)
+def weighted_row_sums(K, rows, weights, columns):
+    """``sum_s weights[s] K[rows[s], columns]`` in float64, reading each row of ``K`` once (float32 or float64)."""
+    out = np.zeros(columns.size)
+    for s in range(rows.size):
+        row = K[rows[s]]
+        w = weights[s]
+        for c in range(columns.size):
+            out[c] += w * row[columns[c]]
+    return out
 
 
 class ShrinkingGradients:
@@ -179,14 +210,8 @@ class ShrinkingGradients:
             return False
         inactive = np.flatnonzero(self.column_of < 0)
         support, support_weights = starting_support(self.y, self.alpha)
-        G = self.p[inactive].copy()
-        for s in range(0, support.size, GRADIENT_BLOCK_ROWS):
-            idx = support[s : s + GRADIENT_BLOCK_ROWS]
-            block = np.take(self._full_rows(idx), inactive, axis=1).astype(np.float64, copy=False)
-            G += self.y[inactive] * (support_weights[s : s + GRADIENT_BLOCK_ROWS] @ block)
-            if not np.isfinite(G).all():
-                raise_nonfinite_rows(idx, block)
-        self.G[inactive] = G
+        self.G[inactive] = self.p[inactive] + self.y[inactive] * self._support_products(
+            support, support_weights, inactive)
         self.active = np.arange(self.n)
         self.column_of = np.arange(self.n)
         held = np.flatnonzero(self.row_in_slot >= 0)
@@ -194,6 +219,26 @@ class ShrinkingGradients:
         if held.size:
             self.K[held] = self._full_rows(self.row_in_slot[held])
         return True
+
+    def _support_products(self, support, weights, columns):
+        """``K[support, columns]^T weights``: straight from a matrix in memory, else from blocks of rows."""
+        held = matrix_in_memory(self.rows)
+        if held is not None:
+            K, index = held
+            if index is not None:
+                support, columns = index[support], index[columns]
+            products = weighted_row_sums(K, support, weights, columns)
+            if not np.isfinite(products).all():
+                raise_nonfinite_rows(support, K[support[:1]])
+            return products
+        products = np.zeros(columns.size)
+        for s in range(0, support.size, GRADIENT_BLOCK_ROWS):
+            idx = support[s : s + GRADIENT_BLOCK_ROWS]
+            block = np.take(self._full_rows(idx), columns, axis=1).astype(np.float64, copy=False)
+            products += weights[s : s + GRADIENT_BLOCK_ROWS] @ block
+            if not np.isfinite(products).all():
+                raise_nonfinite_rows(idx, block)
+        return products
 
     def state(self):
         """``(alpha, G)`` of all samples, ``G`` exact (shrunk variables rebuilt first)."""
