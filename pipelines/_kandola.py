@@ -445,7 +445,22 @@ def figure(records, tables, path, title):
     return save_figure(fig, path)
 
 
-def write_report(result, outdir, *, name, title, tables, setup, why):
+def measured_only(records, dataset, algorithm, measures):
+    """Rows ``(matrix, %)`` of dkernel's ``mean (sd)`` for a setting the paper has no table of."""
+    rows = []
+    for pct in (80, 50, 20):
+        for matrix in ("K", "G"):
+            row = {"": f"{matrix}{pct}"}
+            for key in measures:
+                got = spread(records, key, dataset=dataset, algorithm=algorithm, matrix=matrix,
+                             train_fraction=pct / 100)
+                row[HEADERS[key]] = "–" if got is None else _fmt(got, 2 if key == "rr_error" and dataset == "auto-mpg"
+                                                                 else 3)
+            rows.append(row)
+    return rows
+
+
+def write_report(result, outdir, *, name, title, tables, setup, why, extra=()):
     """``report.md`` and ``tables.png``: the paper's tables beside dkernel's, cell by cell, and the claims."""
     from ._report import count_repeats, listing, markdown_table, plural, run_line, write_markdown
 
@@ -485,6 +500,7 @@ def write_report(result, outdir, *, name, title, tables, setup, why):
                   f"{sum(c['as claimed'] for c in claim_rows)}/{len(claim_rows)} (table, fraction, measure) cases in "
                   f"dkernel's means, in {sum(c['paper as claimed'] for c in claim_rows)}/{len(claim_rows)} in the "
                   f"paper's own tables.", ""]
+    parts += list(extra)
     parts += ["## Where G moves a measure against the paper's statement", "",
               markdown_table([c for c in claim_rows if not c["as claimed"]],
                              [(k, k) for k in ("table", "train %", "measure", "paper G − K", "dkernel G − K")])
