@@ -27,7 +27,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import check_data, check_labels
 from ..kernels import get_kernel
 from ._reweighting import alignment_weights, keep_significant, optimal_alignment
-from ._spectrum import top_eigenpairs
+from ._spectrum import check_finite_gram, top_eigenpairs
 
 __all__ = ["AdaptedKernel", "KernelAligner"]
 
@@ -62,6 +62,7 @@ class AdaptedKernel:
             if K.ndim != 2 or K.shape[1] != self.projection.shape[0]:
                 raise ValueError(f"with kernel='precomputed' pass K(X, X_train) of shape (n, "
                                  f"{self.projection.shape[0]}); got shape {K.shape}.")
+            check_finite_gram(K, "the kernel block K(X, X_train)")
         else:
             K = np.asarray(self.kernel.block(check_data(X), self.X_fit), dtype=np.float64)
         return K @ self.projection
@@ -146,14 +147,14 @@ class KernelAligner(TransformerMixin, BaseEstimator):
 
     def fit(self, X, y):
         """Decompose the training Gram, reweight its eigenvectors to the labels ``y`` and keep the projection."""
-        from ..alignment import alignment_target
+        from ._reweighting import adaptation_target
 
         if self.rank is not None and (isinstance(self.rank, bool) or not isinstance(self.rank, Integral)):
             raise ValueError(f"rank must be a positive integer; got {self.rank!r}.")
         X = X if self.kernel == "precomputed" else check_data(X)
         kernel = self._base_kernel(X)
         y = check_labels(y, X.shape[0])
-        t = alignment_target(y, self.target)
+        t = adaptation_target(y, self.target)
         spectrum = top_eigenpairs(self._training_gram(X, kernel), self.rank, mass=self.mass, method=self.method,
                                   random_state=self.random_state, client=self.client)
         values, vectors = keep_significant(spectrum.values, spectrum.vectors, self.tol)
