@@ -37,12 +37,16 @@ def test_a_pass_at_n_20000_sends_a_small_graph(client, in_memory):
     assert _graph_bytes(gram_product(K, 2 * Q, client)) < 100_000  # a second pass: nothing sent again
 
 
-@pytest.mark.parametrize("in_memory", [False, True], ids=["lazy-kernel-gram", "ndarray"])
-def test_randomized_passes_on_workers_equal_the_in_process_path(client, in_memory):
+@pytest.mark.parametrize("kind", ["lazy-kernel-gram", "ndarray", "zarr-store"])
+def test_randomized_passes_on_workers_equal_the_in_process_path(client, kind, tmp_path):
+    from dkernel import GramMatrix
+
     X = np.random.default_rng(2).normal(size=(1500, 5))
     source = KernelGram(X, "rbf", gamma=0.2, chunk=400)
-    if in_memory:
-        source = source.to_numpy() if hasattr(source, "to_numpy") else np.asarray(source.dask.compute())
+    if kind == "ndarray":
+        source = source.to_numpy()
+    elif kind == "zarr-store":
+        source = GramMatrix.compute(X, kernel="rbf", gamma=0.2, store=tmp_path / "K.zarr", chunk=400, progress=False)
     local = top_eigenpairs(source, 12, method="randomized", random_state=3, client=False)
     remote = top_eigenpairs(source, 12, method="randomized", random_state=3, client=client)
     np.testing.assert_allclose(remote.values, local.values, rtol=0, atol=1e-10 * local.values[0])
