@@ -15,6 +15,9 @@ three ways to get the top ``k``:
     product ``K Q`` is one blockwise pass over the Gram's ``.dask`` (a zarr
     store, a lazy :class:`~dkernel._sources.KernelGram` or a view), computed on
     the Dask client's workers; only ``n × (k + p)`` matrices are held here.
+    The Gram's inputs go to the workers once per fit (a lazy Gram's data, an
+    in-memory matrix's row blocks) and each pass scatters its ``Q``, so that
+    no pass's graph carries data.
 ``"nystroem"``
     ``m`` sampled columns ``C = K[:, S]`` and ``W = K[S, S]``: the eigenpairs
     of ``C W⁺ Cᵀ`` through the thin SVD of ``C W^{-1/2}`` (one pass over ``m``
