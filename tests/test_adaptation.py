@@ -85,7 +85,7 @@ def test_inductive_restricted_to_training_points_is_transductive_on_them():
     train = np.arange(150)
     aligner = KernelAligner(kernel="rbf", gamma=0.3, target="uneven", method="exact").fit(X[train], y[train])
     K_train = RBFKernel(gamma=0.3).block(X[train], X[train], symmetric=True).astype(np.float64)
-    G_trans = transductive_adaptation(K_train, y[train], target="uneven", method="exact")
+    G_trans = transductive_adaptation(K_train, y[train], target="uneven", method="exact", tol=aligner.tol)
     np.testing.assert_allclose(aligner.gram(X[train]), G_trans.to_numpy(), rtol=0, atol=1e-10)
     np.testing.assert_allclose(aligner.training_gram(), G_trans.to_numpy(), rtol=0, atol=1e-12)
 
@@ -199,3 +199,42 @@ def test_bad_input_is_refused_with_clear_errors():
         top_eigenpairs(K, mass=1.5)
     with pytest.raises(InvalidLabelsError, match="target='regression'"):
         KernelAligner(kernel="precomputed", target="uneven").fit(K, X[:, 1])
+
+
+def test_careless_input_is_refused_before_any_eigendecomposition(monkeypatch):
+    import dkernel.adaptation._reweighting as reweighting
+
+    X, K = _gram(40, 3, 12)
+    y = np.where(X[:, 0] > 0, 1, -1)
+    with pytest.raises(InvalidLabelsError, match=r"target='regression' needs real outputs.*two values \(-1 and 1\)"):
+        KernelAligner(kernel="precomputed", target="regression").fit(K, y)
+    monkeypatch.setattr(reweighting, "top_eigenpairs", None)  # every refusal below comes before the eigensolver
+    with pytest.raises(InvalidLabelsError, match=r"target='regression' needs real outputs"):
+        transductive_adaptation(K, y, target="regression")
+    with pytest.raises(InvalidLabelsError, match="y has 30 labels but the Gram matrix has 40 rows"):
+        transductive_adaptation(K, y[:30])
+    with pytest.raises(ValueError, match="rank 41 is larger than the Gram matrix's 40 rows"):
+        top_eigenpairs(K, 41)
+    with pytest.raises(ValueError, match="rank must be a positive integer"):
+        top_eigenpairs(K, 0)
+    bad = K.copy()
+    bad[0, 0] = np.inf
+    with pytest.raises(ValueError, match="diagonal of the Gram matrix has NaN or infinite"):
+        top_eigenpairs(bad, 5, method="randomized")
+
+
+def test_weights_and_new_rows_are_checked():
+    X, K = _gram(40, 3, 13)
+    y = np.where(X[:, 0] > 0, 1, -1)
+    vectors = np.linalg.qr(np.random.default_rng(0).normal(size=(40, 5)))[0]
+    with pytest.raises(ValueError, match=r"same m labelled rows; got shapes \(40, 5\) and \(30,\)"):
+        alignment_weights(vectors, y[:30].astype(float))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        optimal_alignment(vectors, np.r_[y[:-1], np.nan])
+    aligner = KernelAligner(kernel="precomputed").fit(K, y)
+    rows = K[:5].copy()
+    rows[1, 2] = np.nan
+    with pytest.raises(ValueError, match=r"K\(X, X_train\) has NaN or infinite"):
+        aligner.transform(rows)
+    with pytest.raises(ValueError, match=r"shape \(n, 40\); got shape \(5, 30\)"):
+        aligner.transform(K[:5, :30])

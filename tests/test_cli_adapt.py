@@ -55,10 +55,51 @@ def test_adapt_randomized_rank(files):
     (["--labels", "y.npy", "--mass", "2", "--out", "G.zarr"], "--mass must be a fraction"),
     (["--labels", "y_train.npy", "--out", "G.zarr"], "--labels has 80 labels but the Gram store K.zarr has 120"),
     (["--labels", "y.npy"], "pass --out PATH"),
+    (["--labels", "y.npy", "--rank", "0", "--out", "G.zarr"], "--rank 0 must lie in [1, 120]"),
+    (["--labels", "y.npy", "--target", "regression", "--out", "G.zarr"],
+     "--target 'regression' needs real outputs, but y holds only two values (-1 and 1)"),
+    (["--labels", "missing.npy", "--out", "G.zarr"], "--labels missing.npy: no such file"),
+    (["--labels", "y.pkl", "--out", "G.zarr"], "--labels y.pkl: cannot read labels"),
+    (["--labels", "y.npy", "--factors", "G.txt"], "--factors must name an .npz file"),
 ])
-def test_adapt_refuses_bad_input_naming_the_flag(files, capsys, argv, message):
+def test_adapt_refuses_bad_input_naming_the_flag(files, capsys, argv, message, monkeypatch):
+    import dkernel.adaptation as adaptation
+
+    open("y.pkl", "wb").write(b"\x80\x04garbage")
+    monkeypatch.setattr(adaptation, "transductive_adaptation", None)  # refused before any work: never reached
     assert main(["adapt", "K.zarr", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_adapt_refuses_a_missing_or_foreign_store(files, capsys):
+    import os
+
+    assert main(["adapt", "missing.zarr", "--labels", "y.npy", "--out", "G.zarr"]) == 2
+    assert "no Gram store at missing.zarr (the PATH argument)" in capsys.readouterr().err
+    os.makedirs("notes")
+    open("notes/keep.txt", "w").write("mine")
+    assert main(["adapt", "notes", "--labels", "y.npy", "--out", "G.zarr"]) == 2
+    assert "is not a dkernel Gram store" in capsys.readouterr().err
+    assert not os.path.exists("G.zarr")
+
+
+def test_adapt_overwrite_replaces_only_an_adapted_store(files, capsys):
+    import os
+
+    os.makedirs("notes")
+    open("notes/keep.txt", "w").write("mine")
+    K_before = GramMatrix.open("K.zarr").to_numpy()
+    for out in ("notes", "K.zarr"):  # a foreign folder, the input Gram itself
+        assert main(["adapt", "K.zarr", "--labels", "y.npy", "--out", out, "--overwrite"]) == 2
+    err = capsys.readouterr().err
+    assert "it is not deleted or replaced" in err and "--out K.zarr holds a raw Gram store, not an adapted one" in err
+    assert open("notes/keep.txt").read() == "mine"
+    np.testing.assert_array_equal(GramMatrix.open("K.zarr").to_numpy(), K_before)
+    assert main(["adapt", "K.zarr", "--labels", "y.npy", "--out", "G.zarr"]) == 0
+    assert main(["adapt", "K.zarr", "--labels", "y.npy", "--out", "G.zarr"]) == 2  # no --overwrite
+    assert "pass --overwrite" in capsys.readouterr().err
+    assert main(["adapt", "K.zarr", "--labels", "y.npy", "--rank", "5", "--out", "G.zarr", "--overwrite"]) == 0
+    assert GramMatrix.open("G.zarr").operators[-1]["name"] == "alignment-adapted"
 
 
 def test_adapt_refuses_a_gram_with_nan(files, capsys):

@@ -50,7 +50,8 @@ def test_inductive_training_alignment_of_G_is_never_below_K(quick_runs):
 def _cells(report, title):
     """The dkernel ``mean (sd)`` cells of one table of report.md: {(row, header): (mean, sd)}."""
     section = report.split(f"## {title}:")[1].split("\n## ")[0]
-    lines = [line for line in section.splitlines() if line.startswith("|")]
+    lines = section.split("\n|", 1)[1].split("\n\n")[0].splitlines()  # the first table of the section
+    lines = ["|" + lines[0], *lines[1:]]
     headers = [h.strip() for h in lines[0].strip("|").split("|")]
     cells = {}
     for line in lines[2:]:
@@ -105,3 +106,31 @@ def test_medline_words_are_porter_stems_without_stop_words_or_punctuation():
     analyzer = pickle.loads(pickle.dumps(PorterAnalyzer()))
     assert analyzer("The patients were running; relational studies, generalizations!") == [
         "patient", "run", "relat", "studi", "gener"]
+
+
+@pytest.mark.parametrize("name", ["kandola_uneven", "kandola_regression"])
+def test_the_notes_under_each_table_are_the_records(quick_runs, name):
+    from pipelines._kandola import C_GRID
+
+    result = quick_runs[name]
+    report = (result.outdir / "report.md").read_text()
+    for dataset, algorithm in get_pipeline(name).TABLES:
+        if not any(r["dataset"] == dataset for r in result.records):
+            continue
+        title, paper = PAPER[(dataset, algorithm)]
+        section = report.split(f"## {title}:")[1].split("\n## ")[0]
+        marked = sum(m for _, _, m in _cells(report, title).values())
+        assert f"**Why {marked} of {sum(len(c) for c in paper.values())} cells differ**" in section
+        match = dict(dataset=dataset, algorithm=algorithm, matrix="K", train_fraction=0.8)
+        check = section.split("Measured check")[1]
+        row = next(line for line in check.splitlines() if line.startswith("| K80 |"))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        if name == "kandola_uneven":
+            by_C = {C: spread(result.records, f"error_svc_C{C:g}", **match) for C in C_GRID}
+            best = min(by_C, key=lambda C: by_C[C][0])
+            assert cells[-1] == f"{best:g}" and cells[-2].startswith(f"{by_C[best][0]:.3f}")
+            share = spread(result.records, "error_all_positive", dataset=dataset, algorithm=algorithm, matrix="K")[0]
+            assert f"+1 ({share:.3f}" in section or f"relevant errs on {share:.3f}" in section
+        else:
+            for column, key in ((2, "alignment_train_wide"), (4, "alignment_test_wide"), (6, "error_rr_wide")):
+                assert cells[column].startswith(f"{spread(result.records, key, **match)[0]:.3f}")

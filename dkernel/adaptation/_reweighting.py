@@ -38,6 +38,32 @@ __all__ = ["alignment_weights", "optimal_alignment", "transductive_adaptation", 
 TOL = 1e-10
 
 
+def adaptation_target(y, target):
+    """:func:`~dkernel.alignment.alignment_target`, refusing class labels given as regression outputs.
+
+    Outputs with only two distinct values are class labels: eq. (7) would
+    centre them into a classification target in disguise, so
+    ``target="regression"`` asks for real outputs.
+    """
+    values = np.unique(np.asarray(y))
+    if target == "regression" and len(values) == 2:
+        raise InvalidLabelsError(
+            f"target='regression' needs real outputs, but y holds only two values ({values[0].item()!r} and "
+            f"{values[1].item()!r}): class labels. Use target='classification' (±1) or target='uneven' (eq. 9).")
+    return alignment_target(y, target)
+
+
+def _projections(vectors, t):
+    """``Vᵀ t`` after checking that ``vectors`` (m, k) and ``t`` (m,) match and are finite."""
+    vectors, t = np.asarray(vectors, dtype=np.float64), np.asarray(t, dtype=np.float64)
+    if vectors.ndim != 2 or t.ndim != 1 or vectors.shape[0] != t.shape[0]:
+        raise ValueError(f"vectors must be (m, k) and t (m,) on the same m labelled rows; got shapes "
+                         f"{vectors.shape} and {t.shape}.")
+    if not (np.isfinite(vectors).all() and np.isfinite(t).all()):
+        raise ValueError("vectors and t must be finite; they hold NaN or infinite entries.")
+    return vectors.T @ t
+
+
 def alignment_weights(vectors, t):
     """The weights ``α_i = ⟨v_i, t⟩² / sqrt(Σ_j ⟨v_j, t⟩⁴)`` of eq. (5), ``Σ α_i² = 1``.
 
@@ -48,7 +74,7 @@ def alignment_weights(vectors, t):
     t : ndarray of shape (m,)
         The target on those rows.
     """
-    projections = np.asarray(vectors, dtype=np.float64).T @ np.asarray(t, dtype=np.float64)
+    projections = _projections(vectors, t)
     squares = projections**2
     norm = np.sqrt(np.sum(squares**2))
     if norm == 0:
@@ -63,8 +89,8 @@ def optimal_alignment(vectors, t):
     Exact for orthonormal ``vectors`` (all rows labelled, or the inductive
     algorithm's training eigenvectors).
     """
+    projections = _projections(vectors, t)
     t = np.asarray(t, dtype=np.float64)
-    projections = np.asarray(vectors, dtype=np.float64).T @ t
     return float(np.sqrt(np.sum(projections**4)) / (t @ t))
 
 
@@ -84,7 +110,7 @@ def labelled_target(y, n, labelled, target):
         if rows.size and (rows.min() < 0 or rows.max() >= n):
             raise InvalidLabelsError(f"labelled indices must lie in [0, {n}); got {rows.min()}..{rows.max()}.")
     y = check_labels(y, len(rows))
-    return rows, alignment_target(y, target)
+    return rows, adaptation_target(y, target)
 
 
 def keep_significant(values, vectors, tol):

@@ -15,6 +15,9 @@ three ways to get the top ``k``:
     product ``K Q`` is one blockwise pass over the Gram's ``.dask`` (a zarr
     store, a lazy :class:`~dkernel._sources.KernelGram` or a view), computed on
     the Dask client's workers; only ``n × (k + p)`` matrices are held here.
+    The Gram's inputs go to the workers once per fit (a lazy Gram's data, an
+    in-memory matrix's row blocks) and each pass scatters its ``Q``, so that
+    no pass's graph carries data.
 ``"nystroem"``
     ``m`` sampled columns ``C = K[:, S]`` and ``W = K[S, S]``: the eigenpairs
     of ``C W⁺ Cᵀ`` through the thin SVD of ``C W^{-1/2}`` (one pass over ``m``
@@ -31,8 +34,8 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .._dask import client_for
-from .._sources import source_columns, source_dask, source_diag, source_n
+from .._dask import client_for, local_scheduler
+from .._sources import DEFAULT_CHUNK, source_columns, source_dask, source_diag, source_n
 from .._validation import random_generator
 
 __all__ = ["Spectrum", "top_eigenpairs", "METHODS"]
@@ -117,14 +120,45 @@ def _exact(source):
     return values[::-1], vectors[:, ::-1]
 
 
-def _times_gram(source, Q, client):
-    """``K Q`` in one blockwise pass over the Gram's ``.dask``, computed on ``client``."""
+def gram_on_workers(source, client):
+    """The Gram as a Dask array whose inputs are sent to ``client``'s workers once per fit.
+
+    A lazy kernel Gram scatters its data (:meth:`KernelGram.lazy`) and an
+    in-memory matrix is scattered in row blocks, so that each pass's graph
+    refers to them by key; a zarr store is read by the workers themselves.
+    Without a client, the Gram's own ``.dask``.
+    """
+    if client is not None and isinstance(source, np.ndarray):
+        n = source.shape[0]
+        return _scattered_rows(np.asarray(source, dtype=np.float64), _row_chunks(n, DEFAULT_CHUNK), client)
+    return source_dask(source, client)
+
+
+def _row_chunks(n, size):
+    return tuple(min(size, n - start) for start in range(0, n, size))
+
+
+def _scattered_rows(Q, chunks, client):
+    """The 2-d ``Q`` as a Dask array of row blocks ``chunks``, each scattered to the workers (none in the graph)."""
     import dask.array as da
 
-    K = source_dask(source, client)
-    Qd = da.from_array(Q, chunks=(K.chunks[1], Q.shape[1]))
-    product = K @ Qd
-    out = client.compute(product).result() if client is not None else product.compute()
+    if client is None:
+        return da.from_array(Q, chunks=(chunks, Q.shape[1]))
+    bounds = np.cumsum((0, *chunks))
+    parts = client.scatter([Q[a:b] for a, b in zip(bounds[:-1], bounds[1:])], hash=False)
+    return da.concatenate([da.from_delayed(part, shape=(b - a, Q.shape[1]), dtype=Q.dtype)
+                           for part, a, b in zip(parts, bounds[:-1], bounds[1:])])
+
+
+def gram_product(K, Q, client):
+    """Lazy ``K Q`` for the Dask Gram ``K``: ``Q``'s row blocks are scattered, not embedded in the graph."""
+    return K @ _scattered_rows(Q, K.chunks[1], client)
+
+
+def _times_gram(K, Q, client):
+    """``K Q`` in one blockwise pass over the Dask Gram ``K``, computed on ``client``."""
+    product = gram_product(K, Q, client)
+    out = client.compute(product).result() if client is not None else product.compute(scheduler=local_scheduler())
     out = np.asarray(out, dtype=np.float64)
     check_finite_gram(out, "the product of the Gram matrix with a random matrix")
     return out
@@ -132,10 +166,11 @@ def _times_gram(source, Q, client):
 
 def _randomized(source, n_vectors, power_iterations, rng, client):
     n = source_n(source)
+    K = gram_on_workers(source, client)
     Q = np.linalg.qr(rng.standard_normal((n, n_vectors)))[0]
     for _ in range(power_iterations + 1):
-        Q = np.linalg.qr(_times_gram(source, Q, client))[0]
-    KQ = _times_gram(source, Q, client)
+        Q = np.linalg.qr(_times_gram(K, Q, client))[0]
+    KQ = _times_gram(K, Q, client)
     values, small = np.linalg.eigh((Q.T @ KQ + KQ.T @ Q) / 2)
     return values[::-1], (Q @ small)[:, ::-1]
 

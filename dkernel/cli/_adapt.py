@@ -87,10 +87,42 @@ def _check_outputs(args, gram):
         raise ValueError("pass --out PATH (a Gram store) or --factors FILE (the low-rank factors), or both.")
     if args.out:
         check_output_store(args.out, args.overwrite, gram)
+        _check_replaces_an_adapted_store(args.out)
     if args.factors and not args.factors.endswith(".npz"):
         raise ValueError(f"--factors must name an .npz file; got {args.factors}.")
     if args.rank is not None and not 1 <= args.rank <= gram.n:
         raise ValueError(f"--rank {args.rank} must lie in [1, {gram.n}], the rows of the Gram store {args.store}.")
+    if args.mass is not None and not 0 < args.mass <= 1:
+        raise ValueError(f"--mass must be a fraction of the spectrum in (0, 1]; got {args.mass}.")
+
+
+def _check_replaces_an_adapted_store(path):
+    """``--overwrite`` replaces only a store written by ``dkernel adapt``, never another Gram (the input's included)."""
+    import os
+
+    from ..gram import GramMatrix
+
+    if not os.path.isdir(path) or not os.listdir(path):
+        return
+    operators = GramMatrix.open(path).operators
+    if not operators or operators[-1].get("name") != "alignment-adapted":
+        kind = "a raw Gram store" if not operators else f"a Gram store derived by {operators[-1].get('name')!r}"
+        raise ValueError(f"--out {path} holds {kind}, not an adapted one; --overwrite replaces only a store written "
+                         f"by dkernel adapt. Choose another path for G.")
+
+
+def _read_labels(args):
+    """The labels of ``--labels``, read before any work (errors name the flag)."""
+    import os
+
+    if not os.path.isfile(args.labels):
+        raise ValueError(f"--labels {args.labels}: no such file.")
+    from ..exceptions import DKernelError
+
+    try:
+        return load_labels(args.labels)
+    except (ValueError, DKernelError) as exc:
+        raise ValueError(f"--labels {args.labels}: {exc}") from None
 
 
 def _inductive(gram, y, rows, args, client):
@@ -115,16 +147,23 @@ def _inductive(gram, y, rows, args, client):
 
 
 def _run_adapt(args):
+    import os
+
     import numpy as np
 
     from ..adaptation import transductive_adaptation
+    from ..adaptation._reweighting import adaptation_target
     from ..gram import GramMatrix
 
+    if not os.path.exists(args.store):
+        raise ValueError(f"no Gram store at {args.store} (the PATH argument); compute one with "
+                         f"'dkernel gram --input X.npy --out {args.store}'.")
     gram = GramMatrix.open(args.store)
     _check_outputs(args, gram)
-    y = load_labels(args.labels)
+    y = _read_labels(args)
     rows = _labelled_rows(args, gram.n, len(y))
     y = y[rows] if len(y) == gram.n and len(rows) != gram.n else y
+    adaptation_target(y, args.target)  # the labels fit --target, before the cluster and the eigensolver
     spec, flag = _cluster_choice(args)
     from .._dask import scheduler_client
 
