@@ -103,7 +103,8 @@ def test_a_loop_steered_from_the_client_makes_two_calls_per_worker_and_iteration
     n_iter = steered.n_iter
     assert dict(calls) == {"candidates": 2, "load": 2 * n_iter, "update": 2 * n_iter, "state": 2}
     assert client_reads == []
-    local_result = solve_qp(DenseGram(gram.to_numpy()), y_pm, 1.0, working_set_size=16)
+    # Shrinking in this process takes other steps to the same optimum; without it, the very same ones.
+    local_result = solve_qp(DenseGram(gram.to_numpy()), y_pm, 1.0, working_set_size=16, shrinking=False)
     for result in (steered, on_worker):
         assert result.n_iter == local_result.n_iter
         np.testing.assert_allclose(result.alpha, local_result.alpha, atol=1e-9)

@@ -160,7 +160,9 @@ def test_a_killed_client_releases_the_loop_and_a_new_client_resumes_it(tmp_path,
 
         client.run(restore_the_loop)
         resumed = SVC(client=client, checkpoint=path, **params).fit(X, y)
-    single = SVC(client=False, **params).fit(X, y)
+    # Rows on the fly in float64 (1 MB holds no whole Gram), as on the workers: the same path, not shrunk.
+    single = SVC(client=False, cache_size=1, **params).fit(X, y)
+    assert single.gram_dtype_ == "on-the-fly"
     np.testing.assert_allclose(resumed.decision_function(X), single.decision_function(X), atol=1e-6)
     # The loop's record, made on a worker, reached this process's logger.
     assert any("resuming from the checkpoint" in m for m in solver_log), solver_log
