@@ -22,7 +22,7 @@ them: the stopping test is always made on the whole problem, as libsvm's.
 import numpy as np
 from numba import njit
 
-from .._sources import DenseGram, SubsetGram
+from .._sources import SubsetGram
 from ._gradient import GRADIENT_BLOCK_ROWS, initial_gradient, merge_partition_candidates, starting_support
 from ._rows import raise_nonfinite_rows
 from ._select import candidate_lists, extreme_violations, violation_sets
@@ -39,18 +39,18 @@ MIN_SHRINK_GAIN = 0.9
 
 
 def rows_read_from_memory(rows):
-    """Whether the Gram under ``rows`` (through its views and subsets) is held in memory.
+    """Whether the solver shrinks on ``rows``: its rows are those of a matrix in memory (:func:`matrix_in_memory`).
 
-    Shrinking pays for itself by reading the support vectors' rows again at
-    the end; rows read from a store on disk or computed from the data cost
-    more than the updates it saves: a :class:`~dkernel.DenseGram`, or a
-    provider that says ``rows_in_memory`` (the on-demand Gram of ``SVC``).
+    Shrinking pays for itself only where the support vectors' rows are read
+    again cheaply at the end; from a store on disk, rows computed from the
+    data or a view that corrects every entry (a centered Gram) they cost more
+    than the updates it saves (a centered fit at n = 20000 took 13.4 s
+    shrinking against 9.6 s without). A provider that says
+    ``rows_in_memory`` (the on-demand Gram of ``SVC``, whole once its rows
+    pass ``n / 8``) counts as one.
     """
-    while not (isinstance(rows, DenseGram) or getattr(rows, "rows_in_memory", False)):
-        rows = getattr(rows, "base", None)
-        if rows is None:
-            return False
-    return True
+    base = rows.base if isinstance(rows, SubsetGram) else rows
+    return matrix_in_memory(rows) is not None or getattr(base, "rows_in_memory", False)
 
 
 def matrix_in_memory(rows):
