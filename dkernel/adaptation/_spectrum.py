@@ -16,8 +16,8 @@ three ways to get the top ``k``:
     store, a lazy :class:`~dkernel._sources.KernelGram` or a view), computed on
     the Dask client's workers; only ``n × (k + p)`` matrices are held here.
     The Gram's inputs go to the workers once per fit (a lazy Gram's data, an
-    in-memory matrix's row blocks) and each pass scatters its ``Q``, so that
-    no pass's graph carries data.
+    in-memory matrix's row blocks); each pass's graph carries its ``Q`` only
+    (:func:`gram_product` says why it is not scattered).
 ``"nystroem"``
     ``m`` sampled columns ``C = K[:, S]`` and ``W = K[S, S]``: the eigenpairs
     of ``C W⁺ Cᵀ`` through the thin SVD of ``C W^{-1/2}`` (one pass over ``m``
@@ -138,18 +138,16 @@ def _row_chunks(n, size):
     return tuple(min(size, n - start) for start in range(0, n, size))
 
 
-def _scattered_rows(Q, chunks, client):
-    """The 2-d ``Q`` as a Dask array of row blocks ``chunks``, each scattered to the workers (none in the graph).
+def _scattered_rows(A, chunks, client):
+    """The 2-d ``A`` as a Dask array of row blocks ``chunks``, each scattered to ``client``'s workers.
 
     For a Gram held in this process: its blocks are data, nothing is computed from them before the products.
     """
     import dask.array as da
 
-    if client is None:
-        return da.from_array(Q, chunks=(chunks, Q.shape[1]))
     bounds = np.cumsum((0, *chunks))
-    parts = client.scatter([Q[a:b] for a, b in zip(bounds[:-1], bounds[1:])], hash=False)
-    return da.concatenate([da.from_delayed(part, shape=(b - a, Q.shape[1]), dtype=Q.dtype)
+    parts = client.scatter([A[a:b] for a, b in zip(bounds[:-1], bounds[1:])], hash=False)
+    return da.concatenate([da.from_delayed(part, shape=(b - a, A.shape[1]), dtype=A.dtype)
                            for part, a, b in zip(parts, bounds[:-1], bounds[1:])])
 
 
