@@ -26,7 +26,7 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
-from scipy.optimize import linprog
+from scipy.optimize import nnls
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
@@ -35,6 +35,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._dask import client_for
 from ._sources import DenseGram, SubsetGram
 from ._validation import check_finite
+from .solver._bias import linear_program
 from .svm import _multiclass
 from .svm._kernel import ESTIMATOR_DEFAULTS
 from .svm._training import _principal_submatrix, _row_provider, resolve_kernel, solver_client, store_path, \
@@ -45,6 +46,7 @@ __all__ = [
     "check_feature_matrix",
     "feature_coefficients",
     "hinge_feature_coefficients",
+    "least_norm_separator",
     "positive_cone_point",
     "solve_generalized_bias",
     "virtual_samples_solution",
@@ -52,6 +54,8 @@ __all__ = [
 
 #: Relative singular-value threshold below which a set of features counts as linearly dependent.
 RANK_RTOL = 1e-10
+#: Hinge loss of eq. (25), relative to the total weight, under which the training points count as fitted exactly.
+SEPARABLE_LOSS = 1e-9
 
 
 def check_feature_matrix(F, n_samples, *, where="the training data"):
@@ -104,7 +108,9 @@ def hinge_feature_coefficients(F, y, g, weights):
 
     ``g`` is the kernel part ``Σ_j c_j y_j Φ(x_j, x_i)`` at the training
     points, fixed by the QP. Rows with ``y_i = 0`` (virtual points, §4.2)
-    carry the constant loss 1. Solved with SciPy's HiGHS.
+    carry the constant loss 1. Solved with SciPy's HiGHS. When the loss is
+    zero its minimizers are a polyhedron; the one of least norm is returned
+    (:func:`least_norm_separator`).
     """
     n, ell = F.shape
     real = y != 0
@@ -115,10 +121,35 @@ def hinge_feature_coefficients(F, y, g, weights):
     b_ub = yr * gr - 1.0
     cost = np.concatenate([np.zeros(ell), wr])
     bounds = [(None, None)] * ell + [(0, None)] * m
-    res = linprog(cost, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs")
-    if res.status != 0:
-        raise RuntimeError(f"the linear program of the feature coefficients (eq. 25) failed: {res.message}")
+    res = linear_program(cost, "linear program of the feature coefficients (eq. 25)", A_ub=A_ub, b_ub=b_ub,
+                         bounds=bounds)
+    if res.fun <= SEPARABLE_LOSS * max(wr.sum(), 1e-300):
+        # Zero loss: every λ with y_i (F_i λ + g_i) >= 1 is a minimizer, a whole unbounded polyhedron.
+        return least_norm_separator(yr[:, None] * Fr, 1.0 - yr * gr)
     return res.x[:ell]
+
+
+def least_norm_separator(A, h):
+    """The λ of least Euclidean norm with ``A λ >= h``, by least distance programming (Lawson & Hanson, ch. 23).
+
+    The NNLS problem ``min_{u >= 0} ‖[Aᵀ; hᵀ] u - e_{ℓ+1}‖`` (SciPy's
+    ``nnls``) has residual ``r`` with ``λ = -r[:ℓ] / r[ℓ]``; ``r = 0``
+    means the constraints are infeasible. When the loss of eq. (25) is zero
+    (the features, with the kernel part, fit every training point: the
+    reproduction property), its minimizers form this polyhedron; the point of
+    least norm is the one that depends on no direction the data leave free,
+    and it is the generating coefficients when the labels are exactly a linear
+    model of the features (``y_i = Σ_k λ_k φ_k(x_i)``).
+    """
+    m, ell = A.shape
+    M = np.vstack([A.T, h[None, :]])
+    target = np.zeros(ell + 1)
+    target[-1] = 1.0
+    u, _ = nnls(M, target, maxiter=50 * max(m, ell + 1))
+    residual = M @ u - target
+    if abs(residual[-1]) <= 1e-12:
+        raise RuntimeError("the constraints of the least-norm feature coefficients are infeasible.")
+    return -residual[:ell] / residual[-1]
 
 
 def feature_coefficients(alpha, G, C, E, F, y, K_coef):
@@ -158,10 +189,8 @@ def positive_cone_point(E):
     A_ub = sp.hstack([-sp.identity(n), sp.identity(n)], format="csr")
     A_eq = sp.hstack([sp.csr_matrix(E), sp.csr_matrix((ell, n))], format="csr")
     cost = np.concatenate([np.zeros(n), -np.ones(n)])
-    res = linprog(cost, A_ub=A_ub, b_ub=np.zeros(n), A_eq=A_eq, b_eq=np.zeros(ell),
-                  bounds=[(0, None)] * n + [(0, 1)] * n, method="highs")
-    if res.status != 0:
-        raise RuntimeError(f"the linear program of the feasible support failed: {res.message}")
+    res = linear_program(cost, "linear program of the feasible support", A_ub=A_ub, b_ub=np.zeros(n), A_eq=A_eq,
+                         b_eq=np.zeros(ell), bounds=[(0, None)] * n + [(0, 1)] * n)
     t = res.x[n:]
     held = t < 0.5
     alpha = np.where(held, 0.0, res.x[:n])
@@ -175,9 +204,10 @@ def solve_generalized_bias(rows, y, C, F, *, tol=1e-3, max_iter=100_000, client=
     of a class absent from a one-vs-one pair) are left out of the equality
     rows, and samples held at ``α_i = 0`` by the constraints
     (:func:`positive_cone_point`) out of the QP; λ then comes from eq. (25)
-    over all samples and features. The solver keeps its gradient on the
-    workers of ``client`` for one equality row; with several it runs in this
-    process.
+    over all samples and features. Given a ``client``, the solve runs on its
+    workers: the gradient spread over them for one equality row, the whole
+    active-set loop in a task on one worker for several
+    (:func:`dkernel.solver.solve_qp`).
 
     Returns a dict: ``coef`` (α y, shape (n,)), ``feature_coef`` (λ, shape
     (ℓ,)), ``objective`` (dual), ``n_iter``, ``converged``, ``lambda_from``
@@ -203,7 +233,7 @@ def solve_generalized_bias(rows, y, C, F, *, tol=1e-3, max_iter=100_000, client=
         if np.abs(E @ start).max(initial=0.0) > 1e-9 * max(np.abs(E).sum(axis=1).max() * start.max(), 1e-300):
             start = None  # rounding of the linear program: let the solver find its own vertex
         result = solve_qp(sub_rows, yk, C[kept], E=E, e=np.zeros(E.shape[0]), tol=tol, max_iter=max_iter,
-                          alpha0=start, client=client if E.shape[0] == 1 else None, verbose=verbose)
+                          alpha0=start, client=client, verbose=verbose)
         coef[kept] = result.alpha * yk
     lam = np.zeros(F.shape[1])
     if result is not None and kept.size == n and sub_active.size == active.size:

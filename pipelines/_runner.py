@@ -72,6 +72,7 @@ MEASURES = (
     "delta_b", "decision_gap", "kernel_max_abs", "float32_error", "kappa", "accuracy",
 )  # fmt: skip
 MEASURES += ("train_alignment", "test_alignment", "svc_error", "pw_error", "f1", "rr_error", "svc_C", "ridge_alpha", "rank", "g_scale")
+MEASURES += ("knn_agreement",)  # li_generalized_bias
 MEASURE_PREFIXES = ("test_error", "alignment", "n_sv")
 MEASURE_PREFIXES += ("error", "b_relative_change", "margins_clipped")  # graf_coil
 

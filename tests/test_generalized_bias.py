@@ -6,7 +6,8 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
 from dkernel import SVC
-from dkernel.generalized_bias import GeneralizedBiasSVC, check_feature_matrix, virtual_samples_solution
+from dkernel.generalized_bias import GeneralizedBiasSVC, check_feature_matrix, least_norm_separator, \
+    virtual_samples_solution
 from dkernel.kernels import get_kernel
 
 cp = pytest.importorskip("cvxpy")
@@ -107,11 +108,52 @@ def test_reproduction_property_data_from_the_features_alone():
     lam = model.feature_coef_[0]
     assert (y * (features(X) @ lam) >= 1 - 1e-7).all()
     cosine = lam @ lam_true / np.linalg.norm(lam) / np.linalg.norm(lam_true)
-    # Separable data fix λ only up to the hinge's margin: its direction, within the cone of separators.
+    # Labels that are only the sign of the model leave λ's scale free: the least-norm one is the hard-margin
+    # separator on the features, which points along the generating coefficients.
     assert cosine > 0.99
+    np.testing.assert_allclose(lam, least_norm_separator(y[:, None] * features(X), np.ones(len(y))), atol=1e-9)
     X_new = rng.normal(size=(2000, 4))
     truth = features(X_new) @ lam_true
     assert (model.predict(X_new) == np.where(truth > 0, 1, -1)).mean() > 0.98
+
+
+@pytest.mark.parametrize("C", [0.1, 1.0, 100.0])
+def test_reproduction_property_labels_exactly_a_linear_model_of_the_features(C):
+    """y_i = Σ_k λ_k φ_k(x_i) exactly: c = 0 and λ comes back to rounding, whatever the kernel and C."""
+    rng = np.random.default_rng(3)
+    lam_true = np.array([0.4, 1.5, -2.0])  # φ = (1, x_2, x_3): the bias and two of the four inputs
+    n = 300
+    y = np.where(rng.random(n) < 0.4, 1.0, -1.0)
+    X = rng.normal(size=(n, 4))
+    # Move (x_2, x_3) along λ's direction onto the level set λ·φ(x) = y: the labels are the model's values.
+    w = lam_true[1:]
+    X[:, 2:] += np.outer((y - lam_true[0] - X[:, 2:] @ w) / (w @ w), w)
+
+    def features(Z):
+        return np.column_stack([np.ones(len(Z)), Z[:, 2], Z[:, 3]])
+
+    assert np.allclose(features(X) @ lam_true, y)
+    model = GeneralizedBiasSVC(C=C, kernel="rbf", gamma=0.5, features=features, tol=1e-9).fit(X, y)
+    assert model.support_.size == 0 and not model.pair_coef_.any()  # c = 0
+    np.testing.assert_allclose(model.feature_coef_[0], lam_true, rtol=0, atol=1e-9)
+    X_new = rng.normal(size=(500, 4))
+    np.testing.assert_allclose(model.decision_function(X_new), features(X_new) @ lam_true, atol=1e-8)
+
+
+def test_least_norm_separator_is_the_hard_margin_solution_of_a_generic_solver():
+    rng = np.random.default_rng(5)
+    A = rng.normal(size=(80, 4)) + np.array([1.0, 0.5, 0.0, 0.0])
+    h = np.where(rng.random(80) < 0.5, 1.0, 0.3)
+    keep = A @ np.array([1.0, 0.5, 0.0, 0.0]) > 0.2
+    A, h = A[keep], h[keep]
+    lam = least_norm_separator(A, h)
+    ref = cp.Variable(4)
+    cp.Problem(cp.Minimize(cp.sum_squares(ref)), [A @ ref >= h]).solve(solver="CLARABEL", tol_gap_abs=1e-12,
+                                                                       tol_gap_rel=1e-12, tol_feas=1e-12)
+    np.testing.assert_allclose(lam, ref.value, atol=1e-7)
+    assert (A @ lam >= h - 1e-10).all()
+    with pytest.raises(RuntimeError, match="infeasible"):
+        least_norm_separator(np.array([[1.0], [-1.0]]), np.array([1.0, 1.0]))
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])

@@ -71,3 +71,14 @@ def test_report_numbers_equal_the_records(quick):
     gb, knn = (next(r["accuracy"] for r in quick.records if r["figure"] == "1" and r["method"] == m)
                for m in ("svm-gb", "knn-geodesic"))
     assert f"SVM-GB {gb:.3f}, kNN geodesic {knn:.3f}" in report
+    agreement = {m: next(r["knn_agreement"] for r in quick.records if r["figure"] == "1" and r["method"] == m)
+                 for m in ("svm", "svm-gb")}
+    assert all(0.0 <= a <= 1.0 for a in agreement.values())
+    assert (f"test predictions equal to geodesic kNN's: SVM-GB {agreement['svm-gb']:.3f}, SVM "
+            f"{agreement['svm']:.3f}") in report
+
+
+def test_claims_a_quick_run_cannot_measure_say_so(quick):
+    report = (quick.outdir / "report.md").read_text()
+    line = next(line for line in report.splitlines() if "800 training documents or more" in line)
+    assert "no training size of 800 or more in this run" in line and line.rstrip().endswith("| not measured |")

@@ -18,7 +18,32 @@ sum_q mu_q phi_q(x)``: ``mu`` are the coefficients of the predefined features.
 import numpy as np
 from scipy.optimize import linprog
 
-__all__ = ["svc_intercept", "minimax_multipliers", "equality_multipliers"]
+__all__ = ["svc_intercept", "minimax_multipliers", "equality_multipliers", "linear_program"]
+
+#: scipy's ``linprog`` status of an LP shown infeasible (2) or unbounded (3): no other HiGHS run answers otherwise.
+_DEFINITE_FAILURES = (2, 3)
+#: The HiGHS runs tried in turn: its presolve can end with status "Not Set" on LPs the simplex then solves
+#: (entries spanning 60 orders of magnitude, as topic proportions give), and the interior point is the last resort.
+_HIGHS_RUNS = (("highs", {}), ("highs", {"presolve": False}), ("highs-ipm", {"presolve": False}))
+
+
+def linear_program(cost, what, *, infeasible=None, **problem):
+    """``scipy.optimize.linprog`` with HiGHS, run again without presolve, then by interior point, if it fails.
+
+    ``problem`` holds linprog's constraint and bound arguments. Returns its
+    result; raises ``ValueError(infeasible)`` when the constraints have no
+    solution and that message is given, else ``RuntimeError`` naming
+    ``what`` when no run succeeds.
+    """
+    for method, options in _HIGHS_RUNS:
+        res = linprog(cost, method=method, options=options, **problem)
+        if res.status == 0 or res.status in _DEFINITE_FAILURES:
+            break
+    if res.status == 2 and infeasible is not None:
+        raise ValueError(infeasible)
+    if res.status != 0:
+        raise RuntimeError(f"The {what} failed: {res.message}")
+    return res
 
 
 def svc_intercept(alpha, G, y, C):
@@ -77,9 +102,7 @@ def minimax_multipliers(alpha, G, C, E):
     cost = np.zeros(n_eq + 1)
     cost[-1] = 1.0
     bounds = [(None, None)] * n_eq + [(0, None)]
-    res = linprog(cost, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs")
-    if res.status != 0:
-        raise RuntimeError(f"The multiplier linear program failed: {res.message}")
+    res = linear_program(cost, "multiplier linear program", A_ub=A_ub, b_ub=b_ub, bounds=bounds)
     weights = -res.ineqlin.marginals
     rows = np.concatenate([can_increase, can_decrease])
     support = np.unique(rows[weights > 1e-12 * max(weights.max(initial=0.0), 1e-300)])

@@ -11,9 +11,9 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linprog
 from sklearn.exceptions import ConvergenceWarning
 
+from ._bias import linear_program
 from ._rows import check_provider
 
 __all__ = [
@@ -176,11 +176,10 @@ def feasible_start(C, E, e):
     """
     if not e.any():
         return np.zeros_like(C)
-    res = linprog(np.zeros(C.shape[0]), A_eq=E, b_eq=e, bounds=np.column_stack([np.zeros_like(C), C]), method="highs")
-    if res.status != 0:
-        raise ValueError(
-            "The constraints 0 <= alpha <= C, E alpha = e have no solution; check e and the bounds C."
-        )
+    res = linear_program(np.zeros(C.shape[0]), "linear program of a feasible start", A_eq=E, b_eq=e,
+                         bounds=np.column_stack([np.zeros_like(C), C]),
+                         infeasible="The constraints 0 <= alpha <= C, E alpha = e have no solution; check e and "
+                                    "the bounds C.")
     return np.clip(res.x, 0.0, C)
 
 

@@ -115,7 +115,6 @@ class ShrinkingGradients:
         self.K = np.zeros((q, self.n))  # zeros: an empty slot meets a zero weight, and 0 * NaN is not 0
         self.weights = np.zeros(q)
         self.row_in_slot = np.full(q, -1, dtype=np.intp)
-        self.n_shrunk_tests = 0
 
     @property
     def shrunk(self):

@@ -9,8 +9,9 @@
 With one equality row ``y^T alpha = const`` the gradient is held by
 :class:`~._shrinking.ShrinkingGradients` (this process) or, given a Dask client,
 :class:`~._actors.ActorGradients` (one range of samples per worker); the
-same loop then selects the same working sets. Several rows are solved in
-this process by the active-set loop. With a checkpoint the loop's state is
+same loop then selects the same working sets. Several rows are solved by
+the active-set loop, in this process or, given a client, in a task on a
+worker. With a checkpoint the loop's state is
 written to disk as it goes and a run resumes from it (:mod:`._checkpoint`);
 on a cluster, the range of a lost worker is rebuilt elsewhere
 (:mod:`._actors`).
@@ -108,7 +109,10 @@ def solve_qp(
         Keep the gradient on the workers of this client, one contiguous range
         of samples per worker (:class:`~._actors.ActorGradients`; the row
         provider must then be picklable, and for efficiency implement
-        ``submatrix`` or ``column_slab``). One equality row only. Without a
+        ``submatrix`` or ``column_slab``). With several equality rows the
+        whole loop, its gradient included, runs in one task on a worker
+        (``coordinator="worker"``, the default; ``"client"`` runs it in this
+        process), which reads its rows from ``rows`` there. Without a
         client the gradient lives in this process. When a worker dies during
         the solve, its range is rebuilt on another worker from ``alpha`` and
         the solve goes on (a warning on the ``dkernel.solver`` logger names
@@ -193,13 +197,16 @@ def solve_qp(
         distributed=client is not None,
     )
     if not prob.is_svc_constraint:
-        if client is not None or checkpoint is not None:
-            raise ValueError(
-                f"The {'distributed solver' if client is not None else 'checkpoint'} supports only the constraint "
-                f"y^T alpha = const; solve problems with several equality rows without "
-                f"{'a client' if client is not None else 'checkpoint'}."
-            )
-        out = general_equality_loop(rows, prob, tol=tol, q=q, max_iter=max_iter, callback=callback, verbose=verbose)
+        if checkpoint is not None:
+            raise ValueError("The checkpoint supports only the constraint y^T alpha = const; solve problems with "
+                             "several equality rows without checkpoint.")
+        options = dict(tol=tol, max_iter=max_iter, callback=callback, verbose=verbose)
+        if client is not None and on_a_worker:
+            from ._remote import solve_on_worker  # distributed is imported only for a client
+
+            out = solve_on_worker(general_equality_solve, client, rows, prob, q, options)
+        else:
+            out = general_equality_solve(rows, prob, q, client=None, **options)
         return qp_result(prob, *out, tol=tol, max_iter=max_iter)
     options = dict(tol=tol, max_iter=max_iter, shrinking=shrinking, callback=callback, verbose=verbose,
                    checkpoint=checkpoint)
@@ -253,6 +260,17 @@ def label_constraint_solve(rows, prob, q, *, client, tol, max_iter, shrinking, c
         )
     finally:
         gradients.close()
+
+
+def general_equality_solve(rows, prob, q, *, client, tol, max_iter, callback, verbose):
+    """The outer loop of a problem with several equality rows, in the process that calls it.
+
+    The gradient and the multipliers' linear program stay with the loop (on a
+    worker, :func:`~._remote.solve_on_worker`, when :func:`solve_qp` has a
+    client); ``client`` is not used: the rows come from ``rows`` where the
+    loop runs (a Gram store read there, or kernel rows evaluated there).
+    """
+    return general_equality_loop(rows, prob, tol=tol, q=q, max_iter=max_iter, callback=callback, verbose=verbose)
 
 
 def solve_qp_distributed(rows, y, C, *, client, **options):
