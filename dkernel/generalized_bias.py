@@ -45,6 +45,7 @@ __all__ = [
     "GeneralizedBiasSVC",
     "check_feature_matrix",
     "feature_coefficients",
+    "held_samples",
     "hinge_feature_coefficients",
     "least_norm_separator",
     "positive_cone_point",
@@ -124,8 +125,16 @@ def hinge_feature_coefficients(F, y, g, weights):
     res = linear_program(cost, "linear program of the feature coefficients (eq. 25)", A_ub=A_ub, b_ub=b_ub,
                          bounds=bounds)
     if res.fun <= SEPARABLE_LOSS * max(wr.sum(), 1e-300):
-        # Zero loss: every λ with y_i (F_i λ + g_i) >= 1 is a minimizer, a whole unbounded polyhedron.
-        return least_norm_separator(yr[:, None] * Fr, 1.0 - yr * gr)
+        # Zero loss: every λ with y_i (F_i λ + g_i) >= 1 is a minimizer, a whole unbounded polyhedron. The
+        # slacks the LP left (rounding) keep the constraints feasible: its own λ satisfies them.
+        A, h = yr[:, None] * Fr, 1.0 - yr * gr - res.x[ell:]
+        try:
+            lam = least_norm_separator(A, h)
+        except RuntimeError:
+            lam = None
+        if lam is not None and np.all(A @ lam >= h - 1e-9 * (1.0 + np.abs(h).max(initial=0.0))):
+            return lam
+        # NNLS stopped short (its iteration cap, rounding): the LP's minimizer is a point of the same polyhedron.
     return res.x[:ell]
 
 
@@ -182,19 +191,43 @@ def positive_cone_point(E):
     vertex, can stall on such a degenerate set, so those samples are left out
     of the QP and the others start from the returned point, inside the box.
 
-    Returns ``(alpha, held)``.
+    Returns ``(alpha, held)``; ``alpha`` is None when HiGHS fails on this
+    linear program (it has, with topic proportions spanning 270 orders of
+    magnitude) and ``held`` comes from :func:`held_samples`.
     """
     ell, n = E.shape
     # variables [α (n), t (n)]: t_i - α_i <= 0
     A_ub = sp.hstack([-sp.identity(n), sp.identity(n)], format="csr")
     A_eq = sp.hstack([sp.csr_matrix(E), sp.csr_matrix((ell, n))], format="csr")
     cost = np.concatenate([np.zeros(n), -np.ones(n)])
-    res = linear_program(cost, "linear program of the feasible support", A_ub=A_ub, b_ub=np.zeros(n), A_eq=A_eq,
-                         b_eq=np.zeros(ell), bounds=[(0, None)] * n + [(0, 1)] * n)
+    try:
+        res = linear_program(cost, "linear program of the feasible support", A_ub=A_ub, b_ub=np.zeros(n),
+                             A_eq=A_eq, b_eq=np.zeros(ell), bounds=[(0, None)] * n + [(0, 1)] * n)
+    except RuntimeError:
+        return None, held_samples(E)
     t = res.x[n:]
     held = t < 0.5
     alpha = np.where(held, 0.0, res.x[:n])
     return alpha, held
+
+
+def held_samples(E):
+    """The samples every point of ``{α ≥ 0, E α = 0}`` holds at 0, from the dual side of that cone.
+
+    By Goldman and Tucker's theorem, some ``α`` of the cone and some ``s =
+    Eᵀ λ ≥ 0`` of its dual are strictly complementary (``α + s > 0``), so
+    ``α_i`` is forced to 0 exactly when some ``λ`` gives ``(Eᵀ λ)_i > 0``:
+    ``max Σ s_i`` s.t. ``0 ≤ s_i ≤ 1``, ``s_i ≤ (Eᵀ λ)_i``, λ free, reaches
+    ``s_i = 1`` on those samples (HiGHS). ``λ`` is then a direction of
+    feature coefficients that fits them.
+    """
+    ell, n = E.shape
+    # variables [λ (ℓ), s (n)]: s_i - (Eᵀ λ)_i <= 0
+    A_ub = sp.hstack([sp.csr_matrix(-E.T), sp.identity(n)], format="csr")
+    cost = np.concatenate([np.zeros(ell), -np.ones(n)])
+    res = linear_program(cost, "linear program of the samples held at zero", A_ub=A_ub, b_ub=np.zeros(n),
+                         bounds=[(None, None)] * ell + [(0, 1)] * n)
+    return res.x[ell:] > 0.5
 
 
 def solve_generalized_bias(rows, y, C, F, *, tol=1e-3, max_iter=100_000, client=None, verbose=False):
@@ -229,8 +262,9 @@ def solve_generalized_bias(rows, y, C, F, *, tol=1e-3, max_iter=100_000, client=
         E = (yk[:, None] * Fk).T
         sub_rows = rows if kept.size == n else SubsetGram(rows, kept)
         # A start inside the box on every kept sample: E (scaled direction) = 0 holds exactly up to rounding.
-        start = direction[kept] * (0.5 * C[kept].min() / direction[kept].max())
-        if np.abs(E @ start).max(initial=0.0) > 1e-9 * max(np.abs(E).sum(axis=1).max() * start.max(), 1e-300):
+        start = None if direction is None else direction[kept] * (0.5 * C[kept].min() / direction[kept].max())
+        if start is not None and \
+                np.abs(E @ start).max(initial=0.0) > 1e-9 * max(np.abs(E).sum(axis=1).max() * start.max(), 1e-300):
             start = None  # rounding of the linear program: let the solver find its own vertex
         result = solve_qp(sub_rows, yk, C[kept], E=E, e=np.zeros(E.shape[0]), tol=tol, max_iter=max_iter,
                           alpha0=start, client=client, verbose=verbose)

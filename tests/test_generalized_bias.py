@@ -156,6 +156,27 @@ def test_least_norm_separator_is_the_hard_margin_solution_of_a_generic_solver():
         least_norm_separator(np.array([[1.0], [-1.0]]), np.array([1.0, 1.0]))
 
 
+@pytest.mark.parametrize("failure", ["raises", "violates"])
+def test_a_least_norm_step_that_fails_keeps_the_linear_programs_minimizer(monkeypatch, failure):
+    import dkernel.generalized_bias as gb
+
+    rng = np.random.default_rng(2)
+    F = np.column_stack([np.ones(40), rng.normal(size=40)])
+    y = np.where(F[:, 1] > 0, 1.0, -1.0)
+    F[:, 1] += 0.5 * y  # separable by the second feature: zero loss, a polyhedron of minimizers
+    reference = gb.hinge_feature_coefficients(F, y, np.zeros(40), np.ones(40))
+
+    def broken(A, h):
+        if failure == "raises":
+            raise RuntimeError("the constraints of the least-norm feature coefficients are infeasible.")
+        return np.zeros(A.shape[1])  # violates every constraint
+
+    monkeypatch.setattr(gb, "least_norm_separator", broken)
+    lam = gb.hinge_feature_coefficients(F, y, np.zeros(40), np.ones(40))
+    assert (y * (F @ lam) >= 1 - 1e-9).all()  # still a minimizer of eq. (25): zero loss
+    assert not np.allclose(lam, reference)  # the LP's vertex, not the least-norm point
+
+
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_constant_feature_is_the_ordinary_svm(n_classes):
     rng = np.random.default_rng(11)

@@ -68,3 +68,33 @@ def test_infeasible_constraints_are_not_tried_again_and_say_so():
     with pytest.raises(ValueError, match="no solution"):
         linear_program(np.zeros(2), "test LP", A_eq=np.array([[1.0, 1.0]]), b_eq=[5.0], bounds=[(0, 1), (0, 1)],
                        infeasible="no solution")
+
+
+#: The feasible-support LP of one 20-newsgroups comp.* pair (100 training documents, 10 topic features) on
+#: which every HiGHS run ended "model_status Unknown" (scipy 1.16); the features separate the pair.
+CONE_UNKNOWN = Path(__file__).parent / "data" / "highs_cone_unknown.npz"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_samples_held_at_zero_agree_between_the_cone_and_its_dual(seed):
+    from dkernel.generalized_bias import held_samples, positive_cone_point
+
+    rng = np.random.default_rng(seed)
+    E = rng.normal(size=(3, 30))
+    E[0, : 10 + seed] = np.abs(E[0, : 10 + seed])  # a row positive on some samples: it holds them at zero
+    E[0, 10 + seed:] = 0.0
+    alpha, held = positive_cone_point(E)
+    np.testing.assert_array_equal(held_samples(E), held)
+    assert held[: 10 + seed].all() and not held[10 + seed:].all()
+    np.testing.assert_allclose(E @ alpha, 0.0, atol=1e-9)
+    assert (alpha[~held] > 0).all() and (alpha[held] == 0).all()
+
+
+def test_a_cone_lp_highs_cannot_solve_falls_back_to_its_dual():
+    from dkernel.generalized_bias import held_samples, positive_cone_point
+
+    E = np.load(CONE_UNKNOWN)["E"]
+    alpha, held = positive_cone_point(E)
+    assert held.all()  # some λ fits every sample: E^T λ > 0
+    assert alpha is None or not alpha.any()
+    np.testing.assert_array_equal(held_samples(E), held)
