@@ -160,6 +160,7 @@ def check_target(path, kind, overwrite=False, *, reuse=False):
     path = os.path.abspath(os.fspath(path))
     what = _describe(kind)
     if not os.path.lexists(path):
+        _check_parent_folder(path, what)
         return "absent"
     if not os.path.isdir(path):
         raise ArtifactPathError(f"{path} exists and is a file, not {what}; it is not replaced: choose another path.")
@@ -195,6 +196,18 @@ def check_target(path, kind, overwrite=False, *, reuse=False):
                 f"them away or choose another output folder."
             )
     return "same"
+
+
+def _check_parent_folder(path, what):
+    """The nearest existing path above ``path`` must be a folder that can take it (else the write fails at the end)."""
+    parent = os.path.dirname(path)
+    while not os.path.lexists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise ArtifactPathError(f"{parent} is a file, so {what} cannot be written at {path}: choose another path.")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ArtifactPathError(f"{parent} is not writable, so {what} cannot be written at {path}: choose another "
+                                f"path.")
 
 
 def _sibling(path, tag):

@@ -235,6 +235,27 @@ def test_every_writer_refuses_an_artifact_of_another_kind(writer, data, tmp_path
         np.testing.assert_array_equal(load_model(target).decision_function(X), model.decision_function(X))
 
 
+@pytest.mark.parametrize("writer", ["gram", "to_zarr", "save", "run"])
+def test_every_writer_refuses_a_path_under_a_file_before_writing(writer, data, tmp_path):
+    write = _writers(data, tmp_path)[writer]
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine")
+    target = a_file / "deeper" / ("fake_pipeline" if writer == "run" else "target")
+    with pytest.raises(ArtifactPathError, match=f"{a_file} is a file, so .* cannot be written at"):
+        write(target, False)
+    assert a_file.read_text() == "mine"
+
+
+def test_run_command_line_refuses_out_under_a_file_before_any_task(tmp_path, capsys):
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine")
+    calls = []
+    argv = ["--scheduler", "threads", "--out", str(a_file), "--no-progress"]
+    assert main_for(fake_pipeline(calls), argv) == 2
+    assert f"{a_file} is a file" in capsys.readouterr().err
+    assert "run_task" not in calls and a_file.read_text() == "mine"
+
+
 def test_an_empty_folder_is_used(data, tmp_path):
     X, y = data
     (tmp_path / "K.zarr").mkdir()
