@@ -173,6 +173,10 @@ def config_from_args(args):
     """Turn parsed arguments into a :class:`PipelineConfig`; a malformed ``--cluster`` is refused here."""
     if args.repeats is not None and args.repeats < 1:
         raise ValueError(f"--repeats must be >= 1; got {args.repeats}.")
+    if args.seed < 0:
+        raise ValueError(f"--seed must be >= 0 (a numpy SeedSequence entropy); got {args.seed}.")
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers must be >= 1; got {args.workers}.")
     _check_cluster(args, default="local", accepted=("threads",))
     return PipelineConfig(
         quick=args.quick,

@@ -361,6 +361,15 @@ def test_run_command_line_needs_overwrite(tmp_path, capsys):
     assert main_for(module, argv + ["--overwrite"]) == 0
 
 
+@pytest.mark.parametrize("flag, value", [("--repeats", "0"), ("--seed", "-1"), ("--workers", "0")])
+def test_run_command_line_refuses_bad_numbers_before_any_task(flag, value, tmp_path, capsys):
+    calls = []
+    argv = ["--scheduler", "threads", "--out", str(tmp_path), "--no-progress", flag, value]
+    assert main_for(fake_pipeline(calls), argv) == 2
+    assert f"{flag} must be >= " in capsys.readouterr().err
+    assert calls == [] and not any(tmp_path.iterdir())
+
+
 def test_a_quick_run_replaces_the_previous_preview_only(tmp_path, monkeypatch, capsys):
     """``--quick`` in the default results/quick/ may run again (the README's first command, twice)."""
     monkeypatch.chdir(tmp_path)
