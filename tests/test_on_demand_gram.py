@@ -35,14 +35,15 @@ def test_solution_equals_the_whole_gram(separation):
     y = np.where(y == 1, 1.0, -1.0)
     kernel = RBFKernel(gamma=0.02)
     gram = OnDemandGram(X, kernel)
-    on_demand = solve_qp(gram, y, 1.0)
-    whole = solve_qp(DenseGram(dense_symmetric_gram(X, kernel)), y, 1.0)
+    # A tight tolerance: at 1e-3 the two stop at different points of a flat optimum, whose α differ by up to 0.07
+    # ("overlap") when rows evaluated in other blocks (or by another BLAS kernel) differ in the last bits.
+    on_demand = solve_qp(gram, y, 1.0, tol=1e-6)
+    whole = solve_qp(DenseGram(dense_symmetric_gram(X, kernel)), y, 1.0, tol=1e-6)
     # Few support vectors need few rows; many promote to the whole Gram while solving.
     assert gram.held == ("on-demand" if separation == "apart" else "float64")
-    # Rows evaluated in other blocks differ in the last bits: the same optimum to the solver's tolerance.
-    assert abs(on_demand.objective - whole.objective) <= 1e-6 * abs(whole.objective)
+    assert abs(on_demand.objective - whole.objective) <= 1e-9 * abs(whole.objective)
     np.testing.assert_array_equal(on_demand.alpha > 0, whole.alpha > 0)
-    np.testing.assert_allclose(on_demand.alpha, whole.alpha, atol=1e-2)
+    np.testing.assert_allclose(on_demand.alpha, whole.alpha, atol=1e-3)
 
 
 def test_svc_solves_one_large_binary_problem_on_demand_as_libsvm():
