@@ -34,6 +34,7 @@ CV_FOLDS = 3
 #: Fig. 2's four fixed settings: (C, gamma factor), log-spaced.
 FIXED_SETTINGS = ((0.1, 0.1), (0.1, 10.0), (100.0, 0.1), (100.0, 10.0))
 KNN_NEIGHBOURS = 3
+COIL_CLASSES = 20  # objects of coil20: a training size n is n // COIL_CLASSES images per class
 NEWS_SUBSETS, QUICK_NEWS_SUBSETS = ("comp", "rec", "sci", "talk"), ("sci",)
 #: Training documents per subset, the paper's range (100 to 3200).
 NEWS_SIZES, QUICK_NEWS_SIZES = (100, 200, 400, 800, 1600, 3200), (100,)
@@ -215,7 +216,7 @@ def _figure1(summary, outdir):
     fig, ax = subplots(1, 1, figsize=(5.5, 4))
     for method in ("svm", "knn", "knn-geodesic", "svm-gb"):
         rows = sorted(_rows(summary, figure="1", method=method), key=lambda r: r["n_train"])
-        ax.plot([r["n_train"] // 20 for r in rows], [r["accuracy_mean"] for r in rows], marker="o",
+        ax.plot([r["n_train"] // COIL_CLASSES for r in rows], [r["accuracy_mean"] for r in rows], marker="o",
                 label=METHOD_LABELS[method])
     ax.set_xlabel("training images per class")
     ax.set_ylabel("test accuracy")
@@ -293,22 +294,22 @@ def _fig1_claims(summary):
     row = {(m, n): one(summary, figure="1", method=m, n_train=n) for m in METHOD_LABELS for n in sizes}
     acc = {k: v["accuracy_mean"] for k, v in row.items() if v is not None}
     agreement = {(m, n): row[m, n]["knn_agreement_mean"] for m in ("svm", "svm-gb") for n in sizes}
-    like_knn = [n // 20 for n in sizes if agreement["svm-gb", n] > agreement["svm", n]
+    like_knn = [n // COIL_CLASSES for n in sizes if agreement["svm-gb", n] > agreement["svm", n]
                 and abs(acc["svm-gb", n] - acc["knn-geodesic", n]) < abs(acc["svm-gb", n] - acc["svm", n])]
-    better = [n // 20 for n in sizes if acc["knn-geodesic", n] > acc["svm", n]]
-    better_euclidean = [n // 20 for n in sizes if acc["knn", n] > acc["svm", n]]
+    better = [n // COIL_CLASSES for n in sizes if acc["knn-geodesic", n] > acc["svm", n]]
+    better_euclidean = [n // COIL_CLASSES for n in sizes if acc["knn", n] > acc["svm", n]]
     return [
         {"paper (Li, Leung & Lee 2007, §5)": "Fig. 1: the 20 features dominate SVM-GB, whose accuracy is similar to "
          "kNN's (reproduction property)",
          "dkernel measured": "; ".join(
-             f"{n // 20}/class: SVM-GB {acc['svm-gb', n]:.3f}, kNN geodesic {acc['knn-geodesic', n]:.3f}, SVM "
+             f"{n // COIL_CLASSES}/class: SVM-GB {acc['svm-gb', n]:.3f}, kNN geodesic {acc['knn-geodesic', n]:.3f}, SVM "
              f"{acc['svm', n]:.3f}; test predictions equal to geodesic kNN's: SVM-GB {agreement['svm-gb', n]:.3f}, "
              f"SVM {agreement['svm', n]:.3f}" for n in sizes),
          "agrees": f"{yes_no(len(like_knn) == len(sizes))} (SVM-GB predicts like geodesic kNN more often than SVM does, "
                    f"and its accuracy is nearer kNN's than SVM's, at {len(like_knn)}/{len(sizes)} sizes: "
                    f"{listing(map(str, like_knn))} per class)"},
         {"paper (Li, Leung & Lee 2007, §5)": "Fig. 1: kNN performs better than the standard SVM on coil20",
-         "dkernel measured": "; ".join(f"{n // 20}/class: kNN geodesic {acc['knn-geodesic', n]:.3f}, kNN Euclidean "
+         "dkernel measured": "; ".join(f"{n // COIL_CLASSES}/class: kNN geodesic {acc['knn-geodesic', n]:.3f}, kNN Euclidean "
                                        f"{acc['knn', n]:.3f}, SVM {acc['svm', n]:.3f}" for n in sizes),
          "agrees": f"{yes_no(len(better) == len(sizes))} (geodesic kNN > SVM at {len(better)}/{len(sizes)} sizes: "
                    f"{listing(map(str, better))} per class; Euclidean kNN > SVM at {len(better_euclidean)}/"
@@ -329,16 +330,25 @@ def _fig2_claims(summary):
              "agrees": yes_no(spread["svm-gb"] < spread["svm"])}]
 
 
-def _fig3_claims(summary, records):
+def _fig3_cells(summary, records):
+    """The (subset, size) cells of Fig. 3 with their mean accuracies, SVM-GB's paired gain over SVM (BoW) and
+    the number of splits; None without Fig. 3 records."""
     cells = sorted((r["dataset"], r["n_train"]) for r in _rows(summary, figure="3", method="svm-gb"))
     if not cells:
-        return []
+        return None
     mean = {(d, n, m): one(summary, figure="3", dataset=d, n_train=n, method=m)["accuracy_mean"]
             for d, n in cells for m in ("svm-bow", "svm-plsa", "svm-gb")}
     gain = {c: _paired(records, *c, "svm-gb", "svm-bow") for c in cells}
+    return cells, mean, gain, count_repeats([r for r in records if r["figure"] == "3"])
+
+
+def _fig3_claims(summary, records):
+    fig3 = _fig3_cells(summary, records)
+    if fig3 is None:
+        return []
+    cells, mean, gain, repeats = fig3
     wins = [c for c in cells if gain[c][0] > 0]
     worse = [c for c in cells if gain[c][0] + 2 * gain[c][1] < 0]
-    repeats = count_repeats([r for r in records if r["figure"] == "3"])
     subsets = sorted({d for d, _ in cells})
     small, large = cells[0][1], max(n for _, n in cells)
     plsa_small = [d for d in subsets if mean[d, small, "svm-plsa"] > mean[d, small, "svm-bow"]]
@@ -380,19 +390,16 @@ def _cell_gain(c, gain):
 def _differences(summary, records):
     """The report's lines on where the measurements part from the paper's statements, computed from the records."""
     lines = []
-    cells = sorted((r["dataset"], r["n_train"]) for r in _rows(summary, figure="3", method="svm-gb"))
-    if cells:
-        gain = {c: _paired(records, *c, "svm-gb", "svm-bow") for c in cells}
+    fig3 = _fig3_cells(summary, records)
+    if fig3 is not None:
+        cells, mean, gain, repeats = fig3
         lost = [c for c in cells if gain[c][0] <= 0]
         noise = [c for c in lost if gain[c][0] + 2 * gain[c][1] >= 0]
-        repeats = count_repeats([r for r in records if r["figure"] == "3"])
         if lost:
             lines.append(f"- Fig. 3, SVM-GB against SVM on the bag of words: of the {len(lost)} cell(s) where SVM-GB "
                          f"is not above, {len(noise)} are within two standard errors of the paired difference over "
                          f"{repeats} split(s) ({listing(_cell_gain(c, gain) for c in noise)}): there the two are not "
                          f"told apart by these splits.")
-        mean = {(d, n, m): one(summary, figure="3", dataset=d, n_train=n, method=m)["accuracy_mean"]
-                for d, n in cells for m in ("svm-bow", "svm-plsa", "svm-gb")}
         behind = [(d, n) for d, n in cells if n >= 800 and mean[d, n, "svm-gb"] <= max(mean[d, n, "svm-bow"],
                                                                                         mean[d, n, "svm-plsa"])]
         if behind:
@@ -401,7 +408,7 @@ def _differences(summary, records):
                 f"(by {max(mean[d, n, 'svm-bow'], mean[d, n, 'svm-plsa']) - mean[d, n, 'svm-gb']:.3f})"
                 for d, n in behind) + ".")
     sizes = sorted({r["n_train"] for r in _rows(summary, figure="1")})
-    svm_ahead = [n // 20 for n in sizes if one(summary, figure="1", method="svm", n_train=n)["accuracy_mean"]
+    svm_ahead = [n // COIL_CLASSES for n in sizes if one(summary, figure="1", method="svm", n_train=n)["accuracy_mean"]
                  >= one(summary, figure="1", method="knn-geodesic", n_train=n)["accuracy_mean"]]
     if svm_ahead:
         lines.append(f"- Fig. 1: the SVM reaches kNN at {listing(map(str, svm_ahead))} images per class. Its C and "
@@ -430,7 +437,7 @@ def write_report(result, outdir):
     if _rows(summary, figure="3"):
         figures.append(_figure3(summary, outdir))
     news = [r for r in result.records if r["figure"] == "3"]
-    coil_sizes = sorted({r["n_train"] // 20 for r in result.records if r["figure"] == "1"})
+    coil_sizes = sorted({r["n_train"] // COIL_CLASSES for r in result.records if r["figure"] == "1"})
     parts = [
         f"# {NAME}: the SVM with a generalized bias (Li, Leung & Lee 2007, Figs. 1–3)",
         "",
