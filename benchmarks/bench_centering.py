@@ -48,6 +48,9 @@ MEASURES = (  # the modules these figures depend on: re-run and record when one 
     "dkernel/_sources.py",
     "dkernel/alignment.py",
     "dkernel/kernels.py",
+    "dkernel/_rbf_map.py",
+    "dkernel/_rbf_exp.py",
+    "dkernel/_rbf_compiled.py",
     "dkernel/_dask.py",
 )
 

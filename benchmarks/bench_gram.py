@@ -45,6 +45,9 @@ from _timing import timed
 MEASURES = (  # the modules these figures depend on: re-run and record when one changes
     "dkernel/gram",
     "dkernel/kernels.py",
+    "dkernel/_rbf_map.py",
+    "dkernel/_rbf_exp.py",
+    "dkernel/_rbf_compiled.py",
     "dkernel/_options.py",
     "dkernel/_dask.py",
     "dkernel/_buffers.py",

@@ -51,6 +51,10 @@ MEASURES = (  # the modules these figures depend on: re-run and record when one 
     "dkernel/_dask.py",
     "dkernel/_buffers.py",
     "dkernel/kernels.py",
+    "dkernel/_rbf_map.py",
+    "dkernel/_rbf_exp.py",
+    "dkernel/_rbf_compiled.py",
+    "dkernel/_huge_pages.py",
     "dkernel/_options.py",
 )
 

@@ -19,6 +19,7 @@ import threading
 import numpy as np
 
 from ._dask import TextProgress
+from ._huge_pages import empty_on_huge_pages
 
 __all__ = ["dense_symmetric_gram", "single_blas_thread"]
 
@@ -84,7 +85,7 @@ def mirror_upper_triangle(K, block_rows=MIRROR_ROWS):
 def _evaluate_whole(X, kernel, dtype):
     """``K(X, X)`` as one symmetric block, written straight into the array where the kernel can."""
     n = X.shape[0]
-    K = np.empty((n, n), dtype=dtype)
+    K = empty_on_huge_pages((n, n), dtype)
     if not kernel.evaluate_into(X, X, K, symmetric=True):
         K[...] = kernel.block(X, X, symmetric=True)
     # Exact symmetry: rounding may differ between K_ij and K_ji.
@@ -99,7 +100,7 @@ def _evaluate_band(K, X, kernel, start, stop):
     upper = _strict_upper_triangle(width)
     diagonal[upper[1], upper[0]] = diagonal[upper]
     K[start:stop, start:stop] = diagonal
-    if stop < K.shape[0]:
+    if stop < K.shape[0] and not kernel.evaluate_mirrored_into(X[start:stop], X[stop:], K, start, stop):
         right = kernel.block(X[start:stop], X[stop:])
         K[start:stop, stop:] = right
         K[stop:, start:stop] = right.T
@@ -155,7 +156,7 @@ def _banded_gram(X, kernel, dtype, band_rows, num_workers, progress):
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
     n = X.shape[0]
-    K = np.empty((n, n), dtype=dtype)
+    K = empty_on_huge_pages((n, n), dtype)
     starts = range(0, n, band_rows)
     workers = num_workers or os.cpu_count() or 1
     # One BLAS thread per band: the bands themselves run in parallel.

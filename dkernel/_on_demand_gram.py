@@ -21,6 +21,7 @@ import threading
 import numpy as np
 
 from ._dense import dense_symmetric_gram
+from ._huge_pages import empty_on_huge_pages
 from ._kernel_gram import KernelGram
 
 __all__ = ["ON_DEMAND_MIN_SAMPLES", "PROMOTE_FRACTION", "OnDemandGram"]
@@ -88,7 +89,7 @@ class OnDemandGram:
         self._appended = None
         self._append_mode = isinstance(X, np.ndarray) and self.threshold * n * 8 <= cache_bytes
         if self._append_mode:
-            self._appended = np.empty((self.threshold, n))
+            self._appended = empty_on_huge_pages((self.threshold, n), np.float64)
             self._position = np.full(n, -1, dtype=np.intp)
             self._count = 0
             cache_bytes = 0

@@ -44,6 +44,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils.extmath import row_norms, safe_sparse_dot
 
+from ._rbf_map import map_block, map_mirrored_tiles, map_strips
 from ._validation import check_data, check_same_features
 from .exceptions import InvalidKernelParameterError
 
@@ -114,11 +115,19 @@ def _as_pair(X, Z):
     return X.astype(dtype, copy=False), Z.astype(dtype, copy=False), False
 
 
-_PASS_ROWS = 64  # rows per element-wise pass of RBFKernel.evaluate_into (a few hundred KB to 2 MB: stays in L2)
-
-
 def _dot_block(X, Z):
-    """``X Zᵀ`` as a dense array (BLAS for dense, sparse product for CSR)."""
+    """``X Zᵀ`` as a dense array (BLAS for dense, sparse product for CSR).
+
+    A single dense row (of ``X`` or ``Z``) is multiplied as part of a block of
+    two: NumPy hands a one-row product to ``gemv``, whose sums round
+    differently from ``gemm``'s, and a kernel row must have the same bits
+    whether it is computed alone or with others (a resumed solver reads its
+    rows again in other blocks).
+    """
+    if isinstance(X, np.ndarray) and isinstance(Z, np.ndarray) and X.ndim == Z.ndim == 2 \
+            and 1 in (X.shape[0], Z.shape[0]):
+        pair = (np.concatenate([X, X]) if X.shape[0] == 1 else X), (np.concatenate([Z, Z]) if Z.shape[0] == 1 else Z)
+        return (pair[0] @ pair[1].T)[: X.shape[0], : Z.shape[0]]
     return np.asarray(safe_sparse_dot(X, Z.T, dense_output=True))
 
 
@@ -226,6 +235,11 @@ class Kernel:
         finished strip ``S`` of rows ``a:a + len(S)`` while it is in cache,
         and returns True. The base kernel has none.
         """
+        return False
+
+    def evaluate_mirrored_into(self, X, Z, K, row0, col0):
+        """Write ``K(X, Z)`` at ``K[row0:, col0:]`` and its transpose at ``K[col0:, row0:]`` where this kernel has
+        a fast path for it (one pass, no intermediate block); False where it has none. The base kernel has none."""
         return False
 
     def diag(self, X):
@@ -347,53 +361,42 @@ class RBFKernel(_GammaKernel):
     def block(self, X, Z, *, symmetric=False, x_sq_norms=None, z_sq_norms=None):
         x_sq = self._sq_norms(X) if x_sq_norms is None else x_sq_norms
         z_sq = x_sq if symmetric else (self._sq_norms(Z) if z_sq_norms is None else z_sq_norms)
-        # Same order of operations as sklearn.metrics.euclidean_distances, so that
-        # float64 results agree to rounding.
-        D = _dot_block(X, Z)
-        D *= -2
-        D += x_sq.reshape(-1, 1)
-        D += z_sq.reshape(1, -1)
-        np.maximum(D, 0, out=D)
-        if symmetric:
-            np.fill_diagonal(D, 0)
-        D *= -self._gamma(X.shape[1])
-        np.exp(D, out=D)
-        return D
+        return map_block(_dot_block(X, Z), x_sq, z_sq, self._gamma(X.shape[1]), diagonal_offset=0 if symmetric else -1)
 
     def evaluate_into(self, X, Z, out, *, symmetric=False, on_strip=None):
         """:meth:`block` computed into ``out``, the same values bit for bit: dense X and Z of ``out``'s dtype only.
 
         The BLAS product is written straight into ``out``, then the
-        element-wise steps of :meth:`block` (same operations, order and dtype)
-        run on strips of ``_PASS_ROWS`` rows, all steps on one strip while it
-        is in cache, instead of one pass over the whole block per step. (Bit
-        for bit under the same BLAS thread count: BLAS products may differ in
-        the last bit between thread counts.) A subclass evaluates through its
+        element-wise map of :meth:`block` runs on strips of rows, the whole
+        map on one strip while it is in cache (:func:`dkernel._rbf_map.map_strips`).
+        (Bit for bit under the same BLAS thread count: BLAS products may differ
+        in the last bit between thread counts.) A subclass evaluates through its
         own :meth:`block` (False here), as do sparse data and other dtypes.
         """
-        if not (type(self) is RBFKernel and isinstance(X, np.ndarray) and isinstance(Z, np.ndarray)
-                and X.dtype == Z.dtype == out.dtype and out.dtype in (np.float32, np.float64)
-                and out.flags.c_contiguous):
+        if not (self._own_dense_path(X, Z) and X.dtype == Z.dtype == out.dtype
+                and out.dtype in (np.float32, np.float64) and out.flags.c_contiguous):
             return False
         x_sq = self._sq_norms(X).astype(out.dtype, copy=False)
         z_sq = x_sq if symmetric else self._sq_norms(Z).astype(out.dtype, copy=False)
-        D = np.matmul(X, Z.T, out=out)
-        gamma = self._gamma(X.shape[1])
-        z_row = z_sq.reshape(1, -1)
-        for a in range(0, D.shape[0], _PASS_ROWS):
-            S = D[a : a + _PASS_ROWS]
-            S *= -2
-            S += x_sq[a : a + _PASS_ROWS].reshape(-1, 1)
-            S += z_row
-            np.maximum(S, 0, out=S)
-            if symmetric:
-                diagonal = np.arange(a, min(a + S.shape[0], S.shape[1]))
-                S[diagonal - a, diagonal] = 0
-            S *= -gamma
-            np.exp(S, out=S)
-            if on_strip is not None:
-                on_strip(a, S)
+        if X.shape[0] > 1 and Z.shape[0] > 1:
+            np.matmul(X, Z.T, out=out)
+        else:  # one row: the products of a block of two, as block() computes them
+            out[...] = _dot_block(X, Z)
+        map_strips(out, x_sq, z_sq, self._gamma(X.shape[1]), symmetric=symmetric,
+                   on_strip=on_strip)
         return True
+
+    def evaluate_mirrored_into(self, X, Z, K, row0, col0):
+        """``K(X, Z)`` at ``K[row0:, col0:]`` and its transpose at ``K[col0:, row0:]`` in one compiled pass per tile
+        (:func:`dkernel._rbf_map.map_mirrored_tiles`): dense float64 X and Z only, a ``K`` of float32 or float64."""
+        if not (self._own_dense_path(X, Z) and X.dtype == Z.dtype == np.float64 and K.dtype in (np.float32, np.float64)):
+            return False
+        map_mirrored_tiles(X, Z, self._sq_norms(X), self._sq_norms(Z), self._gamma(X.shape[1]), K, row0, col0)
+        return True
+
+    def _own_dense_path(self, X, Z):
+        """Dense data and this class itself (a subclass evaluates through its own :meth:`block`)."""
+        return type(self) is RBFKernel and isinstance(X, np.ndarray) and isinstance(Z, np.ndarray)
 
     def _diag(self, X):
         return np.ones(X.shape[0], dtype=X.dtype)

@@ -149,3 +149,36 @@ def test_the_rebuild_through_rows_equals_the_compiled_pass():
     through_rows = gradients._support_products(support, weights, columns)  # KernelGram: no matrix in memory
     np.testing.assert_allclose(through_rows, shrinking_module.weighted_row_sums(K, support, weights, columns),
                                rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_held_rows_are_gathered_from_a_subset_of_a_matrix_in_memory_over_the_active_columns(dtype):
+    rng = np.random.default_rng(8)
+    K = rbf_kernel(rng.normal(size=(500, 4)), gamma=0.3).astype(dtype)
+    index = np.sort(rng.choice(500, 200, replace=False))
+    rows, columns = rng.choice(200, 30, replace=False), np.sort(rng.choice(200, 90, replace=False))
+    out, slots = np.zeros((40, 90)), rng.choice(40, 30, replace=False)
+    shrinking_module.gather_rows_into(K, index[rows], index[columns], out, slots)
+    np.testing.assert_array_equal(out[slots], K[np.ix_(index[rows], index[columns])].astype(np.float64))
+    assert not out[np.setdiff1d(np.arange(40), slots)].any()  # the other slots untouched
+
+
+def test_shrunk_gradients_read_the_same_rows_from_a_matrix_as_from_its_rows():
+    X, y = _problem(n=300, seed=9)
+    K = rbf_kernel(X, gamma=0.1)
+    from dkernel.solver._qp import prepare_problem
+
+    index = np.arange(10, 310)
+    base = DenseGram(rbf_kernel(np.vstack([X[-10:], X]), gamma=0.1))  # the problem's samples are rows 10..309
+    states = []
+    for rows in (SubsetGram(base, index), KernelGram(X, RBFKernel(gamma=0.1))):
+        prob, q = prepare_problem(rows, y, 1.0, None, None, None, None, tol=1e-3, working_set_size=16,
+                                  max_iter=1000)
+        gradients = shrinking_module.ShrinkingGradients(rows, prob, q)
+        gradients.fill_rows(np.arange(16), np.arange(16))
+        gradients.shrink(-np.inf, np.inf)  # only the 16 held variables stay active
+        gradients.fill_rows(np.arange(8), np.arange(8))
+        states.append((gradients.K.copy(), gradients.active.copy()))
+    np.testing.assert_allclose(states[0][0], states[1][0], rtol=1e-13)
+    np.testing.assert_array_equal(states[0][1], states[1][1])
+    np.testing.assert_allclose(states[0][0][:8], K[np.ix_(np.arange(8), np.arange(16))], rtol=1e-13)

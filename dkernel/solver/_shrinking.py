@@ -81,6 +81,17 @@ def weighted_row_sums(K, rows, weights, columns):
     return out
 
 
+@njit(cache=True, nogil=True)
+def gather_rows_into(K, rows, columns, out, slots):
+    """``out[slots[r], c] = K[rows[r], columns[c]]``: one pass for the subset, the active columns, the dtype
+    (float32 → float64) and the slots, where NumPy's fancy indexing takes two gathers and a copy."""
+    for r in range(rows.size):
+        src = K[rows[r]]
+        dst = out[slots[r]]
+        for c in range(columns.size):
+            dst[c] = src[columns[c]]
+
+
 class ShrinkingGradients:
     """The gradient of all samples in this process, with the working-set rows held over the active columns.
 
@@ -115,6 +126,7 @@ class ShrinkingGradients:
         self.K = np.zeros((q, self.n))  # zeros: an empty slot meets a zero weight, and 0 * NaN is not 0
         self.weights = np.zeros(q)
         self.row_in_slot = np.full(q, -1, dtype=np.intp)
+        self._matrix_columns = None  # (K, row index, columns) of a matrix in memory over the active set
 
     @property
     def shrunk(self):
@@ -146,10 +158,28 @@ class ShrinkingGradients:
         block = self._full_rows(idx)
         return block if not self.shrunk else np.take(block, self.active, axis=1)
 
+    def _store_rows(self, idx, slots):
+        """The rows of ``idx`` over the active columns into ``slots`` of the held rows.
+
+        From a matrix in memory (:func:`matrix_in_memory`), one compiled
+        gather (:func:`gather_rows_into`); from any other provider, its rows.
+        """
+        if self._matrix_columns is None:
+            held = matrix_in_memory(self.rows)  # asked again while None: rows on demand become a matrix
+            if held is None:
+                self.K[slots] = self._read_rows(idx)
+                return
+            K, index = held
+            columns = self.active if index is None else index[self.active]
+            self._matrix_columns = (K, index, np.ascontiguousarray(columns, dtype=np.intp))
+        K, index, columns = self._matrix_columns
+        rows = np.asarray(idx, dtype=np.intp) if index is None else index[idx]
+        gather_rows_into(K, rows, columns, self.K, np.asarray(slots, dtype=np.intp))
+
     def load(self, B, new, new_slots, slots):
         """Fetch the rows of ``new`` into ``new_slots``; return ``(K_BB, alpha_B, G_B)``."""
         if new.size:
-            self.K[new_slots] = self._read_rows(new)
+            self._store_rows(new, new_slots)
             self.row_in_slot[new_slots] = new
         K_BB = self.K[np.ix_(slots, self.column_of[B])]
         if not np.isfinite(K_BB).all():
@@ -159,7 +189,7 @@ class ShrinkingGradients:
     def fill_rows(self, idx, slots):
         """Read the kernel rows of ``idx`` into ``slots`` (a resumed run's kept rows)."""
         if len(idx):
-            self.K[slots] = self._read_rows(np.asarray(idx, dtype=np.intp))
+            self._store_rows(np.asarray(idx, dtype=np.intp), slots)
             self.row_in_slot[slots] = idx
 
     def update(self, B, slots, weights, alpha_B, k):
@@ -194,6 +224,7 @@ class ShrinkingGradients:
         if keep.size > MIN_SHRINK_GAIN * A.size:
             return 0
         self.K = np.ascontiguousarray(self.K[:, keep])
+        self._matrix_columns = None
         self.column_of[A[stuck]] = -1
         self.active = A[keep]
         self.column_of[self.active] = np.arange(keep.size)
@@ -213,6 +244,7 @@ class ShrinkingGradients:
             support, support_weights, inactive)
         self.active = np.arange(self.n)
         self.column_of = np.arange(self.n)
+        self._matrix_columns = None
         held = np.flatnonzero(self.row_in_slot >= 0)
         self.K = np.zeros((self.K.shape[0], self.n))
         if held.size:

@@ -1,0 +1,117 @@
+"""The RBF kernel's element-wise map: the compiled exponential against NumPy's, and both evaluations of the map."""
+
+import numpy as np
+import pytest
+from sklearn.metrics.pairwise import rbf_kernel
+
+from dkernel._dense import dense_symmetric_gram
+from dkernel._huge_pages import HUGE_PAGE_MIN_BYTES, empty_on_huge_pages
+from dkernel._rbf_compiled import exp_nonpositive_into
+from dkernel._rbf_exp import UNDERFLOW, exp_nonpositive
+from dkernel._rbf_map import FUSED_MIN_VALUES, map_block
+from dkernel.kernels import PolynomialKernel, RBFKernel
+
+
+def _compiled_exp(t):
+    out = np.empty_like(t)
+    exp_nonpositive_into(t, np.empty_like(t), out)
+    return out
+
+
+def test_compiled_exponential_is_within_one_ulp_of_numpy_over_the_kernel_range():
+    rng = np.random.default_rng(0)
+    t = np.concatenate([-rng.random(200_000) * 2, -rng.random(200_000) * 40, -rng.random(200_000) * 708,
+                        -rng.random(10_000) * 1e-9, -np.arange(0, 708, 0.5 * np.log(2))])
+    got, expected = _compiled_exp(t), np.exp(t)
+    ulps = np.abs(got - expected) / np.spacing(expected)
+    assert ulps.max() <= 1.0
+    assert (ulps == 0).mean() > 0.85  # most values the same as NumPy's
+
+
+def test_numpy_twin_of_the_compiled_exponential_gives_the_same_bits():
+    rng = np.random.default_rng(2)
+    t = np.concatenate([-rng.random(100_000) * 5, -rng.random(100_000) * 750, [0.0, -0.0, UNDERFLOW, -np.inf]])
+    assert np.array_equal(exp_nonpositive(t).view(np.uint64), _compiled_exp(t).view(np.uint64))
+
+
+def test_a_kernel_value_does_not_depend_on_the_size_of_its_block():
+    X = np.random.default_rng(6).normal(size=(400, 5))
+    kernel = RBFKernel(gamma=0.7)
+    whole = kernel.block(X, X)  # 160000 values: compiled
+    assert whole.size >= FUSED_MIN_VALUES
+    assert np.array_equal(kernel.block(X[7:8], X), whole[7:8])  # one row: not BLAS's gemv, whose sums differ
+    assert np.array_equal(kernel.block(X, X[7:8]), whole[:, 7:8])
+    for rows in (slice(0, 3), slice(100, 180), slice(390, 400)):
+        part = kernel.block(X[rows], X[:50])  # below FUSED_MIN_VALUES: NumPy
+        assert part.size < FUSED_MIN_VALUES
+        assert np.array_equal(part, whole[rows, :50])
+
+
+def test_compiled_exponential_at_the_ends_of_its_range():
+    t = np.array([0.0, -0.0, UNDERFLOW, UNDERFLOW - 1e-9, -709.0, -745.2, -1e300, -np.inf])
+    got = _compiled_exp(t)
+    assert got[0] == got[1] == 1.0  # a point and itself: exactly 1
+    assert abs(got[2] - np.exp(UNDERFLOW)) <= np.spacing(np.exp(UNDERFLOW))
+    assert np.array_equal(got[3:], np.zeros(5))  # below the smallest normal float64: 0
+
+
+@pytest.mark.parametrize("diagonal_offset", [-1, 0, 3])
+def test_compiled_map_equals_the_numpy_map_to_the_bit(diagonal_offset):
+    rng = np.random.default_rng(1)
+    X, Z = rng.normal(size=(200, 9)), rng.normal(size=(250, 9))
+    if diagonal_offset >= 0:
+        Z[diagonal_offset : diagonal_offset + 200] = X
+    x_sq, z_sq = (X**2).sum(1), (Z**2).sum(1)
+    assert (X @ Z.T).size >= FUSED_MIN_VALUES
+    compiled = map_block(X @ Z.T, x_sq, z_sq, 0.4, diagonal_offset=diagonal_offset, compiled=True)
+    numpy = map_block(X @ Z.T, x_sq, z_sq, 0.4, diagonal_offset=diagonal_offset, compiled=False)
+    assert np.array_equal(compiled.view(np.uint64), numpy.view(np.uint64))  # the same bits either way
+    np.testing.assert_allclose(compiled, rbf_kernel(X, Z, gamma=0.4), rtol=1e-12, atol=1e-300)
+    if diagonal_offset >= 0:
+        assert np.array_equal(compiled[np.arange(200), np.arange(200) + diagonal_offset], np.ones(200))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_large_block_evaluated_into_a_buffer_is_its_block_to_the_bit(dtype):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 7)).astype(dtype)  # float64: the compiled map; float32: NumPy's
+    kernel = RBFKernel(gamma=0.3)
+    out = np.full((300, 300), np.nan, dtype=dtype)
+    assert out.size >= FUSED_MIN_VALUES
+    assert kernel.evaluate_into(X, X, out, symmetric=True)
+    assert np.array_equal(out, kernel.block(X, X, symmetric=True))
+    assert np.array_equal(np.diag(out), np.ones(300))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_mirrored_tiles_write_the_block_and_its_transpose(dtype):
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(700, 5))
+    kernel = RBFKernel(gamma=0.2)
+    K = np.full((700, 700), np.nan, dtype=dtype)
+    assert kernel.evaluate_mirrored_into(X[:100], X[100:], K, 0, 100)  # 600 columns: 3 tiles, the last partial
+    expected = rbf_kernel(X[:100], X[100:], gamma=0.2).astype(dtype)
+    np.testing.assert_allclose(K[:100, 100:], expected, rtol=1e-15 if dtype == np.float64 else 1e-7)
+    assert np.array_equal(K[100:, :100], K[:100, 100:].T)
+    assert np.isnan(K[:100, :100]).all() and np.isnan(K[100:, 100:]).all()  # nothing else written
+    assert not PolynomialKernel(gamma=1.0).evaluate_mirrored_into(X[:100], X[100:], K, 0, 100)
+    assert not kernel.evaluate_mirrored_into(X[:100].astype(np.float32), X[100:].astype(np.float32), K, 0, 100)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_banded_gram_on_huge_pages_matches_scikit_learn(dtype):
+    X = np.random.default_rng(5).normal(size=(2100, 6))  # three bands of 1024 rows, the last partial
+    K = dense_symmetric_gram(X, RBFKernel(gamma=0.1), dtype=dtype)
+    assert K.dtype == dtype and K.flags.c_contiguous and np.array_equal(K, K.T)
+    np.testing.assert_allclose(K, rbf_kernel(X, gamma=0.1), rtol=1e-14 if dtype == np.float64 else 1e-7)
+
+
+def test_huge_page_arrays_are_plain_writable_arrays():
+    small = empty_on_huge_pages((10, 10))
+    assert small.shape == (10, 10) and small.flags.owndata  # below the threshold: numpy.empty
+    big = empty_on_huge_pages((HUGE_PAGE_MIN_BYTES // 4 + 3,), np.float32)
+    assert big.flags.c_contiguous and big.flags.writeable and big.dtype == np.float32
+    big[:] = 2.0
+    view = big[5:9]
+    del big
+    assert np.array_equal(view, np.full(4, 2.0, dtype=np.float32))  # a view keeps the mapping alive
