@@ -35,6 +35,7 @@ FUSED_MIN_VALUES = 2**15
 #: Columns of a tile of :func:`map_mirrored_tiles` (1024 rows: 2 MB of products, in L2).
 MIRROR_TILE_COLUMNS = 256
 
+
 def _compiled(D):
     """Whether the products ``D`` are mapped by the compiled pass: C-contiguous float64, large enough."""
     return D.dtype == np.float64 and D.ndim == 2 and D.flags.c_contiguous and D.size >= FUSED_MIN_VALUES
@@ -80,7 +81,7 @@ def map_block(D, x_sq, z_sq, gamma, *, diagonal_offset=-1, compiled=None):
 
 
 def map_strips(D, x_sq, z_sq, gamma, *, symmetric=False, on_strip=None):
-    """:func:`map_block` on strips of :data:`PASS_ROWS` rows, each done while in cache; ``on_strip(a, S)`` after each."""
+    """:func:`map_block` on strips of :data:`PASS_ROWS` rows, each while in cache; ``on_strip(a, S)`` after each."""
     compiled = _compiled(D)
     for a in range(0, D.shape[0], PASS_ROWS):
         S = D[a : a + PASS_ROWS]

@@ -389,7 +389,8 @@ class RBFKernel(_GammaKernel):
     def evaluate_mirrored_into(self, X, Z, K, row0, col0):
         """``K(X, Z)`` at ``K[row0:, col0:]`` and its transpose at ``K[col0:, row0:]`` in one compiled pass per tile
         (:func:`dkernel._rbf_map.map_mirrored_tiles`): dense float64 X and Z only, a ``K`` of float32 or float64."""
-        if not (self._own_dense_path(X, Z) and X.dtype == Z.dtype == np.float64 and K.dtype in (np.float32, np.float64)):
+        if not (self._own_dense_path(X, Z) and X.dtype == Z.dtype == np.float64
+                and K.dtype in (np.float32, np.float64)):
             return False
         map_mirrored_tiles(X, Z, self._sq_norms(X), self._sq_norms(Z), self._gamma(X.shape[1]), K, row0, col0)
         return True
