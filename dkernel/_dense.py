@@ -30,6 +30,13 @@ BAND_ROWS = 1024
 #: Rows of the diagonal blocks mirrored at once by :func:`mirror_upper_triangle`.
 MIRROR_ROWS = 256
 
+#: Rows of the sub-bands of a band's diagonal block (:func:`_evaluate_band`).
+DIAGONAL_ROWS = 256
+
+#: Rows mirrored at once within a diagonal block (measured on a 1024-row
+#: block: 4.8 ms, against 17 ms for one fancy-indexed copy of its triangle).
+DIAGONAL_MIRROR_ROWS = 128
+
 _controller = None
 _controller_lock = threading.Lock()
 
@@ -92,18 +99,28 @@ def _evaluate_whole(X, kernel, dtype):
     return mirror_upper_triangle(K)
 
 
+def _evaluate_off_diagonal(K, X, kernel, start, stop, end):
+    """Write ``K[start:stop, stop:end]`` (above the diagonal) and its mirror ``K[stop:end, start:stop]``."""
+    if stop < end and not kernel.evaluate_mirrored_into(X[start:stop], X[stop:end], K, start, stop):
+        right = kernel.block(X[start:stop], X[stop:end])
+        K[start:stop, stop:end] = right
+        K[stop:end, start:stop] = right.T
+
+
 def _evaluate_band(K, X, kernel, start, stop):
-    """Write rows ``start:stop`` of the upper triangle and their mirror below the diagonal."""
-    width = stop - start
-    diagonal = kernel.block(X[start:stop], X[start:stop], symmetric=True)
-    # Exact symmetry of the diagonal block: rounding may differ between K_ij and K_ji.
-    upper = _strict_upper_triangle(width)
-    diagonal[upper[1], upper[0]] = diagonal[upper]
-    K[start:stop, start:stop] = diagonal
-    if stop < K.shape[0] and not kernel.evaluate_mirrored_into(X[start:stop], X[stop:], K, start, stop):
-        right = kernel.block(X[start:stop], X[stop:])
-        K[start:stop, stop:] = right
-        K[stop:, start:stop] = right.T
+    """Write rows ``start:stop`` of the upper triangle and their mirror below the diagonal.
+
+    The band's diagonal block is itself evaluated in sub-bands of
+    :data:`DIAGONAL_ROWS` rows, so that of its lower triangle only the small
+    diagonal blocks are computed (and overwritten by the mirror).
+    """
+    for a in range(start, stop, DIAGONAL_ROWS):
+        b = min(a + DIAGONAL_ROWS, stop)
+        K[a:b, a:b] = kernel.block(X[a:b], X[a:b], symmetric=True)
+        # Exact symmetry of the diagonal block: rounding may differ between K_ij and K_ji.
+        mirror_upper_triangle(K[a:b, a:b], DIAGONAL_MIRROR_ROWS)
+        _evaluate_off_diagonal(K, X, kernel, a, b, stop)
+    _evaluate_off_diagonal(K, X, kernel, start, stop, K.shape[0])
 
 
 def dense_symmetric_gram(X, kernel, *, dtype=np.float64, band_rows=BAND_ROWS, num_workers=None, progress=False):

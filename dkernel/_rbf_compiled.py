@@ -8,8 +8,8 @@ compiler vectorizes; a Gram's tile is written with its mirror in the same pass.
 """
 
 import numpy as np
-from numba import njit
 
+from ._numba import njit
 from ._rbf_exp import LN2_HI, LN2_LO, LOG2E, ROUNDING_SHIFT, TAYLOR, UNDERFLOW
 
 __all__ = ["exp_nonpositive_into", "rbf_values_into", "rbf_tile_into_gram"]
@@ -83,19 +83,28 @@ def rbf_values_into(P, x_sq, z_sq, neg_gamma, diagonal_offset):
             row[i + diagonal_offset] = 1.0
 
 
+#: Rows of a tile mapped and written (with their mirror) at a time: 64 rows of a 256-column tile are 128 KB.
+TILE_PASS_ROWS = 64
+
+
 @njit(cache=True, nogil=True)
 def rbf_tile_into_gram(P, x_sq, z_sq, neg_gamma, K, row0, col0):
     """The RBF values of the products ``P`` (rows ``row0 …``, columns ``col0 …`` of a Gram) written into ``K``
     at ``K[row0 + i, col0 + j]`` and at the mirrored ``K[col0 + j, row0 + i]``.
 
     ``P`` is overwritten with the values in float64; ``K`` may be float32.
-    A tile off the diagonal (the rows and columns do not overlap).
+    A tile off the diagonal (the rows and columns do not overlap). The tile
+    is mapped and written :data:`TILE_PASS_ROWS` rows at a time, while they
+    are in cache; the mirror is written as short contiguous runs of each
+    of ``K``'s rows below.
     """
-    rbf_values_into(P, x_sq, z_sq, neg_gamma, -1)
     m, p = P.shape
-    for i in range(m):
+    for a in range(0, m, TILE_PASS_ROWS):
+        b = min(a + TILE_PASS_ROWS, m)
+        rbf_values_into(P[a:b], x_sq[a:b], z_sq, neg_gamma, -1)
+        for i in range(a, b):
+            for j in range(p):
+                K[row0 + i, col0 + j] = P[i, j]
         for j in range(p):
-            K[row0 + i, col0 + j] = P[i, j]
-    for j in range(p):
-        for i in range(m):
-            K[col0 + j, row0 + i] = P[i, j]
+            for i in range(a, b):
+                K[col0 + j, row0 + i] = P[i, j]

@@ -22,6 +22,7 @@ whether the block is evaluated whole (:meth:`RBFKernel.block
 
 import numpy as np
 
+from ._products import dot_block
 from ._rbf_exp import exp_nonpositive
 
 __all__ = ["FUSED_MIN_VALUES", "PASS_ROWS", "map_block", "map_strips", "map_mirrored_tiles"]
@@ -98,11 +99,13 @@ def map_mirrored_tiles(X, Z, x_sq, z_sq, gamma, K, row0, col0):
     :data:`MIRROR_TILE_COLUMNS` columns, the BLAS product, then one compiled
     pass that maps it and writes both places
     (:func:`dkernel._rbf_compiled.rbf_tile_into_gram`): no block of the whole band
-    in between, no second pass for the mirror. Dense float64 ``X``, ``Z``.
+    in between, no second pass for the mirror. Dense float64 ``X``, ``Z``. A
+    one-column tile (or a one-row band) is multiplied as in
+    :meth:`~dkernel.kernels.Kernel.block`, so its values have the block's bits.
     """
     from ._rbf_compiled import rbf_tile_into_gram
 
     x_sq, z_sq = _as_float64(x_sq), _as_float64(z_sq)
     for c in range(0, Z.shape[0], MIRROR_TILE_COLUMNS):
-        P = X @ Z[c : c + MIRROR_TILE_COLUMNS].T
+        P = dot_block(X, Z[c : c + MIRROR_TILE_COLUMNS])
         rbf_tile_into_gram(P, x_sq, z_sq[c : c + MIRROR_TILE_COLUMNS], -gamma, K, row0, col0 + c)

@@ -32,10 +32,10 @@ from numbers import Integral
 
 import dask
 import dask.array as da
-import numba
 import numpy as np
 
 from ._dask import client_for, compute_with_progress, put_data
+from ._numba import njit
 from ._sources import KernelGram, principal_submatrix, source_dask, source_diag, source_n
 from ._validation import check_labels, random_generator
 from .centering import SampleSizeError
@@ -95,7 +95,7 @@ def alignment_target(y, target="classification"):
     return np.where(pos, 1.0 / n_pos, -1.0 / n_neg)
 
 
-@numba.njit(cache=True, nogil=True, fastmath=True)
+@njit(cache=True, nogil=True, fastmath=True)
 def _target_sums_core(K, t_rows, t_cols):
     # One pass over a block in its stored dtype, accumulating in float64:
     # reading float32 stores costs no float64 copy of the block.

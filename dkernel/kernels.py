@@ -42,8 +42,9 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.utils.extmath import row_norms, safe_sparse_dot
+from sklearn.utils.extmath import row_norms
 
+from ._products import dot_block
 from ._rbf_map import map_block, map_mirrored_tiles, map_strips
 from ._validation import check_data, check_same_features
 from .exceptions import InvalidKernelParameterError
@@ -113,22 +114,6 @@ def _as_pair(X, Z):
     check_same_features(X, Z)
     dtype = output_dtype(X, Z)
     return X.astype(dtype, copy=False), Z.astype(dtype, copy=False), False
-
-
-def _dot_block(X, Z):
-    """``X Zᵀ`` as a dense array (BLAS for dense, sparse product for CSR).
-
-    A single dense row (of ``X`` or ``Z``) is multiplied as part of a block of
-    two: NumPy hands a one-row product to ``gemv``, whose sums round
-    differently from ``gemm``'s, and a kernel row must have the same bits
-    whether it is computed alone or with others (a resumed solver reads its
-    rows again in other blocks).
-    """
-    if isinstance(X, np.ndarray) and isinstance(Z, np.ndarray) and X.ndim == Z.ndim == 2 \
-            and 1 in (X.shape[0], Z.shape[0]):
-        pair = (np.concatenate([X, X]) if X.shape[0] == 1 else X), (np.concatenate([Z, Z]) if Z.shape[0] == 1 else Z)
-        return (pair[0] @ pair[1].T)[: X.shape[0], : Z.shape[0]]
-    return np.asarray(safe_sparse_dot(X, Z.T, dense_output=True))
 
 
 class Kernel:
@@ -219,7 +204,7 @@ class Kernel:
         ``symmetric=True`` states that ``Z`` is ``X``, which lets kernels make
         the diagonal exact (RBF: exactly 1.0) and the block exactly symmetric.
         """
-        K = _dot_block(X, Z)
+        K = dot_block(X, Z)
         self._map_dot(K, X.shape[1])
         return K
 
@@ -361,7 +346,7 @@ class RBFKernel(_GammaKernel):
     def block(self, X, Z, *, symmetric=False, x_sq_norms=None, z_sq_norms=None):
         x_sq = self._sq_norms(X) if x_sq_norms is None else x_sq_norms
         z_sq = x_sq if symmetric else (self._sq_norms(Z) if z_sq_norms is None else z_sq_norms)
-        return map_block(_dot_block(X, Z), x_sq, z_sq, self._gamma(X.shape[1]), diagonal_offset=0 if symmetric else -1)
+        return map_block(dot_block(X, Z), x_sq, z_sq, self._gamma(X.shape[1]), diagonal_offset=0 if symmetric else -1)
 
     def evaluate_into(self, X, Z, out, *, symmetric=False, on_strip=None):
         """:meth:`block` computed into ``out``, the same values bit for bit: dense X and Z of ``out``'s dtype only.
@@ -381,7 +366,7 @@ class RBFKernel(_GammaKernel):
         if X.shape[0] > 1 and Z.shape[0] > 1:
             np.matmul(X, Z.T, out=out)
         else:  # one row: the products of a block of two, as block() computes them
-            out[...] = _dot_block(X, Z)
+            out[...] = dot_block(X, Z)
         map_strips(out, x_sq, z_sq, self._gamma(X.shape[1]), symmetric=symmetric,
                    on_strip=on_strip)
         return True

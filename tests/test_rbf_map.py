@@ -98,6 +98,18 @@ def test_mirrored_tiles_write_the_block_and_its_transpose(dtype):
     assert not kernel.evaluate_mirrored_into(X[:100].astype(np.float32), X[100:].astype(np.float32), K, 0, 100)
 
 
+def test_a_one_column_tile_or_one_row_band_has_the_bits_of_its_block():
+    # 1024 + 257 points: the first band's last tile is one column wide (a one-column product goes to gemv)
+    X = np.random.default_rng(7).normal(size=(1281, 64))
+    kernel = RBFKernel(gamma=0.01)
+    K = dense_symmetric_gram(X, kernel)
+    assert np.array_equal(K[:1024, 1024:].view(np.uint64), kernel.block(X[:1024], X[1024:]).view(np.uint64))
+    row = np.full((1281, 1281), np.nan)
+    assert kernel.evaluate_mirrored_into(X[:1], X[1:], row, 0, 1)
+    assert np.array_equal(row[0, 1:].view(np.uint64), kernel.block(X[:1], X[1:])[0].view(np.uint64))
+    assert np.array_equal(row[1:, 0], row[0, 1:])
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_banded_gram_on_huge_pages_matches_scikit_learn(dtype):
     X = np.random.default_rng(5).normal(size=(2100, 6))  # three bands of 1024 rows, the last partial

@@ -182,3 +182,33 @@ def test_shrunk_gradients_read_the_same_rows_from_a_matrix_as_from_its_rows():
     np.testing.assert_allclose(states[0][0], states[1][0], rtol=1e-13)
     np.testing.assert_array_equal(states[0][1], states[1][1])
     np.testing.assert_allclose(states[0][0][:8], K[np.ix_(np.arange(8), np.arange(16))], rtol=1e-13)
+
+
+def _numpy_candidates(alpha, y, C, G, active, k):
+    """The selection of ``_select`` in NumPy, as a distributed partition makes it."""
+    from dkernel.solver._gradient import merge_partition_candidates
+    from dkernel.solver._select import candidate_lists, extreme_violations, violation_sets
+
+    up, low = violation_sets(alpha[active], y[active], C[active])
+    v = -y[active] * G[active]
+    m, M = extreme_violations(v, up, low)
+    up_pos, up_v, low_pos, low_v = candidate_lists(v, up, low, k)
+    return merge_partition_candidates([(m, M, active[up_pos], up_v, active[low_pos], low_v)], k)
+
+
+@pytest.mark.parametrize("k", [1, 7, 64, 5000])
+def test_compiled_candidates_are_the_numpy_selection_with_ties(k):
+    from dkernel.solver._select_compiled import active_candidates
+
+    rng = np.random.default_rng(k)
+    n = 3000
+    y = np.where(rng.random(n) < 0.4, 1.0, -1.0)
+    C = np.full(n, 2.0)
+    alpha = rng.choice([0.0, 2.0, 0.5, 1.5], size=n)
+    G = rng.integers(-20, 20, size=n) / 8.0  # many exact ties, both signs of zero
+    for active in (np.arange(n), np.sort(rng.choice(n, 900, replace=False)), np.arange(0)):
+        got = active_candidates(alpha, y, C, G, active, k)
+        expected = _numpy_candidates(alpha, y, C, G, active, k)
+        assert got[:2] == expected[:2]
+        for a, b in zip(got[2:], expected[2:]):
+            assert a.dtype.kind == b.dtype.kind and np.array_equal(a, b)

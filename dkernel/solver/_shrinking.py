@@ -20,12 +20,13 @@ them: the stopping test is always made on the whole problem, as libsvm's.
 """
 
 import numpy as np
-from numba import njit
 
+from .._numba import njit
 from .._sources import SubsetGram
-from ._gradient import GRADIENT_BLOCK_ROWS, initial_gradient, merge_partition_candidates, starting_support
+from ._gradient import GRADIENT_BLOCK_ROWS, initial_gradient, starting_support
 from ._rows import raise_nonfinite_rows
-from ._select import candidate_lists, extreme_violations, violation_sets
+from ._select import violation_sets
+from ._select_compiled import active_candidates
 
 __all__ = ["SHRINK_INTERVAL", "ShrinkingGradients", "rows_read_from_memory"]
 
@@ -92,6 +93,29 @@ def gather_rows_into(K, rows, columns, out, slots):
             dst[c] = src[columns[c]]
 
 
+@njit(cache=True, nogil=True)
+def gather_block_into(K, rows, columns, out):
+    """``out = K[rows][:, columns]`` (``np.ix_``); whether every value is finite."""
+    finite = True
+    for r in range(rows.size):
+        src = K[rows[r]]
+        for c in range(columns.size):
+            out[r, c] = src[columns[c]]
+            finite &= np.isfinite(out[r, c])
+    return finite
+
+
+@njit(cache=True, nogil=True)
+def add_gradient_step(G, y, active, step):
+    """``G[active] += y[active] * step``; whether ``step`` is finite."""
+    finite = True
+    for a in range(active.size):
+        i = active[a]
+        G[i] += y[i] * step[a]
+        finite &= np.isfinite(step[a])
+    return finite
+
+
 class ShrinkingGradients:
     """The gradient of all samples in this process, with the working-set rows held over the active columns.
 
@@ -138,12 +162,8 @@ class ShrinkingGradients:
 
     def candidates(self, k):
         """``(m, M, up_idx, up_v, low_idx, low_v)`` over the active variables (global indices)."""
-        A = self.active
-        up, low = violation_sets(self.alpha[A], self.y[A], self.C[A])
-        v = -self.y[A] * self.G[A]
-        m, M = extreme_violations(v, up, low)
-        up_pos, up_v, low_pos, low_v = candidate_lists(v, up, low, k)
-        return merge_partition_candidates([(m, M, A[up_pos], up_v, A[low_pos], low_v)], k)
+        m, M, up_idx, up_v, low_idx, low_v = active_candidates(self.alpha, self.y, self.C, self.G, self.active, k)
+        return float(m), float(M), up_idx, up_v, low_idx, low_v
 
     def _full_rows(self, idx):
         """Kernel rows of ``idx`` in the provider's dtype (a float32 Gram is converted by the copy that stores it)."""
@@ -181,8 +201,8 @@ class ShrinkingGradients:
         if new.size:
             self._store_rows(new, new_slots)
             self.row_in_slot[new_slots] = new
-        K_BB = self.K[np.ix_(slots, self.column_of[B])]
-        if not np.isfinite(K_BB).all():
+        K_BB = np.empty((B.size, B.size))
+        if not gather_block_into(self.K, slots, self.column_of[B], K_BB):
             raise_nonfinite_rows(B, K_BB)
         return K_BB, self.alpha[B].copy(), self.G[B].copy()
 
@@ -197,12 +217,7 @@ class ShrinkingGradients:
         self.weights[:] = 0.0
         self.weights[slots] = weights
         A = self.active
-        step = self.K.T @ self.weights
-        if self.shrunk:
-            self.G[A] += self.y[A] * step
-        else:
-            self.G += self.y * step
-        if not np.isfinite(step).all():
+        if not add_gradient_step(self.G, self.y, A, self.K.T @ self.weights):
             raise_nonfinite_rows(B, self.K[slots])
         self.alpha[B] = alpha_B
         return self.candidates(k)

@@ -7,7 +7,8 @@ pairwise SMO steps with second-order working-pair selection (Fan, Chen & Lin
 """
 
 import numpy as np
-from numba import njit
+
+from .._numba import njit
 
 __all__ = ["smo_subproblem", "select_pair", "update_pair"]
 
@@ -15,7 +16,7 @@ __all__ = ["smo_subproblem", "select_pair", "update_pair"]
 TAU = 1e-12
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def select_pair(Q, y, alpha, C, G):
     """WSS 2: return ``(i, j, gap)``; ``j == -1`` when no pair violates.
 
@@ -50,7 +51,7 @@ def select_pair(Q, y, alpha, C, G):
     return i, j, g_max + g_max2
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def update_pair(Q, y, alpha, C, G, i, j):
     """libsvm's analytic two-variable step; returns ``(delta_i, delta_j)``.
 
@@ -114,7 +115,7 @@ def update_pair(Q, y, alpha, C, G, i, j):
     return ai - old_i, aj - old_j
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def smo_subproblem(Q, y, alpha, C, G, eps, rel_eps, max_iter):
     """Solve the working-set sub-problem in place.
 
