@@ -221,11 +221,11 @@ def problem_checkpoints(checkpoint, n_problems):
     the checkpoints of another number of problems, is refused and left as
     it is. Returns ``[None] * n_problems`` without a checkpoint.
     """
+    if checkpoint is None:
+        return [None] * n_problems
     from ..solver._checkpoint import CHECKPOINT_FORMAT, as_checkpoint  # the solver loads numba: imported when used
 
     checkpoint = as_checkpoint(checkpoint)
-    if checkpoint is None:
-        return [None] * n_problems
     import zarr
 
     path = os.path.abspath(os.fspath(checkpoint.path))
