@@ -48,6 +48,8 @@ MEASURES = (  # the modules these figures depend on: re-run and record when one 
     "dkernel/_rbf_map.py",
     "dkernel/_rbf_exp.py",
     "dkernel/_rbf_compiled.py",
+    "dkernel/_products.py",
+    "dkernel/_numba.py",
     "dkernel/_options.py",
     "dkernel/_dask.py",
     "dkernel/_buffers.py",
