@@ -204,3 +204,22 @@ def test_centered_multiclass_fits_draw_their_origins_in_the_problems_order():
     np.testing.assert_array_equal(fits[0].delta_b_, fits[1].delta_b_)
     assert np.any(fits[0].delta_b_ != 0)
 
+
+
+def test_numba_loads_with_the_collector_paused_and_leaves_it_as_it_was():
+    script = (
+        "import gc, sys\n"
+        "import dkernel\n"
+        "{before}\n"
+        "gc.collect()\n"
+        "counts = [stats['collections'] for stats in gc.get_stats()]\n"
+        "import dkernel._numba\n"
+        "assert 'numba' in sys.modules\n"
+        "print(gc.isenabled(), sum(stats['collections'] for stats in gc.get_stats()) - sum(counts))\n"
+    )
+    for before, enabled in (("", "True"), ("gc.disable()", "False")):
+        out = subprocess.run([sys.executable, "-c", script.format(before=before)], capture_output=True, text=True,
+                             check=True, timeout=120).stdout.split()
+        assert out[0] == enabled
+        # At most the one young collection once resumed; loading numba with the collector on runs hundreds.
+        assert int(out[1]) <= 1

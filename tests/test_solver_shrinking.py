@@ -212,3 +212,12 @@ def test_compiled_candidates_are_the_numpy_selection_with_ties(k):
         assert got[:2] == expected[:2]
         for a, b in zip(got[2:], expected[2:]):
             assert a.dtype.kind == b.dtype.kind and np.array_equal(a, b)
+
+
+def test_the_compiled_steps_of_an_outer_iteration_release_the_gil():
+    # One-vs-one problems are solved in threads: a compiled step that held the GIL would serialize them.
+    from dkernel.solver import _select_compiled, _smo
+
+    steps = (_select_compiled.active_candidates, shrinking_module.gather_rows_into, shrinking_module.gather_block_into,
+             shrinking_module.add_gradient_step, _smo.smo_subproblem)
+    assert all(step.targetoptions.get("nogil") for step in steps)
