@@ -21,7 +21,7 @@ import numpy as np
 from ._dask import TextProgress
 from ._huge_pages import empty_on_huge_pages
 
-__all__ = ["dense_symmetric_gram", "single_blas_thread"]
+__all__ = ["dense_symmetric_gram", "single_blas_thread", "usable_cores"]
 
 #: Rows per band; small enough that bands balance over the threads. A Gram of
 #: at most this many samples is evaluated directly, without a task graph.
@@ -50,6 +50,14 @@ def _blas_controller():
 
             _controller = ThreadpoolController()
         return _controller
+
+
+def usable_cores():
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
 
 
 @contextlib.contextmanager

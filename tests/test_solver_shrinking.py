@@ -103,7 +103,7 @@ def test_a_variable_held_in_the_working_set_is_never_shrunk():
     assert dropped == 300 - 16
     np.testing.assert_array_equal(gradients.active, np.arange(16))
     assert gradients.unshrink() and gradients.active.size == 300
-    np.testing.assert_array_equal(gradients.K[:16], K[:16])
+    np.testing.assert_array_equal(gradients.held_rows(np.arange(16)), K[:16])
     np.testing.assert_allclose(gradients.G, -np.ones(300))
 
 
@@ -152,15 +152,40 @@ def test_the_rebuild_through_rows_equals_the_compiled_pass():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_held_rows_are_gathered_from_a_subset_of_a_matrix_in_memory_over_the_active_columns(dtype):
+def test_the_gradient_step_reads_the_rows_of_nonzero_weight_in_place(dtype):
     rng = np.random.default_rng(8)
     K = rbf_kernel(rng.normal(size=(500, 4)), gamma=0.3).astype(dtype)
-    index = np.sort(rng.choice(500, 200, replace=False))
-    rows, columns = rng.choice(200, 30, replace=False), np.sort(rng.choice(200, 90, replace=False))
-    out, slots = np.zeros((40, 90)), rng.choice(40, 30, replace=False)
-    shrinking_module.gather_rows_into(K, index[rows], index[columns], out, slots)
-    np.testing.assert_array_equal(out[slots], K[np.ix_(index[rows], index[columns])].astype(np.float64))
-    assert not out[np.setdiff1d(np.arange(40), slots)].any()  # the other slots untouched
+    K[7] = np.nan  # held with a zero weight: never read (0 * NaN is not 0)
+    positions = rng.choice(np.arange(8, 500), 40, replace=False)
+    positions[3], positions[5] = 7, -1  # an empty slot has position -1
+    weights = rng.normal(size=40)
+    weights[[3, 5, 11]] = 0.0
+    live = weights != 0
+    columns = np.sort(rng.choice(500, 90, replace=False))  # the active columns of a subset's rows
+    step = np.full(90, np.nan)
+    shrinking_module.weighted_rows_step(K, positions, weights, columns, False, step)
+    np.testing.assert_allclose(step, weights[live] @ K[np.ix_(positions[live], columns)].astype(np.float64),
+                               rtol=1e-12)
+    whole = np.full(500, np.nan)
+    shrinking_module.weighted_rows_step(K, positions, weights, np.arange(500), True, whole)
+    np.testing.assert_allclose(whole, weights[live] @ K[positions[live]].astype(np.float64), rtol=1e-12)
+
+
+def test_held_rows_move_from_the_rows_on_demand_to_the_whole_gram_when_it_is_computed():
+    from dkernel._on_demand_gram import OnDemandGram
+    from dkernel.solver._qp import prepare_problem
+
+    X, y = _problem(n=400, seed=10)
+    gram = OnDemandGram(X, RBFKernel(gamma=0.1))
+    prob, q = prepare_problem(gram, y, 1.0, None, None, None, None, tol=1e-3, working_set_size=64, max_iter=1000)
+    gradients = shrinking_module.ShrinkingGradients(gram, prob, q)
+    assert gradients.in_place and q >= 50
+    gradients.fill_rows(np.arange(20, 40), np.arange(20))  # 20 rows < 400 / 8: computed on demand
+    assert gram.held == "on-demand" and gradients._matrix is not gram.K
+    gradients.fill_rows(np.arange(100, 130), np.arange(20, 50))  # 50 rows: the whole Gram
+    assert gram.held == "float64" and gradients._matrix is gram.K
+    np.testing.assert_array_equal(gradients.held_rows(np.arange(50)), gram.K[np.r_[20:40, 100:130]])
+    np.testing.assert_allclose(gradients.held_rows(np.arange(20)), rbf_kernel(X[20:40], X, gamma=0.1), rtol=1e-12)
 
 
 def test_shrunk_gradients_read_the_same_rows_from_a_matrix_as_from_its_rows():
@@ -178,7 +203,7 @@ def test_shrunk_gradients_read_the_same_rows_from_a_matrix_as_from_its_rows():
         gradients.fill_rows(np.arange(16), np.arange(16))
         gradients.shrink(-np.inf, np.inf)  # only the 16 held variables stay active
         gradients.fill_rows(np.arange(8), np.arange(8))
-        states.append((gradients.K.copy(), gradients.active.copy()))
+        states.append((gradients.held_rows(np.arange(16)), gradients.active.copy()))
     np.testing.assert_allclose(states[0][0], states[1][0], rtol=1e-13)
     np.testing.assert_array_equal(states[0][1], states[1][1])
     np.testing.assert_allclose(states[0][0][:8], K[np.ix_(np.arange(8), np.arange(16))], rtol=1e-13)
@@ -218,6 +243,6 @@ def test_the_compiled_steps_of_an_outer_iteration_release_the_gil():
     # One-vs-one problems are solved in threads: a compiled step that held the GIL would serialize them.
     from dkernel.solver import _select_compiled, _smo
 
-    steps = (_select_compiled.active_candidates, shrinking_module.gather_rows_into, shrinking_module.gather_block_into,
+    steps = (_select_compiled.active_candidates, shrinking_module.weighted_rows_step, shrinking_module.gather_block_into,
              shrinking_module.add_gradient_step, _smo.smo_subproblem)
     assert all(step.targetoptions.get("nogil") for step in steps)

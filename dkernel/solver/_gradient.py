@@ -30,6 +30,7 @@ identical working sets and reach the same ``alpha`` up to rounding.
 
 import numpy as np
 
+from ._gradient_compiled import add_gradient_step, weighted_rows_step
 from ._rows import provider_submatrix, raise_nonfinite_rows
 from ._select import candidate_lists, extreme_violations, merge_candidates, violation_sets
 
@@ -113,9 +114,10 @@ class GradientPartition:
         self.rows = rows
         self.y, self.C, self.alpha = y, C, alpha.copy()
         self.start, self.stop = int(start), int(stop)
-        # Zeros: a slot not yet filled meets a zero weight in K^T weights, and 0 * NaN is not 0.
         self.K = np.zeros((q, self.stop - self.start))
         self.weights = np.zeros(q)
+        self._slots = np.arange(q)
+        self._columns = np.arange(self.stop - self.start)
         if G is None:
             G = initial_gradient(rows, y, p, support, support_weights, self.start, self.stop)
         self.G = np.array(G, dtype=np.float64)
@@ -155,8 +157,9 @@ class GradientPartition:
         """
         self.weights[:] = 0.0
         self.weights[slots] = weights
-        self.G += self.y * (self.K.T @ self.weights)
-        if not np.isfinite(self.G).all():
+        step = np.empty(self._columns.size)
+        weighted_rows_step(self.K, self._slots, self.weights, self._columns, True, step)
+        if not add_gradient_step(self.G, self.y, self._columns, step):
             raise_nonfinite_rows(B, self.K[slots])
         mine = (B >= self.start) & (B < self.stop)
         self.alpha[B[mine] - self.start] = alpha_B[mine]

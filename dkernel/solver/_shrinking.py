@@ -22,8 +22,9 @@ them: the stopping test is always made on the whole problem, as libsvm's.
 import numpy as np
 
 from .._numba import njit
-from .._sources import SubsetGram
+from .._sources import DenseGram, SubsetGram
 from ._gradient import GRADIENT_BLOCK_ROWS, initial_gradient, starting_support
+from ._gradient_compiled import add_gradient_step, weighted_rows_step
 from ._rows import raise_nonfinite_rows
 from ._select import violation_sets
 from ._select_compiled import active_candidates
@@ -70,6 +71,28 @@ def matrix_in_memory(rows):
     return None
 
 
+def row_source(rows, idx):
+    """``(M, positions, index)``: the rows ``idx`` of ``rows`` lie in the matrix in memory ``M`` at ``positions``.
+
+    ``M``'s columns are those of the provider, or of its base restricted to
+    ``index`` (a :class:`~dkernel._sources.SubsetGram`). The matrix of a
+    :class:`~dkernel.DenseGram` (not a subclass that reads its rows
+    otherwise), or where a provider says its rows lie (``row_source(idx)``:
+    the on-demand Gram's rows computed so far, then its whole Gram); None for
+    any other provider.
+    """
+    index = None
+    if isinstance(rows, SubsetGram):
+        rows, index = rows.base, rows.index
+        idx = index[idx]
+    if hasattr(rows, "row_source"):
+        source = rows.row_source(idx)
+        return None if source is None else (*source, index)
+    if isinstance(rows, DenseGram) and type(rows).rows is DenseGram.rows and matrix_in_memory(rows) is not None:
+        return rows.K, idx, index
+    return None
+
+
 @njit(cache=True, nogil=True)
 def weighted_row_sums(K, rows, weights, columns):
     """``sum_s weights[s] K[rows[s], columns]`` in float64, reading each row of ``K`` once (float32 or float64)."""
@@ -80,17 +103,6 @@ def weighted_row_sums(K, rows, weights, columns):
         for c in range(columns.size):
             out[c] += w * row[columns[c]]
     return out
-
-
-@njit(cache=True, nogil=True)
-def gather_rows_into(K, rows, columns, out, slots):
-    """``out[slots[r], c] = K[rows[r], columns[c]]``: one pass for the subset, the active columns, the dtype
-    (float32 → float64) and the slots, where NumPy's fancy indexing takes two gathers and a copy."""
-    for r in range(rows.size):
-        src = K[rows[r]]
-        dst = out[slots[r]]
-        for c in range(columns.size):
-            dst[c] = src[columns[c]]
 
 
 @njit(cache=True, nogil=True)
@@ -105,17 +117,6 @@ def gather_block_into(K, rows, columns, out):
     return finite
 
 
-@njit(cache=True, nogil=True)
-def add_gradient_step(G, y, active, step):
-    """``G[active] += y[active] * step``; whether ``step`` is finite."""
-    finite = True
-    for a in range(active.size):
-        i = active[a]
-        G[i] += y[i] * step[a]
-        finite &= np.isfinite(step[a])
-    return finite
-
-
 class ShrinkingGradients:
     """The gradient of all samples in this process, with the working-set rows held over the active columns.
 
@@ -124,6 +125,14 @@ class ShrinkingGradients:
     ``alpha``) plus :meth:`shrink` and :meth:`unshrink`. Indices given and
     returned are global (``0 .. n-1``); only active variables are ever
     candidates. Without ``shrinks`` every variable stays active.
+
+    Where the rows lie in a matrix in memory (:func:`row_source`: a Gram held
+    whole, or the rows computed so far of an on-demand Gram), the working set's
+    rows are read there in place, as libsvm reads its cached rows: a slot holds
+    a row's position in that matrix, the gradient update reads the rows of
+    nonzero weight once each (:func:`weighted_rows_step`), and neither
+    shrinking nor its undoing copies a row. From any other provider the rows
+    are copied into a ``q × |A|`` array, compacted when the active set shrinks.
 
     Parameters
     ----------
@@ -147,10 +156,16 @@ class ShrinkingGradients:
         self.G = np.array(G, dtype=np.float64)
         self.active = np.arange(self.n)
         self.column_of = np.arange(self.n)  # position of each variable among the active ones, -1 if shrunk
-        self.K = np.zeros((q, self.n))  # zeros: an empty slot meets a zero weight, and 0 * NaN is not 0
         self.weights = np.zeros(q)
         self.row_in_slot = np.full(q, -1, dtype=np.intp)
-        self._matrix_columns = None  # (K, row index, columns) of a matrix in memory over the active set
+        self.in_place = row_source(rows, np.empty(0, dtype=np.intp)) is not None
+        if self.in_place:
+            self._matrix = self._matrix_index = None  # the matrix the held rows lie in, its subset's index
+            self.position_in_slot = np.full(q, -1, dtype=np.intp)
+            self._matrix_columns = None  # the active columns among the matrix's columns
+        else:
+            self.K = np.zeros((q, self.n))
+            self._slots = np.arange(q)
 
     @property
     def shrunk(self):
@@ -165,6 +180,13 @@ class ShrinkingGradients:
         m, M, up_idx, up_v, low_idx, low_v = active_candidates(self.alpha, self.y, self.C, self.G, self.active, k)
         return float(m), float(M), up_idx, up_v, low_idx, low_v
 
+    def held_rows(self, slots):
+        """The kernel rows held in ``slots`` over the active columns, as float64."""
+        slots = np.asarray(slots, dtype=np.intp)
+        if not self.in_place:
+            return self.K[slots]
+        return np.asarray(self._matrix[np.ix_(self.position_in_slot[slots], self._columns())], dtype=np.float64)
+
     def _full_rows(self, idx):
         """Kernel rows of ``idx`` in the provider's dtype (a float32 Gram is converted by the copy that stores it)."""
         block = np.asarray(self.rows.rows(idx))
@@ -178,23 +200,27 @@ class ShrinkingGradients:
         block = self._full_rows(idx)
         return block if not self.shrunk else np.take(block, self.active, axis=1)
 
-    def _store_rows(self, idx, slots):
-        """The rows of ``idx`` over the active columns into ``slots`` of the held rows.
-
-        From a matrix in memory (:func:`matrix_in_memory`), one compiled
-        gather (:func:`gather_rows_into`); from any other provider, its rows.
-        """
+    def _columns(self):
+        """The active columns among the columns of the matrix the rows lie in (found once per active set)."""
         if self._matrix_columns is None:
-            held = matrix_in_memory(self.rows)  # asked again while None: rows on demand become a matrix
-            if held is None:
-                self.K[slots] = self._read_rows(idx)
-                return
-            K, index = held
+            index = self._matrix_index
             columns = self.active if index is None else index[self.active]
-            self._matrix_columns = (K, index, np.ascontiguousarray(columns, dtype=np.intp))
-        K, index, columns = self._matrix_columns
-        rows = np.asarray(idx, dtype=np.intp) if index is None else index[idx]
-        gather_rows_into(K, rows, columns, self.K, np.asarray(slots, dtype=np.intp))
+            self._matrix_columns = np.ascontiguousarray(columns, dtype=np.intp)
+        return self._matrix_columns
+
+    def _store_rows(self, idx, slots):
+        """Hold the rows of ``idx`` in ``slots``: their positions in the matrix they lie in, or else a copy."""
+        idx, slots = np.asarray(idx, dtype=np.intp), np.asarray(slots, dtype=np.intp)
+        if not self.in_place:
+            self.K[slots] = self._read_rows(idx)
+            return
+        matrix, positions, index = row_source(self.rows, idx)
+        if matrix is not self._matrix:  # rows on demand became the whole Gram: the held rows move to it
+            held = np.flatnonzero(self.row_in_slot >= 0)
+            self._matrix, self._matrix_index, self._matrix_columns = matrix, index, None
+            if held.size:
+                self.position_in_slot[held] = row_source(self.rows, self.row_in_slot[held])[1]
+        self.position_in_slot[slots] = positions
 
     def load(self, B, new, new_slots, slots):
         """Fetch the rows of ``new`` into ``new_slots``; return ``(K_BB, alpha_B, G_B)``."""
@@ -202,7 +228,12 @@ class ShrinkingGradients:
             self._store_rows(new, new_slots)
             self.row_in_slot[new_slots] = new
         K_BB = np.empty((B.size, B.size))
-        if not gather_block_into(self.K, slots, self.column_of[B], K_BB):
+        if self.in_place:
+            finite = gather_block_into(self._matrix, self.position_in_slot[slots], self._columns()[self.column_of[B]],
+                                       K_BB)
+        else:
+            finite = gather_block_into(self.K, slots, self.column_of[B], K_BB)
+        if not finite:
             raise_nonfinite_rows(B, K_BB)
         return K_BB, self.alpha[B].copy(), self.G[B].copy()
 
@@ -217,8 +248,14 @@ class ShrinkingGradients:
         self.weights[:] = 0.0
         self.weights[slots] = weights
         A = self.active
-        if not add_gradient_step(self.G, self.y, A, self.K.T @ self.weights):
-            raise_nonfinite_rows(B, self.K[slots])
+        step = np.empty(A.size)
+        if self.in_place:
+            weighted_rows_step(self._matrix, self.position_in_slot, self.weights, self._columns(),
+                               self._matrix_index is None and not self.shrunk, step)
+        else:  # the same sums over the rows copied into the slots
+            weighted_rows_step(self.K, self._slots, self.weights, self._slots, True, step)
+        if not add_gradient_step(self.G, self.y, A, step):
+            raise_nonfinite_rows(B, self.held_rows(slots))
         self.alpha[B] = alpha_B
         return self.candidates(k)
 
@@ -238,8 +275,10 @@ class ShrinkingGradients:
         keep = np.flatnonzero(~stuck)
         if keep.size > MIN_SHRINK_GAIN * A.size:
             return 0
-        self.K = np.ascontiguousarray(self.K[:, keep])
-        self._matrix_columns = None
+        if self.in_place:
+            self._matrix_columns = None
+        else:
+            self.K = np.ascontiguousarray(self.K[:, keep])
         self.column_of[A[stuck]] = -1
         self.active = A[keep]
         self.column_of[self.active] = np.arange(keep.size)
@@ -259,7 +298,9 @@ class ShrinkingGradients:
             support, support_weights, inactive)
         self.active = np.arange(self.n)
         self.column_of = np.arange(self.n)
-        self._matrix_columns = None
+        if self.in_place:
+            self._matrix_columns = None
+            return True
         held = np.flatnonzero(self.row_in_slot >= 0)
         self.K = np.zeros((self.K.shape[0], self.n))
         if held.size:

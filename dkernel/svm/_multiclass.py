@@ -6,12 +6,11 @@ libsvm's ``dual_coef_`` layout, and the decision values and votes that turn
 the problems' decision values back into classes.
 """
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .._dense import single_blas_thread
+from .._dense import single_blas_thread, usable_cores
 
 #: Samples from which a binary problem is worth a thread of its own: below,
 #: the work is mostly Python holding the GIL, and threads only add switching.
@@ -36,14 +35,6 @@ def binary_problems(y_index, n_classes, keep, multiclass):
             index = keep[(y_index[keep] == i) | (y_index[keep] == j)]
             problems.append((index, np.where(y_index[index] == i, 1.0, -1.0)))
     return problems
-
-
-def usable_cores():
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
 
 
 def solve_problems(solve, problems, parallel):
