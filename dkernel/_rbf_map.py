@@ -17,7 +17,9 @@ Both give the same bits: a kernel value is the same whatever the size of the
 block it is computed in (a whole Gram, rows on the fly, a prediction), or
 whether the block is evaluated whole (:meth:`RBFKernel.block
 <dkernel.kernels.RBFKernel.block>`) or strip by strip into a buffer
-(:func:`map_strips`). float32 data keep NumPy's float32 ``exp``.
+(:func:`map_strips`), given the same products: for float64 data under one
+BLAS thread, :func:`dkernel._products.dot_block` makes them so. float32 data
+keep NumPy's float32 ``exp``.
 """
 
 import numpy as np

@@ -44,7 +44,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils.extmath import row_norms
 
-from ._products import dot_block
+from ._products import dot_block, dot_block_into
 from ._rbf_map import map_block, map_mirrored_tiles, map_strips
 from ._validation import check_data, check_same_features
 from .exceptions import InvalidKernelParameterError
@@ -363,10 +363,7 @@ class RBFKernel(_GammaKernel):
             return False
         x_sq = self._sq_norms(X).astype(out.dtype, copy=False)
         z_sq = x_sq if symmetric else self._sq_norms(Z).astype(out.dtype, copy=False)
-        if X.shape[0] > 1 and Z.shape[0] > 1:
-            np.matmul(X, Z.T, out=out)
-        else:  # one row: the products of a block of two, as block() computes them
-            out[...] = dot_block(X, Z)
+        dot_block_into(X, Z, out)  # the products of block(), bit for bit
         map_strips(out, x_sq, z_sq, self._gamma(X.shape[1]), symmetric=symmetric,
                    on_strip=on_strip)
         return True
