@@ -47,6 +47,7 @@ MEASURES = (  # the modules these figures depend on: re-run and record when one 
     "dkernel/solver",
     "dkernel/_sources.py",
     "dkernel/_on_demand_gram.py",
+    "dkernel/_on_demand_compiled.py",
     "dkernel/_kernel_gram.py",
     "dkernel/_dask.py",
     "dkernel/_buffers.py",

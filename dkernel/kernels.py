@@ -211,14 +211,16 @@ class Kernel:
     def _map_dot(self, K, n_features):
         raise NotImplementedError
 
-    def evaluate_into(self, X, Z, out, *, symmetric=False, on_strip=None):
+    def evaluate_into(self, X, Z, out, *, symmetric=False, on_strip=None, z_sq_norms=None):
         """Evaluate :meth:`block` into ``out`` where this kernel has a fast path for it; False where it has none.
 
         ``out`` is a C-contiguous array of the block's shape. A kernel with a
         fast path fills ``out`` with the values of ``block(X, Z,
         symmetric=symmetric)``, bit for bit, calls ``on_strip(a, S)`` with each
         finished strip ``S`` of rows ``a:a + len(S)`` while it is in cache,
-        and returns True. The base kernel has none.
+        and returns True. ``z_sq_norms``: the squared norms of ``Z``'s rows
+        where the caller holds them (rows of one ``Z`` asked for again and
+        again), used by a kernel that needs them. The base kernel has none.
         """
         return False
 
@@ -348,7 +350,7 @@ class RBFKernel(_GammaKernel):
         z_sq = x_sq if symmetric else (self._sq_norms(Z) if z_sq_norms is None else z_sq_norms)
         return map_block(dot_block(X, Z), x_sq, z_sq, self._gamma(X.shape[1]), diagonal_offset=0 if symmetric else -1)
 
-    def evaluate_into(self, X, Z, out, *, symmetric=False, on_strip=None):
+    def evaluate_into(self, X, Z, out, *, symmetric=False, on_strip=None, z_sq_norms=None):
         """:meth:`block` computed into ``out``, the same values bit for bit: dense X and Z of ``out``'s dtype only.
 
         The BLAS product is written straight into ``out``, then the
@@ -362,7 +364,8 @@ class RBFKernel(_GammaKernel):
                 and out.dtype in (np.float32, np.float64) and out.flags.c_contiguous):
             return False
         x_sq = self._sq_norms(X).astype(out.dtype, copy=False)
-        z_sq = x_sq if symmetric else self._sq_norms(Z).astype(out.dtype, copy=False)
+        z_sq = x_sq if symmetric else (self._sq_norms(Z) if z_sq_norms is None else z_sq_norms).astype(
+            out.dtype, copy=False)
         dot_block_into(X, Z, out)  # the products of block(), bit for bit
         map_strips(out, x_sq, z_sq, self._gamma(X.shape[1]), symmetric=symmetric,
                    on_strip=on_strip)

@@ -97,8 +97,8 @@ class Plan:
 
 
 QUICK_PLAN = Plan(
-    synthetic_sizes=(1500, 3000), sampled_only_sizes=(12_000,), n_test=500, samples=(50, 150, 450),
-    alignment_repeats=5, store_max_n=3000, exact_max_n=3000, svc_max_n=3000, sklearn_sizes=(1500, 3000),
+    synthetic_sizes=(1000, 2000), sampled_only_sizes=(8000,), n_test=500, samples=(50, 150, 450),
+    alignment_repeats=5, store_max_n=2000, exact_max_n=2000, svc_max_n=2000, sklearn_sizes=(1000, 2000),
     usps_subset=(400, 200), newsgroups_subset=(400, 200), chunk=1024, skip=("20newsgroups:svc_fit",),
 )  # fmt: skip
 

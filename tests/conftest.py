@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _processes import stop_in_turn
 
 # --------------------------------------------------------------------------- #
 # Data sets
@@ -86,14 +87,7 @@ def scheduler_address(tmp_path, request):
             client.wait_for_workers(2, timeout=60)
         yield address
     finally:
-        for process in reversed(processes):
-            process.terminate()
-        for process in reversed(processes):
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_in_turn(reversed(processes))
 
 
 class _Records(logging.Handler):

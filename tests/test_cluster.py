@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
+from _processes import stop_in_turn
 
 from dkernel import SVC, cli
 from dkernel._dask import resolve_client, start_local_cluster
@@ -135,10 +136,7 @@ def test_cluster_readme_commands_listen_on_loopback_only(tmp_path):
             client.wait_for_workers(2, timeout=60)
         sockets = _listening([p.pid for p in processes])
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            process.wait(timeout=30)
+        stop_in_turn(reversed(processes), timeout=30)
     # The scheduler (server and HTTP server), the worker command (two nannies), its two worker processes
     # (server and HTTP server each).
     assert len(sockets) >= 8 and len({pid for pid, _, _ in sockets}) == 4, sockets

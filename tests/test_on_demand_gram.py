@@ -1,7 +1,8 @@
-"""OnDemandGram: kernel rows on demand, the whole Gram once they pass n/8; SVC's choice for one binary problem."""
+"""OnDemandGram: rows on demand, the rest of the Gram once they would pass n/2; SVC's choice for one binary problem."""
 
 import numpy as np
 import pytest
+import scipy.sparse
 from sklearn.datasets import make_blobs, make_classification
 from sklearn.svm import SVC as LibSVC
 
@@ -9,23 +10,52 @@ from dkernel import SVC
 from dkernel._dense import dense_symmetric_gram
 from dkernel._on_demand_gram import ON_DEMAND_MIN_SAMPLES, PROMOTE_FRACTION, OnDemandGram
 from dkernel._sources import DenseGram
-from dkernel.kernels import RBFKernel
+from dkernel.kernels import PolynomialKernel, RBFKernel
 from dkernel.solver import solve_qp
 
 
-def test_rows_on_demand_until_n_over_8_then_the_whole_gram():
+def test_rows_on_demand_until_n_over_2_then_the_rest_of_the_gram():
     X = np.random.default_rng(0).normal(size=(400, 6))
     kernel = RBFKernel(gamma=0.2)
     gram = OnDemandGram(X, kernel)
     whole = dense_symmetric_gram(X, kernel)
-    below = int(PROMOTE_FRACTION * 400) - 1
-    np.testing.assert_allclose(gram.rows(np.arange(below)), whole[:below], rtol=1e-12, atol=1e-14)
-    assert gram.held == "on-demand" and gram.K is None and gram.n_computed == below
-    np.testing.assert_allclose(gram.rows([below, 7, below]), whole[[below, 7, below]], rtol=1e-12, atol=1e-14)
-    assert gram.held == "float64" and gram.K.shape == (400, 400)
-    np.testing.assert_array_equal(gram.rows([3, 399]), gram.K[[3, 399]])
-    np.testing.assert_array_equal(gram.diag(), np.diagonal(gram.K))
-    assert gram.n_computed == below + 1  # the whole Gram is not counted as rows on demand
+    assert gram.threshold == int(PROMOTE_FRACTION * 400) == 200
+    order = np.random.default_rng(1).permutation(400)
+    first = order[:199]
+    np.testing.assert_allclose(gram.rows(first), whole[first], rtol=1e-12, atol=1e-14)
+    matrix, positions = gram.row_source(first)
+    np.testing.assert_array_equal(positions, np.arange(199))  # the first rows of one array, in the order asked
+    assert gram.held == "on-demand" and gram.n_computed == 199
+    # Two more rows would pass n / 2: the rest of the Gram is computed into the same array.
+    np.testing.assert_allclose(gram.rows(order[[199, 7, 200]]), whole[order[[199, 7, 200]]], rtol=1e-12, atol=1e-14)
+    assert gram.held == "float64" and gram.n_computed == 199  # the rest is not counted as rows on demand
+    again, kept = gram.row_source(first)
+    assert again is matrix and np.array_equal(kept, positions)  # rows held by the solver stay where they were
+    np.testing.assert_allclose(gram.rows(np.arange(400)), whole, rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(np.sort(gram.row_source(np.arange(400))[1]), np.arange(400))
+    np.testing.assert_array_equal(gram.diag(), np.ones(400))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("kernel", [RBFKernel(gamma=0.2), PolynomialKernel(degree=2, gamma=0.1, coef0=1.0)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_rest_of_the_gram_equals_the_whole_gram(kernel, dtype, sparse):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(1300, 7))
+    if sparse:
+        X[rng.random(X.shape) < 0.7] = 0.0
+        X = scipy.sparse.csr_matrix(X)
+    gram = OnDemandGram(X, kernel, dtype=dtype)
+    whole = dense_symmetric_gram(X, kernel, dtype=dtype)
+    # Requests of 40 rows, some asked again, until the rest is computed (several bands and tiles of it,
+    # over 650 computed rows in scattered order).
+    for _ in range(40):
+        idx = rng.choice(1300, 40)
+        np.testing.assert_allclose(gram.rows(idx), whole[idx], rtol=1e-6 if dtype == np.float32 else 1e-12,
+                                   atol=1e-7 if dtype == np.float32 else 1e-14)
+    assert gram.held == np.dtype(dtype).name and gram.rows(np.arange(4)).dtype == dtype
+    rtol = 1e-6 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(gram.rows(np.arange(1300)), whole, rtol=rtol, atol=rtol / 10)
 
 
 @pytest.mark.parametrize("separation", ["apart", "overlap"])
@@ -39,7 +69,7 @@ def test_solution_equals_the_whole_gram(separation):
     # ("overlap") when rows evaluated in other blocks (or by another BLAS kernel) differ in the last bits.
     on_demand = solve_qp(gram, y, 1.0, tol=1e-6)
     whole = solve_qp(DenseGram(dense_symmetric_gram(X, kernel)), y, 1.0, tol=1e-6)
-    # Few support vectors need few rows; many promote to the whole Gram while solving.
+    # Few support vectors need few rows; many (here more than n / 2) have the rest of the Gram computed.
     assert gram.held == ("on-demand" if separation == "apart" else "float64")
     assert abs(on_demand.objective - whole.objective) <= 1e-9 * abs(whole.objective)
     np.testing.assert_array_equal(on_demand.alpha > 0, whole.alpha > 0)
@@ -72,9 +102,10 @@ def test_a_float32_gram_is_the_float64_gram_rounded_once():
     np.testing.assert_array_equal(dense_symmetric_gram(X, kernel, dtype=np.float32),
                                   dense_symmetric_gram(X, kernel).astype(np.float32))
     gram = OnDemandGram(X, kernel, dtype=np.float32)
-    gram.rows(np.arange(gram.threshold))
+    gram.rows(np.arange(0, 2100, 2))  # 1050 rows on demand, then the rest
+    gram.rows(np.arange(1, 2100, 2))
     assert gram.held == "float32"
-    np.testing.assert_array_equal(gram.K, dense_symmetric_gram(X, kernel).astype(np.float32))
+    np.testing.assert_array_equal(gram.rows(np.arange(2100)), dense_symmetric_gram(X, kernel).astype(np.float32))
 
 
 def test_svc_on_a_float32_gram_matches_libsvm():
@@ -89,3 +120,11 @@ def test_svc_on_a_float32_gram_matches_libsvm():
     clear = np.abs(decision) > 5e-3  # the same labels wherever the decision is not within that of zero
     np.testing.assert_array_equal(ours.predict(X)[clear], ref.predict(X)[clear])
     assert clear.mean() > 0.99
+
+
+def test_the_rest_is_written_by_compiled_loops_outside_the_gil():
+    # Bands of the rest run in threads: a loop that held the GIL would serialize them.
+    from dkernel import _on_demand_compiled
+
+    loops = (_on_demand_compiled.copy_computed_columns, _on_demand_compiled.write_remaining_tile)
+    assert all(loop.targetoptions.get("nogil") for loop in loops)

@@ -114,7 +114,9 @@ def test_the_rebuild_reads_a_matrix_in_memory_directly(dtype):
     rows, columns = rng.choice(300, 40, replace=False), rng.choice(300, 70, replace=False)
     weights = rng.normal(size=40)
     expected = weights @ K[np.ix_(rows, columns)].astype(np.float64)
-    np.testing.assert_allclose(shrinking_module.weighted_row_sums(K, rows, weights, columns), expected, rtol=1e-12)
+    products = np.full(columns.size, np.nan)
+    shrinking_module.weighted_rows_step(K, rows, weights, columns, False, products)
+    np.testing.assert_allclose(products, expected, rtol=1e-12)
     index = np.sort(rng.choice(300, 120, replace=False))
     assert shrinking_module.matrix_in_memory(DenseGram(K))[0] is K
     held, held_index = shrinking_module.matrix_in_memory(SubsetGram(DenseGram(K), index))
@@ -147,8 +149,9 @@ def test_the_rebuild_through_rows_equals_the_compiled_pass():
     weights = np.random.default_rng(8).normal(size=support.size)
     columns = np.arange(1, 400, 2)
     through_rows = gradients._support_products(support, weights, columns)  # KernelGram: no matrix in memory
-    np.testing.assert_allclose(through_rows, shrinking_module.weighted_row_sums(K, support, weights, columns),
-                               rtol=1e-10, atol=1e-12)
+    compiled = np.empty(columns.size)
+    shrinking_module.weighted_rows_step(K, support, weights, columns, False, compiled)
+    np.testing.assert_allclose(through_rows, compiled, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -171,7 +174,7 @@ def test_the_gradient_step_reads_the_rows_of_nonzero_weight_in_place(dtype):
     np.testing.assert_allclose(whole, weights[live] @ K[positions[live]].astype(np.float64), rtol=1e-12)
 
 
-def test_held_rows_move_from_the_rows_on_demand_to_the_whole_gram_when_it_is_computed():
+def test_held_rows_stay_in_place_when_the_rest_of_an_on_demand_gram_is_computed():
     from dkernel._on_demand_gram import OnDemandGram
     from dkernel.solver._qp import prepare_problem
 
@@ -180,12 +183,16 @@ def test_held_rows_move_from_the_rows_on_demand_to_the_whole_gram_when_it_is_com
     prob, q = prepare_problem(gram, y, 1.0, None, None, None, None, tol=1e-3, working_set_size=64, max_iter=1000)
     gradients = shrinking_module.ShrinkingGradients(gram, prob, q)
     assert gradients.in_place and q >= 50
-    gradients.fill_rows(np.arange(20, 40), np.arange(20))  # 20 rows < 400 / 8: computed on demand
-    assert gram.held == "on-demand" and gradients._matrix is not gram.K
-    gradients.fill_rows(np.arange(100, 130), np.arange(20, 50))  # 50 rows: the whole Gram
-    assert gram.held == "float64" and gradients._matrix is gram.K
-    np.testing.assert_array_equal(gradients.held_rows(np.arange(50)), gram.K[np.r_[20:40, 100:130]])
-    np.testing.assert_allclose(gradients.held_rows(np.arange(20)), rbf_kernel(X[20:40], X, gamma=0.1), rtol=1e-12)
+    gradients.fill_rows(np.arange(20, 40), np.arange(20))  # 20 rows < 400 / 2: computed on demand
+    assert gram.held == "on-demand" and gradients._matrix is gram.M
+    positions = gradients.position_in_slot[:20].copy()
+    gram.rows(np.arange(200, 400))  # 220 rows would pass 400 / 2: the rest of the Gram is computed
+    assert gram.held == "float64"
+    gradients.fill_rows(np.arange(100, 130), np.arange(20, 50))
+    assert gradients._matrix is gram.M
+    np.testing.assert_array_equal(gradients.position_in_slot[:20], positions)
+    expected = rbf_kernel(X[np.r_[20:40, 100:130]], X, gamma=0.1)
+    np.testing.assert_allclose(gradients.held_rows(np.arange(50)), expected, rtol=1e-12)
 
 
 def test_shrunk_gradients_read_the_same_rows_from_a_matrix_as_from_its_rows():

@@ -14,7 +14,7 @@ The gradient of the inactive variables is stale. When the active problem is
 solved to the tolerance it is rebuilt exactly, ``G_I = p_I + y_I K_{S,I}^T
 (y_S alpha_S)`` over the support ``S`` (:meth:`ShrinkingGradients.unshrink`;
 from a matrix in memory in one compiled pass that reads each support row
-once, :func:`weighted_row_sums`),
+once, the gradient step's :func:`~._gradient_compiled.weighted_rows_step`),
 every variable becomes active again, and the loop checks the gap over all of
 them: the stopping test is always made on the whole problem, as libsvm's.
 """
@@ -48,8 +48,8 @@ def rows_read_from_memory(rows):
     data or a view that corrects every entry (a centered Gram) they cost more
     than the updates it saves (a centered fit at n = 20000 took 13.4 s
     shrinking against 9.6 s without). A provider that says
-    ``rows_in_memory`` (the on-demand Gram of ``SVC``, whole once its rows
-    pass ``n / 8``) counts as one.
+    ``rows_in_memory`` (the on-demand Gram of ``SVC``, its rows kept in one
+    array) counts as one.
     """
     base = rows.base if isinstance(rows, SubsetGram) else rows
     return matrix_in_memory(rows) is not None or getattr(base, "rows_in_memory", False)
@@ -91,18 +91,6 @@ def row_source(rows, idx):
     if isinstance(rows, DenseGram) and type(rows).rows is DenseGram.rows and matrix_in_memory(rows) is not None:
         return rows.K, idx, index
     return None
-
-
-@njit(cache=True, nogil=True)
-def weighted_row_sums(K, rows, weights, columns):
-    """``sum_s weights[s] K[rows[s], columns]`` in float64, reading each row of ``K`` once (float32 or float64)."""
-    out = np.zeros(columns.size)
-    for s in range(rows.size):
-        row = K[rows[s]]
-        w = weights[s]
-        for c in range(columns.size):
-            out[c] += w * row[columns[c]]
-    return out
 
 
 @njit(cache=True, nogil=True)
@@ -308,15 +296,21 @@ class ShrinkingGradients:
         return True
 
     def _support_products(self, support, weights, columns):
-        """``K[support, columns]^T weights``: straight from a matrix in memory, else from blocks of rows."""
-        held = matrix_in_memory(self.rows)
-        if held is not None:
-            K, index = held
+        """``K[support, columns]^T weights``: in place where the rows lie in memory, else from blocks of rows.
+
+        In place (:func:`row_source`: a Gram held whole, or the rows computed
+        so far of an on-demand Gram), one compiled pass reads each support row
+        once, in the order of the gradient step.
+        """
+        source = row_source(self.rows, support)
+        if source is not None:
+            M, positions, index = source
             if index is not None:
-                support, columns = index[support], index[columns]
-            products = weighted_row_sums(K, support, weights, columns)
+                columns = index[columns]
+            products = np.empty(columns.size)
+            weighted_rows_step(M, positions, weights, columns, False, products)
             if not np.isfinite(products).all():
-                raise_nonfinite_rows(support, K[support[:1]])
+                raise_nonfinite_rows(support, M[positions[:1]])
             return products
         products = np.zeros(columns.size)
         for s in range(0, support.size, GRADIENT_BLOCK_ROWS):

@@ -92,8 +92,8 @@ def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progre
     float32's rounding), both only without a client, ``"on-demand"``
     (with ``on_demand``, for one binary problem of at least
     :data:`~dkernel._on_demand_gram.ON_DEMAND_MIN_SAMPLES` samples whose whole
-    Gram fits: rows computed as the solver asks, the whole Gram once they
-    pass ``n / 8``, :class:`~dkernel._on_demand_gram.OnDemandGram`) or
+    Gram fits: rows computed as the solver asks, the rest of the Gram once
+    they would pass ``n / 2``, :class:`~dkernel._on_demand_gram.OnDemandGram`) or
     ``"on-the-fly"`` (rows computed as needed, with a row cache).
     """
     if store_path is not None:
