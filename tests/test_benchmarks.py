@@ -18,7 +18,7 @@ CASES = {
                             "--samples", "50", "100", "--chunk", "1000"], ["rel. error"]),
     "bench_alignment.py": (["--n", "1200", "--d", "8", "--chunk", "400", "--n-sample", "200", "--repeats", "2"],
                            ["alignment / read time ratio"]),
-    "bench_matrix.py": (["--only", "tiny", "fresh", "--repeats", "1", "--fresh-runs", "1"],
+    "bench_matrix.py": (["--only", "tiny", "fresh", "--repeats", "1", "--min-seconds", "0", "--fresh-runs", "1"],
                         ["ratio", "first fit", "digits 3 vs 8"]),
     "bench_out_of_core.py": (["--n", "1500", "--d", "4", "--n-test", "100", "--memory-limit", "1GB"],
                              ["same support vectors: True"]),
