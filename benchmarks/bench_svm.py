@@ -31,6 +31,7 @@ MEASURES = (  # the modules these figures depend on: re-run and record when one 
     "dkernel/_on_demand_compiled.py",
     "dkernel/_kernel_gram.py",
     "dkernel/_dense.py",
+    "dkernel/_dense_compiled.py",
     "dkernel/kernels.py",
     "dkernel/_rbf_map.py",
     "dkernel/_rbf_exp.py",

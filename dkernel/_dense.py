@@ -12,7 +12,6 @@ runs one thread per evaluation (:func:`single_blas_thread`).
 """
 
 import contextlib
-import functools
 import os
 import threading
 
@@ -21,21 +20,14 @@ import numpy as np
 from ._dask import TextProgress
 from ._huge_pages import empty_on_huge_pages
 
-__all__ = ["dense_symmetric_gram", "single_blas_thread", "usable_cores"]
+__all__ = ["dense_symmetric_gram", "run_bands", "single_blas_thread", "usable_cores"]
 
 #: Rows per band; small enough that bands balance over the threads. A Gram of
 #: at most this many samples is evaluated directly, without a task graph.
 BAND_ROWS = 1024
 
-#: Rows of the diagonal blocks mirrored at once by :func:`mirror_upper_triangle`.
-MIRROR_ROWS = 256
-
 #: Rows of the sub-bands of a band's diagonal block (:func:`_evaluate_band`).
 DIAGONAL_ROWS = 256
-
-#: Rows mirrored at once within a diagonal block (measured on a 1024-row
-#: block: 4.8 ms, against 17 ms for one fancy-indexed copy of its triangle).
-DIAGONAL_MIRROR_ROWS = 128
 
 _controller = None
 _controller_lock = threading.Lock()
@@ -76,24 +68,15 @@ def single_blas_thread(enabled=True):
         yield
 
 
-@functools.lru_cache(maxsize=8)
-def _strict_upper_triangle(width):
-    """``np.triu_indices(width, 1)``, read-only, computed once per width (every band and block has one of a few)."""
-    rows, cols = np.triu_indices(width, 1)
-    rows.setflags(write=False)
-    cols.setflags(write=False)
-    return rows, cols
+def mirror_upper_triangle(K):
+    """Copy the strict upper triangle of the square ``K`` onto the lower one, in place: ``K`` exactly symmetric.
 
+    Compiled (:func:`dkernel._dense_compiled.mirror_upper_into_lower`); ``K`` may be a view (a band's
+    diagonal block).
+    """
+    from ._dense_compiled import mirror_upper_into_lower
 
-def mirror_upper_triangle(K, block_rows=MIRROR_ROWS):
-    """Copy the strict upper triangle of the square ``K`` onto the lower one, in place: ``K`` exactly symmetric."""
-    n = K.shape[0]
-    for start in range(0, n, block_rows):
-        stop = min(start + block_rows, n)
-        K[stop:, start:stop] = K[start:stop, stop:].T
-        diagonal = K[start:stop, start:stop]
-        upper = _strict_upper_triangle(stop - start)
-        diagonal[upper[1], upper[0]] = diagonal[upper]
+    mirror_upper_into_lower(K)
     return K
 
 
@@ -126,7 +109,7 @@ def _evaluate_band(K, X, kernel, start, stop):
         b = min(a + DIAGONAL_ROWS, stop)
         K[a:b, a:b] = kernel.block(X[a:b], X[a:b], symmetric=True)
         # Exact symmetry of the diagonal block: rounding may differ between K_ij and K_ji.
-        mirror_upper_triangle(K[a:b, a:b], DIAGONAL_MIRROR_ROWS)
+        mirror_upper_triangle(K[a:b, a:b])
         _evaluate_off_diagonal(K, X, kernel, a, b, stop)
     _evaluate_off_diagonal(K, X, kernel, start, stop, K.shape[0])
 
@@ -178,20 +161,23 @@ def _banded_gram(X, kernel, dtype, band_rows, num_workers, progress):
     Dask scheduler (half a second in a fresh process, more than the Gram of
     a few thousand samples). The widest bands (the first) start first.
     """
-    from concurrent.futures import ThreadPoolExecutor, as_completed
-
     n = X.shape[0]
     K = empty_on_huge_pages((n, n), dtype)
-    starts = range(0, n, band_rows)
-    workers = num_workers or os.cpu_count() or 1
-    # One BLAS thread per band: the bands themselves run in parallel.
-    bar = TextProgress(len(starts), "row bands of the Gram", enabled=progress)
+    run_bands(lambda start: _evaluate_band(K, X, kernel, start, min(start + band_rows, n)), range(0, n, band_rows),
+              num_workers or os.cpu_count() or 1, "row bands of the Gram", progress)
+    return K
+
+
+def run_bands(band, starts, threads, description, progress=False):
+    """``band(start)`` for each of ``starts`` (the first first) on a pool of ``threads`` threads, one BLAS thread
+    each (the bands themselves run in parallel), the bands done shown on a bar (:class:`TextProgress`)."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    bar = TextProgress(len(starts), description, enabled=progress)
     try:
-        with single_blas_thread(), ThreadPoolExecutor(max_workers=min(workers, len(starts))) as pool:
-            bands = [pool.submit(_evaluate_band, K, X, kernel, start, min(start + band_rows, n)) for start in starts]
-            for done, band in enumerate(as_completed(bands), 1):
-                band.result()
+        with single_blas_thread(), ThreadPoolExecutor(max_workers=max(1, min(threads, len(starts)))) as pool:
+            for done, finished in enumerate(as_completed([pool.submit(band, start) for start in starts]), 1):
+                finished.result()
                 bar.update(done)
     finally:
         bar.close()
-    return K

@@ -9,28 +9,53 @@ the same array). NumPy asks for huge pages on its own large allocations, but
 through ``malloc``, whose mappings do not start on a 2 MiB boundary, and the
 kernel then gives none; a mapping of our own does.
 
+Faulting still costs 0.3 to 3 ms a huge page here (the kernel zeroes 2 MiB,
+and compacts memory first where no free huge page is at hand), and 0.8 ms
+a MiB of 4 KiB pages. A process that fits again and again (a grid search,
+cross-validation) would pay it on every fit, for the same arrays: a tiny
+fit's Gram and its ``Q`` are faulted afresh each time, as the allocator
+hands their memory back to the OS between fits. So arrays from
+:data:`MAPPED_MIN_BYTES` are mappings of their own (advised huge pages from
+:data:`HUGE_PAGE_MIN_BYTES`), and a mapping released is kept for a later
+array that fits in it, its first pages still faulted in: at most
+:data:`KEPT_BYTES` of them over all the kept mappings, the rest given back
+to the OS (``MADV_DONTNEED``), the oldest mapping unmapped first. A mapping
+is kept only once no array or view of it is left (a finalizer on the
+array), so two arrays never share memory.
+
 Where the platform has no ``MADV_HUGEPAGE`` (macOS, Windows) or refuses the
 mapping, the array comes from :func:`numpy.empty`.
 """
 
 import mmap
+import weakref
 
 import numpy as np
 
-__all__ = ["HUGE_PAGE_MIN_BYTES", "empty_on_huge_pages"]
+__all__ = ["HUGE_PAGE_MIN_BYTES", "KEPT_BYTES", "MAPPED_MIN_BYTES", "empty_on_huge_pages"]
 
-#: Arrays of at least this many bytes are mapped on huge pages; smaller ones come from ``numpy.empty``.
+#: Arrays of at least this many bytes are mappings of their own, kept for reuse once released; smaller ones
+#: come from ``numpy.empty``.
+MAPPED_MIN_BYTES = 2**18
+
+#: Arrays of at least this many bytes are mapped on huge pages.
 HUGE_PAGE_MIN_BYTES = 2**23
+
+#: Bytes the kept mappings hold faulted in, at most, all together (64 MiB).
+KEPT_BYTES = 2**26
 
 _HUGE_PAGE_BYTES = 2**21
 
+_kept = []  # mappings released, the most recent last
+
 
 def empty_on_huge_pages(shape, dtype=np.float64):
-    """An uninitialized C-contiguous array, on transparent huge pages where the OS allows it.
+    """An uninitialized C-contiguous array, on transparent huge pages where it is large enough and the OS allows.
 
-    The memory is an anonymous private mapping advised ``MADV_HUGEPAGE``;
-    the array holds the mapping, which is unmapped when the array (and
-    every view of it) is gone.
+    From :data:`MAPPED_MIN_BYTES` the memory is an anonymous private mapping
+    (a kept one where one fits), advised ``MADV_HUGEPAGE`` from
+    :data:`HUGE_PAGE_MIN_BYTES`; the array holds the mapping, which is kept
+    or unmapped when the array (and every view of it) is gone.
 
     Examples
     --------
@@ -41,12 +66,56 @@ def empty_on_huge_pages(shape, dtype=np.float64):
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     advice = getattr(mmap, "MADV_HUGEPAGE", None)
-    if nbytes < HUGE_PAGE_MIN_BYTES or advice is None or not hasattr(mmap, "MAP_ANONYMOUS"):
+    if nbytes < MAPPED_MIN_BYTES or advice is None or not hasattr(mmap, "MAP_ANONYMOUS"):
         return np.empty(shape, dtype=dtype)
-    length = -(-nbytes // _HUGE_PAGE_BYTES) * _HUGE_PAGE_BYTES
+    huge = nbytes >= HUGE_PAGE_MIN_BYTES
+    unit = _HUGE_PAGE_BYTES if huge else mmap.PAGESIZE
+    length = -(-nbytes // unit) * unit
+    mapping = _take_kept(length)
+    if mapping is None:
+        try:
+            mapping = mmap.mmap(-1, length, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            if huge:
+                mapping.madvise(advice)
+        except (OSError, ValueError):
+            return np.empty(shape, dtype=dtype)
+    values = np.frombuffer(mapping, dtype=dtype, count=nbytes // dtype.itemsize)
+    weakref.finalize(values, _keep, mapping).atexit = False  # every view's base: the last of them to go
+    return values.reshape(shape)
+
+
+def _take_kept(length):
+    """The smallest kept mapping of at least ``length`` bytes (no longer kept), or None.
+
+    No lock: the garbage collector may run a finalizer (:func:`_keep`) in the
+    middle of this function, which would wait on it forever. Another thread
+    taking the same mapping first makes ``remove`` fail: then None.
+    """
+    fitting = [mapping for mapping in list(_kept) if len(mapping) >= length]
+    if not fitting:
+        return None
+    mapping = min(fitting, key=len)
     try:
-        mapping = mmap.mmap(-1, length, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        mapping.madvise(advice)
-    except (OSError, ValueError):
-        return np.empty(shape, dtype=dtype)
-    return np.frombuffer(mapping, dtype=dtype, count=nbytes // dtype.itemsize).reshape(shape)
+        _kept.remove(mapping)
+    except ValueError:
+        return None
+    return mapping
+
+
+def _keep(mapping):
+    """Keep a released mapping, its pages past :data:`KEPT_BYTES` given back to the OS; unmap the oldest kept
+    until those kept hold at most :data:`KEPT_BYTES` faulted in."""
+    dontneed = getattr(mmap, "MADV_DONTNEED", None)
+    if dontneed is None:
+        return
+    if len(mapping) > KEPT_BYTES:
+        try:
+            mapping.madvise(dontneed, KEPT_BYTES, len(mapping) - KEPT_BYTES)
+        except (OSError, ValueError):
+            return
+    _kept.append(mapping)
+    while sum(min(len(kept), KEPT_BYTES) for kept in list(_kept)) > KEPT_BYTES:
+        try:
+            del _kept[0]
+        except IndexError:
+            break

@@ -30,13 +30,12 @@ holds stay valid when the rest of the Gram is computed.
 """
 
 import threading
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from sklearn.utils.extmath import row_norms
 
-from ._dask import TextProgress
-from ._dense import single_blas_thread, usable_cores
+from ._dense import run_bands, usable_cores
 from ._huge_pages import empty_on_huge_pages
 
 __all__ = ["ON_DEMAND_MIN_SAMPLES", "PROMOTE_FRACTION", "OnDemandGram"]
@@ -143,8 +142,7 @@ class OnDemandGram:
         """Compute the rows of ``idx`` not held yet into the next rows of :attr:`M`; False past the threshold."""
         missing = idx[self._position[idx] < 0]
         if missing.size:
-            if np.unique(missing).size < missing.size:
-                missing = np.unique(missing)
+            missing = self._without_repeats(missing)
             start, stop = self.n_computed, self.n_computed + missing.size
             if stop > self.threshold:
                 return False
@@ -153,24 +151,28 @@ class OnDemandGram:
             self.n_computed = stop
         return True
 
-    def _in_threads(self, size, min_part, part):
-        """``part(a, b)`` over ``0 .. size`` split between :attr:`threads` threads (this one included)."""
-        parts = min(self.threads, size // min_part)
-        if parts <= 1:
-            return part(0, size)
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.threads - 1, thread_name_prefix="dkernel-rows")
-        bounds = np.linspace(0, size, parts + 1).astype(int)
-        others = [self._pool.submit(part, a, b) for a, b in zip(bounds[1:-1], bounds[2:])]
-        part(0, bounds[1])
-        for other in others:
-            other.result()
+    def _without_repeats(self, missing):
+        """``missing`` (rows not held) with each sample once: a repeat is a position written twice (no sort)."""
+        trial = np.arange(missing.size)
+        self._position[missing] = trial
+        last = self._position[missing] == trial  # the last occurrence of each sample
+        self._position[missing] = -1
+        return missing if last.all() else missing[last]
 
     def _evaluate_rows(self, idx, out):
-        """``out = K(X[idx], X)``, the rows split between threads."""
+        """``out = K(X[idx], X)``, the rows split between :attr:`threads` threads (this one included)."""
         if self._sq_norms is None and isinstance(self.X, np.ndarray):
             self._sq_norms = row_norms(self.X, squared=True)  # once: every request's rows are over all of X
-        self._in_threads(idx.size, MIN_ROWS_PER_THREAD, lambda a, b: self._evaluate_part(idx[a:b], out[a:b]))
+        parts = min(self.threads, idx.size // MIN_ROWS_PER_THREAD)
+        if parts <= 1:
+            return self._evaluate_part(idx, out)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.threads - 1, thread_name_prefix="dkernel-rows")
+        bounds = np.linspace(0, idx.size, parts + 1).astype(int)
+        others = [self._pool.submit(self._evaluate_part, idx[a:b], out[a:b]) for a, b in zip(bounds[1:-1], bounds[2:])]
+        self._evaluate_part(idx[: bounds[1]], out[: bounds[1]])
+        for other in others:
+            other.result()
 
     def _evaluate_part(self, idx, out):
         """``out = K(X[idx], X)``; into a narrower ``out`` (float32) through a float64 buffer of a few rows."""
@@ -211,15 +213,7 @@ class OnDemandGram:
                 tile = np.asarray(self.kernel.block(X_rest[a:b], X_rest[c : c + REST_TILE_COLUMNS]))
                 write_remaining_tile(self.M, R, remaining, tile, a, c, True)
 
-        starts = range(0, m, REST_BAND_ROWS)
-        bar = TextProgress(len(starts), "row bands of the rest of the Gram", enabled=self.progress)
-        try:
-            with single_blas_thread(), ThreadPoolExecutor(max_workers=min(self.threads, len(starts))) as pool:
-                for done, finished in enumerate(as_completed([pool.submit(band, a) for a in starts]), 1):
-                    finished.result()
-                    bar.update(done)
-        finally:
-            bar.close()
+        run_bands(band, range(0, m, REST_BAND_ROWS), self.threads, "row bands of the rest of the Gram", self.progress)
         self._position[remaining] = np.arange(R, self.n)
         self.whole = True
         self.close()

@@ -36,6 +36,19 @@ def test_rows_on_demand_until_n_over_2_then_the_rest_of_the_gram():
     np.testing.assert_array_equal(gram.diag(), np.ones(400))
 
 
+def test_a_sample_asked_twice_in_one_request_is_computed_once():
+    X = np.random.default_rng(3).normal(size=(100, 4))
+    kernel = RBFKernel(gamma=0.3)
+    gram = OnDemandGram(X, kernel)
+    idx = np.array([5, 9, 5, 2, 9, 9])
+    np.testing.assert_allclose(gram.rows(idx), kernel.block(X[idx], X), rtol=1e-14)
+    positions = gram.row_source(idx)[1]
+    assert gram.n_computed == 3 and sorted(set(positions.tolist())) == [0, 1, 2]
+    assert positions[0] == positions[2] and positions[1] == positions[4] == positions[5]
+    np.testing.assert_array_equal(gram.row_source([2, 5, 9, 11])[1][:3], positions[[3, 0, 1]])  # held: not again
+    assert gram.n_computed == 4
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("kernel", [RBFKernel(gamma=0.2), PolynomialKernel(degree=2, gamma=0.1, coef0=1.0)])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

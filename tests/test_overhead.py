@@ -87,11 +87,18 @@ def test_a_sparse_small_gram_equals_the_dense_one():
                                atol=1e-12)
 
 
-def test_mirror_copies_the_upper_triangle_onto_the_lower():
-    A = np.arange(49.0).reshape(7, 7)
-    M = mirror_upper_triangle(A.copy(), block_rows=3)
+@pytest.mark.parametrize("n", [1, 7, 64, 65, 200])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_mirror_copies_the_upper_triangle_onto_the_lower(n, dtype):
+    A = np.random.default_rng(n).normal(size=(n, n)).astype(dtype)  # tiles of 64: one, a partial one, several
+    M = mirror_upper_triangle(A.copy())
     np.testing.assert_array_equal(np.triu(M), np.triu(A))
     np.testing.assert_array_equal(M, M.T)
+    B = np.zeros((n + 9, n + 9), dtype=dtype)
+    B[4 : 4 + n, 4 : 4 + n] = A
+    mirror_upper_triangle(B[4 : 4 + n, 4 : 4 + n])  # a band's diagonal block: a view
+    np.testing.assert_array_equal(B[4 : 4 + n, 4 : 4 + n], M)
+    assert not B[:4].any() and not B[:, :4].any() and not B[4 + n :].any()
 
 
 def test_single_blas_thread_limits_blas_and_restores_it():

@@ -1,11 +1,17 @@
 """The RBF kernel's element-wise map: the compiled exponential against NumPy's, and both evaluations of the map."""
 
+import ctypes
+import gc
+import mmap
+import sys
+
 import numpy as np
 import pytest
 from sklearn.metrics.pairwise import rbf_kernel
 
 from dkernel._dense import dense_symmetric_gram, single_blas_thread
-from dkernel._huge_pages import HUGE_PAGE_MIN_BYTES, empty_on_huge_pages
+from dkernel import _huge_pages as huge_pages
+from dkernel._huge_pages import HUGE_PAGE_MIN_BYTES, KEPT_BYTES, MAPPED_MIN_BYTES, empty_on_huge_pages
 from dkernel._products import dot_block
 from dkernel._rbf_compiled import exp_nonpositive_into
 from dkernel._rbf_exp import UNDERFLOW, exp_nonpositive
@@ -144,3 +150,51 @@ def test_huge_page_arrays_are_plain_writable_arrays():
     view = big[5:9]
     del big
     assert np.array_equal(view, np.full(4, 2.0, dtype=np.float32))  # a view keeps the mapping alive
+
+
+def _resident_bytes(address, length):
+    """Bytes of ``address .. address + length`` (page-aligned) in memory, by ``mincore`` (Linux's libc)."""
+    pages = -(-length // mmap.PAGESIZE)
+    vector = (ctypes.c_ubyte * pages)()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mincore(ctypes.c_void_p(address), ctypes.c_size_t(length), vector) != 0:
+        raise OSError(ctypes.get_errno(), "mincore failed")
+    return sum(page & 1 for page in vector) * mmap.PAGESIZE
+
+
+@pytest.mark.skipif(not (hasattr(mmap, "MADV_HUGEPAGE") and sys.platform.startswith("linux")),
+                    reason="huge-page mappings (and mincore's accounting of them) are Linux's")
+def test_a_released_mapping_serves_the_next_array_its_first_pages_kept_never_a_live_one(monkeypatch):
+    gc.collect()  # no garbage left whose arrays' mappings could be released meanwhile
+    monkeypatch.setattr(huge_pages, "_kept", [])
+    values = (KEPT_BYTES + 2 * HUGE_PAGE_MIN_BYTES) // 8  # past what stays faulted in
+    big = empty_on_huge_pages((values,))
+    address = big.ctypes.data
+    big[:] = 1.0
+    view = big[10:20]
+    del big
+    other = empty_on_huge_pages((values,))  # the first array lives on in its view: never shared
+    assert not np.shares_memory(other, view) and other.ctypes.data != address
+    del view  # now the mapping is released, kept with its first KEPT_BYTES faulted in
+    assert _resident_bytes(address, values * 8) <= KEPT_BYTES < values * 8
+    again = empty_on_huge_pages((values // 2,), np.float32)
+    assert again.ctypes.data == address and again.flags.writeable and again.dtype == np.float32
+    too_big = empty_on_huge_pages((values + 2**21,))  # a larger array gets a mapping of its own
+    assert too_big.ctypes.data not in (address, other.ctypes.data)
+
+
+@pytest.mark.skipif(not hasattr(mmap, "MADV_HUGEPAGE"), reason="mappings of their own are Linux's")
+def test_kept_mappings_serve_the_smallest_fit_and_hold_at_most_kept_bytes(monkeypatch):
+    gc.collect()
+    monkeypatch.setattr(huge_pages, "_kept", [])
+    small = empty_on_huge_pages((MAPPED_MIN_BYTES // 8,))  # a tiny fit's Gram: a mapping of its own
+    assert not small.flags.owndata and empty_on_huge_pages((MAPPED_MIN_BYTES // 8 - 1,)).flags.owndata
+    gram, q = empty_on_huge_pages((400, 400)), empty_on_huge_pages((300, 300))
+    addresses = {gram.ctypes.data, q.ctypes.data}
+    del gram, q
+    again = [empty_on_huge_pages((300, 300)), empty_on_huge_pages((400, 400))]  # each the smallest that fits
+    assert {array.ctypes.data for array in again} == addresses and again[0].ctypes.data != again[1].ctypes.data
+    del again, small
+    big = empty_on_huge_pages((KEPT_BYTES // 8,))  # as large as all that is kept: the others are unmapped
+    del big
+    assert len(huge_pages._kept) == 1 and len(huge_pages._kept[0]) == KEPT_BYTES

@@ -228,7 +228,7 @@ def _numpy_candidates(alpha, y, C, G, active, k):
     return merge_partition_candidates([(m, M, active[up_pos], up_v, active[low_pos], low_v)], k)
 
 
-@pytest.mark.parametrize("k", [1, 7, 64, 5000])
+@pytest.mark.parametrize("k", [1, 7, 64, 256, 257, 5000])
 def test_compiled_candidates_are_the_numpy_selection_with_ties(k):
     from dkernel.solver._select_compiled import active_candidates
 

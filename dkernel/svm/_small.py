@@ -15,6 +15,8 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .._huge_pages import empty_on_huge_pages
+
 __all__ = ["SMALL_PROBLEM_SIZE", "solve_small", "solves_whole"]
 
 #: Samples up to which a binary problem is solved in one working set (the solver's default ``q``).
@@ -57,20 +59,22 @@ def solve_small(rows, y, C, *, tol):
     """Solve the C-SVC dual on the whole of ``rows`` by SMO; a :class:`~dkernel.solver.QPResult`.
 
     ``n_iter`` is 1 (one working set, the whole problem) or 0 when ``α = 0``
-    already meets ``tol``. Returns None where a kernel value or the diagonal
-    is not finite: the block solver then raises its error naming the row.
+    already meets ``tol``. Returns None where a kernel value is not finite
+    (or the sum of the values overflows): the block solver then raises its
+    error naming the row (or solves the problem).
     """
     from ..solver import QPResult
     from ..solver._bias import svc_intercept
     from ..solver._smo import select_pair, smo_subproblem
 
     K = problem_matrix(rows)
-    if not np.isfinite(K).all():
+    if not np.isfinite(np.sum(K)):  # a NaN or an infinity in K (or finite values whose sum overflows)
         return None
     n = y.shape[0]
     y = np.asarray(y, dtype=np.float64)
     C = np.broadcast_to(np.asarray(C, dtype=np.float64), (n,)).copy()
-    Q = np.multiply.outer(y, y) * K
+    Q = np.multiply.outer(y, y, out=empty_on_huge_pages((n, n)))  # memory kept from one fit to the next
+    Q *= K
     alpha = np.zeros(n)
     G = -np.ones(n)  # Q α + p with α = 0, p = -1
     cap = libsvm_pair_cap(n)
