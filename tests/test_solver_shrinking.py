@@ -228,17 +228,20 @@ def _numpy_candidates(alpha, y, C, G, active, k):
     return merge_partition_candidates([(m, M, active[up_pos], up_v, active[low_pos], low_v)], k)
 
 
+@pytest.mark.parametrize("n", [3000, 9000])  # a partition, and a bounded heap from HEAP_MIN_ACTIVE variables
 @pytest.mark.parametrize("k", [1, 7, 64, 256, 257, 5000])
-def test_compiled_candidates_are_the_numpy_selection_with_ties(k):
-    from dkernel.solver._select_compiled import active_candidates
+def test_compiled_candidates_are_the_numpy_selection_with_ties(k, n):
+    from dkernel.solver._select_compiled import HEAP_MAX_K, HEAP_MIN_ACTIVE, active_candidates
 
+    assert 3000 < HEAP_MIN_ACTIVE <= 9000 and 7 < HEAP_MAX_K < 257
     rng = np.random.default_rng(k)
-    n = 3000
     y = np.where(rng.random(n) < 0.4, 1.0, -1.0)
     C = np.full(n, 2.0)
     alpha = rng.choice([0.0, 2.0, 0.5, 1.5], size=n)
     G = rng.integers(-20, 20, size=n) / 8.0  # many exact ties, both signs of zero
-    for active in (np.arange(n), np.sort(rng.choice(n, 900, replace=False)), np.arange(0)):
+    G_worst = y * np.sort(G)[::-1]  # y G decreasing: each variable of I_up more violating than those before it
+    for active, G in ((np.arange(n), G), (np.sort(rng.choice(n, 900, replace=False)), G), (np.arange(0), G),
+                      (np.arange(n), G_worst)):
         got = active_candidates(alpha, y, C, G, active, k)
         expected = _numpy_candidates(alpha, y, C, G, active, k)
         assert got[:2] == expected[:2]
