@@ -10,11 +10,8 @@ import os
 import sys
 import time
 
-import dask
-from dask.callbacks import Callback
-from dask.utils import format_bytes, format_time, parse_timedelta
-
 from ._clusters import ClusterSpec, parse_cluster_spec
+from ._progress import TextProgress, local_progress
 from .exceptions import ClusterStalledError, ClusterStartError, SchedulerUnreachableError
 
 __all__ = [
@@ -32,7 +29,7 @@ __all__ = [
     "connect_timeout",
     "open_client",
     "describe_cluster",
-    "StatusLine",
+    "is_dask_array",
 ]
 
 #: Seconds without a finished task, with every worker paused, before a run is
@@ -43,7 +40,10 @@ DEFAULT_STALL_TIMEOUT = "120s"
 #: config ``dkernel.connect-timeout``).
 DEFAULT_CONNECT_TIMEOUT = "10s"
 
-_PROGRESS_INTERVAL = 10.0  # seconds between progress lines when the output is not a terminal
+def is_dask_array(x):
+    """Whether ``x`` is a Dask array; Dask is not imported for it (no Dask array exists before ``dask.array`` is)."""
+    module = sys.modules.get("dask.array")
+    return module is not None and isinstance(x, getattr(module, "Array", ()))
 
 
 def resolve_client(client):
@@ -81,6 +81,9 @@ def resolve_client(client):
 
 def connect_timeout():
     """Seconds to wait for a scheduler given by address (dask config ``dkernel.connect-timeout``, default 10 s)."""
+    import dask
+    from dask.utils import parse_timedelta
+
     return parse_timedelta(dask.config.get("dkernel.connect-timeout", DEFAULT_CONNECT_TIMEOUT), default="s")
 
 
@@ -91,6 +94,7 @@ def connect(address, security=None):
     within :func:`connect_timeout` seconds (a wrong host or port, or a
     scheduler that is not running), instead of retrying for minutes.
     """
+    from dask.utils import format_time
     from distributed import Client
 
     timeout = connect_timeout()
@@ -149,6 +153,8 @@ def put_data(array, client, name):
     every worker holds a replica, so that losing a worker (killed, out of
     memory) does not lose the data that the remaining tasks need.
     """
+    import dask
+
     if client is not None:
         try:
             return client.scatter(array, broadcast=True, hash=False, timeout=stall_timeout())
@@ -169,118 +175,18 @@ def local_scheduler():
     A distributed client makes itself Dask's default scheduler; work given
     ``client=False`` (or no client) must not go to it.
     """
+    import dask
+
     configured = dask.config.get("scheduler", None)
     return configured if configured in _LOCAL_SCHEDULERS else "threads"
 
 
 def stall_timeout():
     """Seconds a cluster run may go without a finished task while all its workers are paused."""
+    import dask
+    from dask.utils import parse_timedelta
+
     return parse_timedelta(dask.config.get("dkernel.stall-timeout", DEFAULT_STALL_TIMEOUT), default="s")
-
-
-# --------------------------------------------------------------------------- #
-# Progress display
-# --------------------------------------------------------------------------- #
-
-
-class StatusLine:
-    """A status that changes in place: one line rewritten on a terminal, a plain line every few seconds otherwise.
-
-    ``show(text)`` is cheap to call often (it prints at most every
-    ``interval`` seconds; :meth:`due` tells whether it would, so a caller can
-    skip building the text); ``close(text)`` prints the final line once.
-    """
-
-    def __init__(self, stream=None, enabled=True, interval=_PROGRESS_INTERVAL):
-        self.stream = sys.stderr if stream is None else stream
-        self.enabled = bool(enabled)
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.interval = 0.1 if self.tty else float(interval)
-        self.started = time.monotonic()
-        self._shown = None
-        self._width = 0
-
-    @property
-    def elapsed(self):
-        """Seconds since the status line was created."""
-        return time.monotonic() - self.started
-
-    def due(self):
-        """Whether :meth:`show` would print now."""
-        return self.enabled and (self._shown is None or time.monotonic() - self._shown >= self.interval)
-
-    def show(self, text, force=False):
-        """Print ``text`` when :meth:`due` (or ``force``): over the previous one on a terminal."""
-        if not self.enabled or not (force or self.due()):
-            return
-        self._shown = time.monotonic()
-        self._write(text, final=False)
-
-    def close(self, text):
-        """Print the final line ``text`` (ending the updating line on a terminal); later calls print nothing."""
-        if self.enabled:
-            self.enabled = False
-            self._write(text, final=True)
-
-    def _write(self, text, final):
-        if self.tty:
-            # Spaces clear what is left of a longer previous text.
-            self.stream.write("\r" + text + " " * max(0, self._width - len(text)) + ("\n" if final else ""))
-            self._width = 0 if final else len(text)
-        else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
-
-
-class TextProgress:
-    """A one-line progress display: an updating bar on a terminal, a plain line every few seconds otherwise.
-
-    ``update(done)`` is cheap to call often; ``close()`` prints the final line.
-    """
-
-    def __init__(self, total, label="tasks", stream=None, enabled=True, interval=_PROGRESS_INTERVAL):
-        self.total = int(total)
-        self.label = label
-        self.enabled = bool(enabled) and self.total > 0
-        self._status = StatusLine(stream, self.enabled, interval)
-        self.stream, self.tty, self.interval = self._status.stream, self._status.tty, self._status.interval
-        self.done = 0
-
-    def _line(self):
-        fraction = self.done / self.total if self.total else 1.0
-        elapsed = format_time(self._status.elapsed)
-        if self.tty:
-            width = 30
-            filled = int(round(width * fraction))
-            return f"[{'#' * filled}{' ' * (width - filled)}] {fraction:4.0%} | {self.done}/{self.total} " \
-                   f"{self.label} | {elapsed}"
-        return f"{self.done}/{self.total} {self.label} ({fraction:.0%}) after {elapsed}"
-
-    def update(self, done):
-        self.done = int(done)
-        if self.enabled and (self._status.due() or self.done == self.total):
-            self._status.show(self._line(), force=True)
-
-    def close(self):
-        if self.enabled:
-            self._status.close(self._line())
-
-
-class _LocalProgress(Callback):
-    """Reports the finished tasks of a local-scheduler run to a :class:`TextProgress`."""
-
-    def __init__(self, progress):
-        super().__init__()
-        self.progress = progress
-        self.n_tasks = 0
-
-    def _start_state(self, dsk, state):
-        self.n_tasks = len(dsk)
-
-    def _posttask(self, key, result, dsk, state, worker_id):
-        done = len(state["finished"]) * self.progress.total // max(self.n_tasks, 1)
-        if done:
-            self.progress.update(done)
 
 
 # --------------------------------------------------------------------------- #
@@ -300,12 +206,14 @@ def compute_with_progress(tasks, client, progress, label="tasks"):
     their pause threshold) and finish nothing for :func:`stall_timeout`
     seconds raises :class:`ClusterStalledError` instead of waiting forever.
     """
+    import dask
+
     if not tasks:
         return []
     bar = TextProgress(len(tasks), label, enabled=progress)
     try:
         if client is None:
-            with _LocalProgress(bar):
+            with local_progress(bar):
                 results = list(dask.compute(*tasks, scheduler=local_scheduler()))
             bar.update(len(results))
             return results
@@ -399,6 +307,9 @@ def _raise_task_error(future, result, n_tasks):
 
 def _raise_if_stalled(client, timeout, what="no task finished"):
     """Raise :class:`ClusterStalledError` when no worker of ``client`` can run tasks (all paused, or none)."""
+    import dask
+    from dask.utils import format_time
+
     workers = client.scheduler_info(n_workers=-1).get("workers", {})
     if not workers:
         raise ClusterStalledError(
@@ -422,6 +333,8 @@ def _raise_if_stalled(client, timeout, what="no task finished"):
 
 
 def _memory(nbytes):
+    from dask.utils import format_bytes
+
     return "?" if not nbytes else format_bytes(nbytes)
 
 
@@ -500,6 +413,9 @@ def _cluster_client(cluster, security, spec, option):
 
 
 def _wait_for_workers(client, spec, option):
+    import dask
+    from dask.utils import format_time, parse_timedelta
+
     expected = len(getattr(client.cluster, "plan", ())) or spec.options.get("workers") or 1
     timeout = parse_timedelta(dask.config.get("dkernel.cluster-start-timeout", DEFAULT_CLUSTER_START_TIMEOUT))
     try:

@@ -8,17 +8,21 @@ than a small Gram. Above, row bands of the upper triangle are evaluated by
 a pool of threads (BLAS and the element-wise maps release the GIL)
 and written in place, each band also writing its mirrored column strip below
 the diagonal: half the kernel work and no second copy of K. Either way BLAS
-runs one thread per evaluation (:func:`single_blas_thread`).
+runs one thread per evaluation (:func:`single_blas_thread`). A process's
+first Gram faults in its memory and computes band products while the compiled
+map loads (:func:`_while_compiled_code_loads`).
 """
 
 import contextlib
+import importlib
 import os
+import sys
 import threading
 
 import numpy as np
 
-from ._dask import TextProgress
-from ._huge_pages import empty_on_huge_pages
+from ._huge_pages import empty_on_huge_pages, fault_in
+from ._progress import TextProgress
 
 __all__ = ["dense_symmetric_gram", "run_bands", "single_blas_thread", "usable_cores"]
 
@@ -28,6 +32,9 @@ BAND_ROWS = 1024
 
 #: Rows of the sub-bands of a band's diagonal block (:func:`_evaluate_band`).
 DIAGONAL_ROWS = 256
+
+#: Bytes of products computed ahead while the compiled map loads (:func:`_while_compiled_code_loads`).
+PRODUCTS_AHEAD_BYTES = 256 * 2**20
 
 _controller = None
 _controller_lock = threading.Lock()
@@ -90,20 +97,23 @@ def _evaluate_whole(X, kernel, dtype):
     return mirror_upper_triangle(K)
 
 
-def _evaluate_off_diagonal(K, X, kernel, start, stop, end):
-    """Write ``K[start:stop, stop:end]`` (above the diagonal) and its mirror ``K[stop:end, start:stop]``."""
-    if stop < end and not kernel.evaluate_mirrored_into(X[start:stop], X[stop:end], K, start, stop):
+def _evaluate_off_diagonal(K, X, kernel, start, stop, end, products=None):
+    """Write ``K[start:stop, stop:end]`` (above the diagonal) and its mirror ``K[stop:end, start:stop]``
+    (from their ``products`` where computed before: :func:`_while_compiled_code_loads`)."""
+    if stop < end and not kernel.evaluate_mirrored_into(X[start:stop], X[stop:end], K, start, stop,
+                                                        products=products):
         right = kernel.block(X[start:stop], X[stop:end])
         K[start:stop, stop:end] = right
         K[stop:end, start:stop] = right.T
 
 
-def _evaluate_band(K, X, kernel, start, stop):
+def _evaluate_band(K, X, kernel, start, stop, products=None):
     """Write rows ``start:stop`` of the upper triangle and their mirror below the diagonal.
 
     The band's diagonal block is itself evaluated in sub-bands of
     :data:`DIAGONAL_ROWS` rows, so that of its lower triangle only the small
-    diagonal blocks are computed (and overwritten by the mirror).
+    diagonal blocks are computed (and overwritten by the mirror). ``products``:
+    those of the band with the columns right of it, computed before.
     """
     for a in range(start, stop, DIAGONAL_ROWS):
         b = min(a + DIAGONAL_ROWS, stop)
@@ -111,7 +121,7 @@ def _evaluate_band(K, X, kernel, start, stop):
         # Exact symmetry of the diagonal block: rounding may differ between K_ij and K_ji.
         mirror_upper_triangle(K[a:b, a:b])
         _evaluate_off_diagonal(K, X, kernel, a, b, stop)
-    _evaluate_off_diagonal(K, X, kernel, start, stop, K.shape[0])
+    _evaluate_off_diagonal(K, X, kernel, start, stop, K.shape[0], products)
 
 
 def dense_symmetric_gram(X, kernel, *, dtype=np.float64, band_rows=BAND_ROWS, num_workers=None, progress=False):
@@ -129,7 +139,7 @@ def dense_symmetric_gram(X, kernel, *, dtype=np.float64, band_rows=BAND_ROWS, nu
     num_workers : int, default=None
         Threads evaluating the bands (default: the number of cores).
     progress : bool, default=False
-        Show the bands done on stderr (:class:`dkernel._dask.TextProgress`: an
+        Show the bands done on stderr (:class:`dkernel._progress.TextProgress`: an
         updating bar on a terminal, plain lines every few seconds otherwise).
 
     Returns
@@ -163,9 +173,47 @@ def _banded_gram(X, kernel, dtype, band_rows, num_workers, progress):
     """
     n = X.shape[0]
     K = empty_on_huge_pages((n, n), dtype)
-    run_bands(lambda start: _evaluate_band(K, X, kernel, start, min(start + band_rows, n)), range(0, n, band_rows),
-              num_workers or os.cpu_count() or 1, "row bands of the Gram", progress)
+    ahead = _while_compiled_code_loads(K, X, kernel, band_rows)
+    run_bands(lambda start: _evaluate_band(K, X, kernel, start, min(start + band_rows, n), ahead.pop(start, None)),
+              range(0, n, band_rows), num_workers or os.cpu_count() or 1, "row bands of the Gram", progress)
     return K
+
+
+def _while_compiled_code_loads(K, X, kernel, band_rows):
+    """Where the compiled code that maps the kernel's products is not loaded yet (a process's first Gram), import
+    it on another thread and meanwhile fault in ``K``'s pages and compute the products of the widest bands on this
+    one; ``{band start: the band's products with the columns right of it}``.
+
+    Loading numba's compiled code from its cache takes about 0.4 s; neither
+    the first writes of fresh memory (about 1 ms per MB here) nor the BLAS
+    products need it. The products are computed, the widest bands first, for
+    as long as the import runs and up to :data:`PRODUCTS_AHEAD_BYTES` in all;
+    they have the bits of the tiles they replace
+    (:func:`dkernel._products.dot_block`). Empty, and nothing done, where
+    the kernel maps without compiled code or it is loaded already.
+    """
+    module = kernel.mirrored_compiled_module(X)
+    if module is None or module in sys.modules:
+        return {}
+    loading = threading.Thread(target=_import_quietly, args=(module,), name="dkernel-load-compiled", daemon=True)
+    loading.start()
+    fault_in(K)
+    n, ahead, held = X.shape[0], {}, 0
+    with single_blas_thread():
+        for start in range(0, n - band_rows, band_rows):
+            stop = start + band_rows
+            held += band_rows * (n - stop) * X.itemsize
+            if not loading.is_alive() or held > PRODUCTS_AHEAD_BYTES:
+                break
+            ahead[start] = kernel.mirrored_products(X[start:stop], X[stop:])
+    loading.join()
+    return ahead
+
+
+def _import_quietly(module):
+    """Import ``module``; an import error is left to the code that uses the module, which imports it again."""
+    with contextlib.suppress(ImportError):
+        importlib.import_module(module)
 
 
 def run_bands(band, starts, threads, description, progress=False):

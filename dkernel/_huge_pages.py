@@ -32,7 +32,7 @@ import weakref
 
 import numpy as np
 
-__all__ = ["HUGE_PAGE_MIN_BYTES", "KEPT_BYTES", "MAPPED_MIN_BYTES", "empty_on_huge_pages"]
+__all__ = ["HUGE_PAGE_MIN_BYTES", "KEPT_BYTES", "MAPPED_MIN_BYTES", "empty_on_huge_pages", "fault_in"]
 
 #: Arrays of at least this many bytes are mappings of their own, kept for reuse once released; smaller ones
 #: come from ``numpy.empty``.
@@ -82,6 +82,14 @@ def empty_on_huge_pages(shape, dtype=np.float64):
     values = np.frombuffer(mapping, dtype=dtype, count=nbytes // dtype.itemsize)
     weakref.finalize(values, _keep, mapping).atexit = False  # every view's base: the last of them to go
     return values.reshape(shape)
+
+
+def fault_in(a):
+    """Write ``0`` at one value of each page of the C-contiguous ``a``: the OS maps its memory now, not at the first
+    writes of its values (NumPy's strided write runs without the GIL). ``a``'s values are undefined after."""
+    flat = a.reshape(-1)
+    flat[:: max(1, mmap.PAGESIZE // a.itemsize)] = 0
+    return a
 
 
 def _take_kept(length):

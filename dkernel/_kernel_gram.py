@@ -7,8 +7,6 @@ tasks, and each worker of the distributed solver gets a
 :class:`KernelColumnSlab` (its columns, with a row cache of its own).
 """
 
-import dask
-import dask.array as da
 import numpy as np
 
 from ._dask import put_data
@@ -211,6 +209,8 @@ class KernelGram:
         return self._diag
 
     def _X_key(self):
+        import dask
+
         if self._Xd is None:
             # X enters the graph once, as one key that every block task slices (dense or CSR).
             self._Xd = dask.delayed(self.X, pure=True)
@@ -221,6 +221,9 @@ class KernelGram:
         return [(start, min(start + c, self.n)) for start in range(0, self.n, c)]
 
     def _lazy_blocks(self, Z, z_bounds, symmetric, X=None):
+        import dask
+        import dask.array as da
+
         X = self._X_key() if X is None else X
         return da.block([
             [
@@ -251,6 +254,8 @@ class KernelGram:
         to its workers once (:func:`dkernel._dask.put_data`) and every block
         task refers to them, instead of travelling in the graph.
         """
+        import dask
+
         XS = self.X[np.asarray(indices, dtype=np.intp)]
         bounds = [(0, XS.shape[0])]
         if client is None:

@@ -32,10 +32,10 @@ The functions :func:`source_n`, :func:`source_dask`, :func:`source_columns`,
 array or a small ndarray alike.
 """
 
-import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 
+from ._dask import is_dask_array
 from ._kernel_gram import DEFAULT_CHUNK, KernelColumnSlab, KernelGram, RowCache
 
 __all__ = [
@@ -62,7 +62,7 @@ __all__ = [
 
 def source_n(source):
     """The number of rows of a square Gram source."""
-    if isinstance(source, (np.ndarray, da.Array)):
+    if isinstance(source, np.ndarray) or is_dask_array(source):
         if source.ndim != 2 or source.shape[0] != source.shape[1]:
             raise ValueError(f"a Gram matrix must be square; got shape {source.shape}.")
         return source.shape[0]
@@ -76,7 +76,9 @@ def source_dask(source, client=None):
     data to the workers once (:meth:`KernelGram.lazy`) rather than carrying
     them in the graph.
     """
-    if isinstance(source, da.Array):
+    import dask.array as da
+
+    if is_dask_array(source):
         return source
     if isinstance(source, np.ndarray):
         return da.from_array(source, chunks=(min(source.shape[0], DEFAULT_CHUNK),) * 2)
@@ -96,7 +98,9 @@ def source_diag(source):
     """The diagonal as a float64 ndarray."""
     if isinstance(source, np.ndarray):
         return np.diagonal(source).astype(np.float64)
-    if isinstance(source, da.Array):
+    if is_dask_array(source):
+        import dask.array as da
+
         return np.asarray(da.diagonal(source).compute(), dtype=np.float64)
     return np.asarray(source.diag(), dtype=np.float64)
 
@@ -185,6 +189,8 @@ class DenseGram:
 
     @property
     def dask(self):
+        import dask.array as da
+
         return da.from_array(self.K, chunks=self.chunks)
 
     def principal_submatrix(self, indices):

@@ -40,8 +40,6 @@ References
 import dataclasses
 from numbers import Integral
 
-import dask
-import dask.array as da
 import numpy as np
 
 from ._dask import client_for, compute_with_progress, put_data
@@ -434,6 +432,8 @@ def origin_products(source, centering, *, compute=True, client=None, progress=Fa
     h : ndarray of shape (n,)
     h0 : float
     """
+    import dask.array as da
+
     n = source_n(source)
     if centering.n != n:
         raise InvalidWeightsError(
@@ -465,6 +465,9 @@ def _origin_pair(h, centering):
 
 
 def _origin_pair_lazy(h, centering):
+    import dask
+    import dask.array as da
+
     h, h0 = _origin_pair(h, centering)
     return da.from_array(h, chunks=h.shape, name=False), dask.delayed(h0)
 
@@ -501,6 +504,8 @@ def _h_row_tasks(source, centering, client):
     γ enters the graph once (:func:`put_data`); each block task slices its
     part, so no task carries more than its block bounds.
     """
+    import dask
+
     weights = put_data(centering.weights, client, name="origin-weights-" + dask.base.tokenize(centering.weights))
     if centering.indices is None:
         K = source_dask(source, client)

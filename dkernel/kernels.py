@@ -224,10 +224,22 @@ class Kernel:
         """
         return False
 
-    def evaluate_mirrored_into(self, X, Z, K, row0, col0):
+    def evaluate_mirrored_into(self, X, Z, K, row0, col0, products=None):
         """Write ``K(X, Z)`` at ``K[row0:, col0:]`` and its transpose at ``K[col0:, row0:]`` where this kernel has
-        a fast path for it (one pass, no intermediate block); False where it has none. The base kernel has none."""
+        a fast path for it (one pass, no intermediate block); False where it has none. The base kernel has none.
+
+        ``products``: the block's :meth:`mirrored_products`, computed before (mapped in place).
+        """
         return False
+
+    def mirrored_products(self, X, Z):
+        """The products ``X Zᵀ`` that :meth:`evaluate_mirrored_into` maps, computed apart (BLAS, no compiled
+        code), or None where it has no fast path for ``X`` and ``Z``. The base kernel has none."""
+        return None
+
+    def mirrored_compiled_module(self, X):
+        """The module of compiled code that :meth:`evaluate_mirrored_into` imports for blocks of ``X``, or None."""
+        return None
 
     def diag(self, X):
         """The diagonal ``K(x_i, x_i)`` for each row of ``X``, without forming a block."""
@@ -371,14 +383,23 @@ class RBFKernel(_GammaKernel):
                    on_strip=on_strip)
         return True
 
-    def evaluate_mirrored_into(self, X, Z, K, row0, col0):
+    def evaluate_mirrored_into(self, X, Z, K, row0, col0, products=None):
         """``K(X, Z)`` at ``K[row0:, col0:]`` and its transpose at ``K[col0:, row0:]`` in one compiled pass per tile
         (:func:`dkernel._rbf_map.map_mirrored_tiles`): dense float64 X and Z only, a ``K`` of float32 or float64."""
-        if not (self._own_dense_path(X, Z) and X.dtype == Z.dtype == np.float64
-                and K.dtype in (np.float32, np.float64)):
+        if not (self._mirrored_path(X, Z) and K.dtype in (np.float32, np.float64)):
             return False
-        map_mirrored_tiles(X, Z, self._sq_norms(X), self._sq_norms(Z), self._gamma(X.shape[1]), K, row0, col0)
+        map_mirrored_tiles(X, Z, self._sq_norms(X), self._sq_norms(Z), self._gamma(X.shape[1]), K, row0, col0,
+                           products=products)
         return True
+
+    def mirrored_products(self, X, Z):
+        return dot_block(X, Z) if self._mirrored_path(X, Z) else None
+
+    def mirrored_compiled_module(self, X):
+        return "dkernel._rbf_compiled" if self._mirrored_path(X, X) else None
+
+    def _mirrored_path(self, X, Z):
+        return self._own_dense_path(X, Z) and X.dtype == Z.dtype == np.float64
 
     def _own_dense_path(self, X, Z):
         """Dense data and this class itself (a subclass evaluates through its own :meth:`block`)."""

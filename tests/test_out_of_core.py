@@ -6,7 +6,8 @@ import pytest
 import dask
 
 from dkernel import GramMatrix
-from dkernel._dask import TextProgress, compute_with_progress, resolve_client
+from dkernel._dask import compute_with_progress, resolve_client
+from dkernel._progress import TextProgress
 from dkernel.exceptions import ClusterStalledError
 from _streams import RecordingStream
 

@@ -3,12 +3,15 @@
 import ctypes
 import gc
 import mmap
+import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
 from sklearn.metrics.pairwise import rbf_kernel
 
+from dkernel import _dense as dense
 from dkernel._dense import dense_symmetric_gram, single_blas_thread
 from dkernel import _huge_pages as huge_pages
 from dkernel._huge_pages import HUGE_PAGE_MIN_BYTES, KEPT_BYTES, MAPPED_MIN_BYTES, empty_on_huge_pages
@@ -198,3 +201,66 @@ def test_kept_mappings_serve_the_smallest_fit_and_hold_at_most_kept_bytes(monkey
     big = empty_on_huge_pages((KEPT_BYTES // 8,))  # as large as all that is kept: the others are unmapped
     del big
     assert len(huge_pages._kept) == 1 and len(huge_pages._kept[0]) == KEPT_BYTES
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_bands_mapped_from_products_computed_before_give_the_gram_to_the_bit(dtype, monkeypatch):
+    # A process's first Gram maps products computed while the compiled map loaded: the same bits as the tiles.
+    X = np.random.default_rng(12).normal(size=(2600, 9))  # three bands, the last partial
+    kernel = RBFKernel(gamma=0.3)
+    expected = dense_symmetric_gram(X, kernel, dtype=dtype)
+    computed = []
+
+    def while_loading(K, X, kernel, band_rows):
+        ahead = {start: kernel.mirrored_products(X[start:start + band_rows], X[start + band_rows:])
+                 for start in range(0, X.shape[0] - band_rows, band_rows)}
+        computed.extend(ahead)
+        return ahead
+
+    monkeypatch.setattr(dense, "_while_compiled_code_loads", while_loading)
+    K = dense_symmetric_gram(X, kernel, dtype=dtype)
+    assert computed == [0, 1024]
+    assert np.array_equal(K.view(np.uint8), expected.view(np.uint8))
+
+
+def test_products_are_computed_while_the_compiled_map_loads_within_their_budget(monkeypatch):
+    X = np.random.default_rng(13).normal(size=(3500, 4))
+    kernel = RBFKernel(gamma=0.5)
+    K = np.full((3500, 3500), np.nan, dtype=np.float32)
+    imported = []
+    monkeypatch.delitem(sys.modules, "dkernel._rbf_compiled")
+    monkeypatch.setattr(dense, "_import_quietly", lambda module: (time.sleep(1.0), imported.append(module)))
+    # Room for the first two bands' products (1024 × 2476 and 1024 × 1452 float64 values), not the third's.
+    monkeypatch.setattr(dense, "PRODUCTS_AHEAD_BYTES", 8 * 1024 * (2476 + 1452 + 100))
+    ahead = dense._while_compiled_code_loads(K, X, kernel, 1024)
+    assert imported == ["dkernel._rbf_compiled"] and list(ahead) == [0, 1024]
+    with single_blas_thread():
+        assert np.array_equal(ahead[1024], dot_block(X[1024:2048], X[2048:]))
+    flat = K.reshape(-1)  # its pages faulted in: one value of each page written, nothing else
+    assert (flat[:: mmap.PAGESIZE // 4] == 0).all() and np.isnan(flat[1 :: mmap.PAGESIZE // 4]).all()
+    # Loaded already, or a kernel without a compiled map: nothing is done.
+    monkeypatch.undo()
+    assert dense._while_compiled_code_loads(K, X, kernel, 1024) == {}
+    assert dense._while_compiled_code_loads(K, X, PolynomialKernel(gamma=1.0), 1024) == {}
+    assert dense._while_compiled_code_loads(K, X.astype(np.float32), kernel, 1024) == {}
+
+
+def test_a_process_first_gram_equals_its_later_ones_to_the_bit():
+    script = (
+        "import numpy as np\n"
+        "import dkernel._dense as dense\n"
+        "from dkernel.kernels import RBFKernel\n"
+        "X = np.random.default_rng(3).normal(size=(3100, 40))\n"
+        "run, ahead = dense._while_compiled_code_loads, []\n"
+        "def counted(*args):\n"
+        "    products = run(*args)\n"
+        "    ahead.append(len(products))\n"
+        "    return products\n"
+        "dense._while_compiled_code_loads = counted\n"
+        "first = dense.dense_symmetric_gram(X, RBFKernel(gamma=0.05), dtype=np.float32)\n"
+        "later = dense.dense_symmetric_gram(X, RBFKernel(gamma=0.05), dtype=np.float32)\n"
+        "print(*ahead, np.array_equal(first.view(np.uint8), later.view(np.uint8)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                         timeout=120).stdout.split()
+    assert int(out[0]) >= 1 and out[1:] == ["0", "True"]  # products computed while numba loaded, the first time only

@@ -30,7 +30,8 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from .. import _artifacts
 from .._buffers import block_buffer, release_pool
-from .._dask import TextProgress, compute_with_progress, put_data, wait_with_progress
+from .._dask import compute_with_progress, put_data, wait_with_progress
+from .._progress import TextProgress
 from ..exceptions import IncompleteStoreError
 from ._blocks import _ClusterBlocks, _MemoryBlocks, _warn_unverified, _ZarrBlocks
 from ._checksums import _Checksums

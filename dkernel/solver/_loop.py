@@ -18,9 +18,8 @@ method (:mod:`._active_set`). The loop follows ThunderSVM's
 """
 
 import numpy as np
-from dask.utils import format_time
 
-from .._dask import StatusLine
+from .._progress import StatusLine
 
 from ._active_set import solve_box_equality_qp
 from ._bias import equality_multipliers, minimax_multipliers, svc_intercept
@@ -46,7 +45,7 @@ class _Progress:
 
     On a terminal the line (iteration, KKT gap against ``tol``, support
     vectors and free ones, elapsed time) is rewritten in place; otherwise it
-    is printed every few seconds (:class:`dkernel._dask.StatusLine`). The
+    is printed every few seconds (:class:`dkernel._progress.StatusLine`). The
     final line says ``converged`` or ``NOT converged`` and why.
     """
 
@@ -59,6 +58,8 @@ class _Progress:
         return self.line.due()
 
     def _counts(self, alpha, C):
+        from dask.utils import format_time
+
         n_sv = int(np.count_nonzero(alpha))
         n_free = int(np.count_nonzero((alpha > 0) & (alpha < C)))
         return f"SV {n_sv}  free SV {n_free}  {format_time(self.line.elapsed)}"

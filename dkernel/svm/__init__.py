@@ -10,6 +10,13 @@ one-vs-one or one-vs-rest binary problems (:mod:`._multiclass`); a fitted
 model is a zarr store with JSON attributes (:mod:`._persist`).
 """
 
+import contextlib
+
+# Each fit runs in scikit-learn's fit context (``_fit_context``), which imports its callback support (scikit-learn
+# >= 1.9) on the call: imported here with the estimators, as ``sklearn.svm`` has it, not by the first fit.
+with contextlib.suppress(ImportError):
+    import sklearn.callback._callback_support  # noqa: F401
+
 from ._classes import EXPECTED_FAILED_CHECKS, SVC, load_model  # noqa: F401
 from ._persist import MODEL_FORMAT, MODEL_VERSION  # noqa: F401
 from ._predict import PREDICT_BLOCK_BYTES, PREDICT_BLOCK_ROWS  # noqa: F401

@@ -8,6 +8,7 @@ dask array stays lazy and is evaluated blockwise over its row chunks.
 import numpy as np
 import scipy.sparse as sp
 
+from .._dask import is_dask_array
 from .._validation import check_finite
 
 #: Test rows evaluated per block in prediction.
@@ -18,11 +19,7 @@ PREDICT_BLOCK_BYTES = 2**28
 
 
 def is_dask(X):
-    try:
-        import dask.array as da
-    except ImportError:  # pragma: no cover - dask is a dependency
-        return False
-    return isinstance(X, da.Array)
+    return is_dask_array(X)
 
 
 def is_gram_source(X):
