@@ -180,14 +180,16 @@ def _banded_gram(X, kernel, dtype, band_rows, num_workers, progress):
 
 
 def _while_compiled_code_loads(K, X, kernel, band_rows):
-    """Where the compiled code that maps the kernel's products is not loaded yet (a process's first Gram), import
-    it on another thread and meanwhile fault in ``K``'s pages and compute the products of the widest bands on this
-    one; ``{band start: the band's products with the columns right of it}``.
+    """Where the compiled code that maps the kernel's products is not loaded yet (a process's first Gram), load it
+    on another thread (:func:`_load_compiled_map`) and meanwhile fault in ``K``'s pages and compute the products of
+    the widest bands on this one; ``{band start: the band's products with the columns right of it}``.
 
-    Loading numba's compiled code from its cache takes about 0.4 s; neither
-    the first writes of fresh memory (about 1 ms per MB here) nor the BLAS
-    products need it. The products are computed, the widest bands first, for
-    as long as the import runs and up to :data:`PRODUCTS_AHEAD_BYTES` in all;
+    Importing numba and loading its compiled code from the cache takes about
+    0.6 s, most of it numba's own registries built on a process's first call
+    of compiled code; neither the first writes of fresh memory (about 1 ms per
+    MB here) nor the BLAS products need it. The products are computed, the
+    widest bands first, for as long as the loading runs and up to
+    :data:`PRODUCTS_AHEAD_BYTES` in all;
     they have the bits of the tiles they replace
     (:func:`dkernel._products.dot_block`). Empty, and nothing done, where
     the kernel maps without compiled code or it is loaded already.
@@ -195,7 +197,8 @@ def _while_compiled_code_loads(K, X, kernel, band_rows):
     module = kernel.mirrored_compiled_module(X)
     if module is None or module in sys.modules:
         return {}
-    loading = threading.Thread(target=_import_quietly, args=(module,), name="dkernel-load-compiled", daemon=True)
+    loading = threading.Thread(target=_load_compiled_map, args=(module, kernel, X, K.dtype),
+                               name="dkernel-load-compiled", daemon=True)
     loading.start()
     fault_in(K)
     n, ahead, held = X.shape[0], {}, 0
@@ -210,10 +213,17 @@ def _while_compiled_code_loads(K, X, kernel, band_rows):
     return ahead
 
 
-def _import_quietly(module):
-    """Import ``module``; an import error is left to the code that uses the module, which imports it again."""
-    with contextlib.suppress(ImportError):
+def _load_compiled_map(module, kernel, X, dtype):
+    """Import ``module`` and evaluate with it a band of the Gram of ``X``'s first samples, into a ``dtype`` array
+    of its own: numba loads the code that the Gram's bands call (a diagonal block of :data:`DIAGONAL_ROWS` rows and
+    a block beside it: the same types of arguments) and builds its registries on the way.
+
+    An error is left to the Gram's own evaluation, which meets it again.
+    """
+    n = min(DIAGONAL_ROWS + 1, X.shape[0])
+    with contextlib.suppress(Exception):
         importlib.import_module(module)
+        _evaluate_band(np.empty((n, n), dtype), X[:n], kernel, 0, n - 1)
 
 
 def run_bands(band, starts, threads, description, progress=False):

@@ -24,11 +24,11 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _artifacts
-from ._dask import client_for
+from ._dask import client_for, is_dask_array
 from .conformal import METHODS, ConformalFactor, ConformalGram
 from .svm import SVC
 from .svm._kernel import ESTIMATOR_DEFAULTS
-from .svm._predict import PREDICT_BLOCK_ROWS, is_dask, materialize
+from .svm._predict import PREDICT_BLOCK_ROWS, materialize
 
 __all__ = ["ConformalSVC", "load_conformal_model"]
 
@@ -211,7 +211,7 @@ class ConformalSVC(ClassifierMixin, BaseEstimator):
     def decision_function(self, X):
         """The second-pass decision values (positive for ``classes_[1]``), blockwise over the rows of ``X``."""
         check_is_fitted(self)
-        if is_dask(X):
+        if is_dask_array(X):
             return X.rechunk({1: -1}).map_blocks(self.decision_function, drop_axis=1, dtype=np.float64)
         X = np.asarray(X)
         coef = self.second_pass_._pair_coef[0]
@@ -224,7 +224,7 @@ class ConformalSVC(ClassifierMixin, BaseEstimator):
     def predict(self, X):
         """Class labels of ``X``: ``classes_[1]`` where the decision value is > 0."""
         check_is_fitted(self)
-        if is_dask(X):
+        if is_dask_array(X):
             return X.rechunk({1: -1}).map_blocks(self.predict, drop_axis=1, dtype=self.classes_.dtype)
         return self.classes_[(self.decision_function(X) > 0).astype(np.intp)]
 

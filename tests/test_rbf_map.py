@@ -229,7 +229,8 @@ def test_products_are_computed_while_the_compiled_map_loads_within_their_budget(
     K = np.full((3500, 3500), np.nan, dtype=np.float32)
     imported = []
     monkeypatch.delitem(sys.modules, "dkernel._rbf_compiled")
-    monkeypatch.setattr(dense, "_import_quietly", lambda module: (time.sleep(1.0), imported.append(module)))
+    monkeypatch.setattr(dense, "_load_compiled_map",
+                        lambda module, kernel, X, dtype: (time.sleep(1.0), imported.append(module)))
     # Room for the first two bands' products (1024 × 2476 and 1024 × 1452 float64 values), not the third's.
     monkeypatch.setattr(dense, "PRODUCTS_AHEAD_BYTES", 8 * 1024 * (2476 + 1452 + 100))
     ahead = dense._while_compiled_code_loads(K, X, kernel, 1024)
@@ -264,3 +265,26 @@ def test_a_process_first_gram_equals_its_later_ones_to_the_bit():
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                          timeout=120).stdout.split()
     assert int(out[0]) >= 1 and out[1:] == ["0", "True"]  # products computed while numba loaded, the first time only
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_compiled_code_a_gram_calls_is_loaded_while_its_products_are_computed(dtype):
+    # The loading thread has numba load every compiled function the Gram's bands call, with the Gram's types:
+    # the Gram itself then loads nothing more.
+    script = (
+        "import numpy as np\n"
+        "import dkernel._dense as dense\n"
+        "from dkernel.kernels import RBFKernel\n"
+        "X, kernel = np.random.default_rng(4).normal(size=(2200, 30)), RBFKernel(gamma=0.05)\n"
+        f"K = np.empty((2200, 2200), np.{dtype})\n"
+        "dense._while_compiled_code_loads(K, X, kernel, 1024)\n"
+        "from dkernel._dense_compiled import mirror_upper_into_lower\n"
+        "from dkernel._rbf_compiled import rbf_tile_into_gram, rbf_values_into\n"
+        "functions = (mirror_upper_into_lower, rbf_tile_into_gram, rbf_values_into)\n"
+        "loaded = [len(f.signatures) for f in functions]\n"
+        f"dense.dense_symmetric_gram(X, kernel, dtype=np.{dtype})\n"
+        "print(*loaded, *[len(f.signatures) for f in functions])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                         timeout=120).stdout.split()
+    assert out == ["1"] * 6

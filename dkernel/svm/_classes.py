@@ -22,7 +22,7 @@ from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from .._dask import client_for
+from .._dask import client_for, is_dask_array
 from ..centering import Centering
 from ..kernels import Kernel, LinearKernel, NormalizedKernel
 from ._kernel import ESTIMATOR_DEFAULTS
@@ -31,7 +31,7 @@ from ._inputs import callable_gram, check_labels, class_weights, kept_samples, s
 from ._inputs import check_params_consistency, single_class_message, sklearn_sparse, validate_fit_data, validate_predict_data
 from ._inputs import upper_bounds as _upper_bounds  # noqa: F401 (its former home)
 from ._probability import PlattProbabilityMixin
-from ._predict import is_dask, map_row_blocks, pairwise_decision
+from ._predict import map_row_blocks, pairwise_decision
 from ._training import _row_provider, centering_for, fit_binary, problem_checkpoints, resolve_kernel, store_path
 from ._training import training_gram
 
@@ -525,7 +525,7 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
         (n_samples, n_classes * (n_classes - 1) / 2) for one-vs-one with
         ``decision_function_shape="ovo"``.
         """
-        if is_dask(X):
+        if is_dask_array(X):
             check_is_fitted(self)
             n_out = _multiclass.decision_width(self.classes_.shape[0], self._is_ovo_multiclass, self.decision_function_shape)
             fn = self.decision_function
@@ -547,7 +547,7 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         if self.break_ties and self.decision_function_shape == "ovo":
             raise ValueError("break_ties must be False when decision_function_shape is 'ovo'")
-        if is_dask(X):
+        if is_dask_array(X):
             return map_row_blocks(X, self.predict, None, self.classes_.dtype)
         X = validate_predict_data(self, X)
         dec = self._pairwise_decision(X)

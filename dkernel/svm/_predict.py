@@ -18,10 +18,6 @@ PREDICT_BLOCK_ROWS = 4096
 PREDICT_BLOCK_BYTES = 2**28
 
 
-def is_dask(X):
-    return is_dask_array(X)
-
-
 def is_gram_source(X):
     """A Gram matrix read by rows (:class:`~dkernel.gram.GramMatrix` or an operator view), not an array."""
     return hasattr(X, "rows") and hasattr(X, "shape") and not isinstance(X, np.ndarray) and not sp.issparse(X)
@@ -29,7 +25,7 @@ def is_gram_source(X):
 
 def materialize(X):
     """Compute a dask array (training data must fit in memory; its Gram need not)."""
-    if is_dask(X):
+    if is_dask_array(X):
         return X.compute()
     return X
 

@@ -25,8 +25,9 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from .._dask import is_dask_array
 from ._inputs import validate_predict_data
-from ._predict import is_dask, map_row_blocks
+from ._predict import map_row_blocks
 
 #: Folds of the internal cross-validation that gives the decision values the sigmoids are fitted to (libsvm).
 N_FOLDS = 5
@@ -264,7 +265,7 @@ class PlattProbabilityMixin:
         or normalized for one-vs-rest training. As in libsvm, the argmax
         may differ from ``predict`` on a few points.
         """
-        if is_dask(X):
+        if is_dask_array(X):
             check_is_fitted(self)
             return map_row_blocks(X, self.predict_proba, self.classes_.shape[0], self.classes_.dtype)
         X = validate_predict_data(self, X)
