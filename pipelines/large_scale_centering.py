@@ -33,7 +33,15 @@ the plan, e.g. ``DASK_DKERNEL__LARGE_SCALE__DATASETS='["usps"]'``.
 
 import time
 
-from ._large_scale import UnitStore, fingerprint, log, plan_for, unit_records, warm_up
+from ._large_scale import (
+    UnitStore,
+    fingerprint,
+    log,
+    long_lived_objects_left_out_of_collections,
+    plan_for,
+    unit_records,
+    warm_up,
+)
 from ._large_scale_report import write_report
 from ._runner import run_as_script, task_rng
 
@@ -172,18 +180,23 @@ def execute(run_task, tasks, config):
             counted = workers if client is None or workers > 0 else len(client.scheduler_info()["workers"])
             if client is not None:
                 warm_up(client)
-            for index in pending:
-                task = {**tasks[index], "workers": counted, "client": client}
-                start = time.perf_counter()
-                if config.progress:
-                    log(f"{_unit_key(task)}: running")
-                records = run_task(task)
-                if config.progress:
-                    log(f"{_unit_key(task)}: {len(records)} records in "
-                        f"{time.perf_counter() - start:.1f} s")  # fmt: skip
-                saved.save(_unit_key(tasks[index]), fingerprint(tasks[index]), records)
-                results[index] = records
+            with long_lived_objects_left_out_of_collections():
+                _run_units(run_task, tasks, pending, counted, client, saved, results, config)
     return results
+
+
+def _run_units(run_task, tasks, pending, counted, client, saved, results, config):
+    """Run the ``pending`` units on ``client`` one at a time, saving each one's records when done."""
+    for index in pending:
+        task = {**tasks[index], "workers": counted, "client": client}
+        start = time.perf_counter()
+        if config.progress:
+            log(f"{_unit_key(task)}: running")
+        records = run_task(task)
+        if config.progress:
+            log(f"{_unit_key(task)}: {len(records)} records in {time.perf_counter() - start:.1f} s")
+        saved.save(_unit_key(tasks[index]), fingerprint(tasks[index]), records)
+        results[index] = records
 
 
 def run_task(task):
