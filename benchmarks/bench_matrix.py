@@ -29,7 +29,8 @@ The parts (``--only`` runs a subset):
 ``fresh``
     A new process that imports the estimator and fits iris, or USPS, once:
     the import and the first fit (numba loads its compiled code then), median
-    of ``--fresh-runs`` processes; the ratio of the first fits.
+    of ``--fresh-runs`` processes of each estimator, the two alternating; the
+    ratio of the first fits.
 
     python benchmarks/bench_matrix.py                       # everything
     python benchmarks/bench_matrix.py --only tiny usps      # a subset
@@ -251,14 +252,21 @@ FRESH_PROBLEMS = (
 )
 
 
-def fresh_process(module, load, params, runs):
-    """Median (import seconds, first-fit seconds) over ``runs`` new processes."""
-    samples = []
+def fresh_process(module, load, params):
+    """(import seconds, first-fit seconds) of a new process that imports ``module``'s SVC and fits once."""
     script = FRESH_SCRIPT.format(module=module, load=load, params=params)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    return [float(v) for v in out.split()]
+
+
+def fresh_processes(modules, load, params, runs):
+    """``{module: median (import seconds, first-fit seconds)}`` over ``runs`` new processes each, the modules
+    alternating (so that a slower stretch of the machine weighs on each alike)."""
+    samples = {module: [] for module in modules}
     for _ in range(runs):
-        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
-        samples.append([float(v) for v in out.split()])
-    return np.median(np.array(samples), axis=0)
+        for module in modules:
+            samples[module].append(fresh_process(module, load, params))
+    return {module: np.median(np.array(times), axis=0) for module, times in samples.items()}
 
 
 def run_fresh(runs):
@@ -271,11 +279,11 @@ def run_fresh(runs):
             except Skip as skip:
                 print(f"{problem:<32} skipped: {skip}", flush=True)
                 continue
-        first = {}
+        medians = fresh_processes(("dkernel", "sklearn.svm"), load, params, runs)
         for label, module in (("dkernel.SVC", "dkernel"), ("sklearn.svm.SVC", "sklearn.svm")):
-            imported, first[label] = fresh_process(module, load, params, runs)
-            ratio = f"{first['dkernel.SVC'] / first[label]:>9.2f}" if label != "dkernel.SVC" else ""
-            print(f"{problem:<32} {label:<18} {_time(imported):>9} {_time(first[label]):>10} {ratio}", flush=True)
+            imported, first = medians[module]
+            ratio = f"{medians['dkernel'][1] / first:>9.2f}" if module != "dkernel" else ""
+            print(f"{problem:<32} {label:<18} {_time(imported):>9} {_time(first):>10} {ratio}", flush=True)
 
 
 def main(argv=None):
@@ -285,7 +293,7 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=3, help="fits of each estimator per problem at least (median)")
     parser.add_argument("--min-seconds", type=float, default=0.5,
                         help=f"fit again until each estimator's fits add up to this (at most {MAX_ROUNDS} fits)")
-    parser.add_argument("--fresh-runs", type=int, default=5, help="new processes for the first-fit figure")
+    parser.add_argument("--fresh-runs", type=int, default=7, help="new processes for the first-fit figure")
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.fresh_runs < 1:
         parser.error("--repeats and --fresh-runs must be at least 1")
