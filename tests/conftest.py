@@ -11,6 +11,17 @@ from pathlib import Path
 import pytest
 from _processes import stop_in_turn
 
+#: Most test processes ``-n auto`` starts (pyproject.toml's addopts): each may start a cluster of its own.
+MAX_TEST_PROCESSES = 4
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """One test process per core of this process's CPU set, at most :data:`MAX_TEST_PROCESSES`."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(cores, MAX_TEST_PROCESSES))
+
+
 # --------------------------------------------------------------------------- #
 # Data sets
 # --------------------------------------------------------------------------- #

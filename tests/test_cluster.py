@@ -149,12 +149,18 @@ def test_cluster_readme_commands_listen_on_loopback_only(tmp_path):
 
 
 def test_unreachable_scheduler_fails_within_the_connect_timeout():
+    import dask
+
+    from dkernel._dask import connect_timeout
+
+    assert connect_timeout() == 10  # the default, when dask's config does not set dkernel.connect-timeout
     address = f"tcp://127.0.0.1:{_free_port()}"
-    start = time.monotonic()
-    with pytest.raises(SchedulerUnreachableError, match=re.escape(address)) as raised:
-        resolve_client(address)
-    elapsed = time.monotonic() - start
-    assert elapsed < 20  # the 10 s default, not distributed's retries for minutes
+    with dask.config.set({"dkernel.connect-timeout": "2s"}):
+        start = time.monotonic()
+        with pytest.raises(SchedulerUnreachableError, match=re.escape(address)) as raised:
+            resolve_client(address)
+        elapsed = time.monotonic() - start
+    assert elapsed < 10  # the timeout set, not distributed's retries for minutes
     assert isinstance(raised.value, OSError) and "check the address" in str(raised.value)
 
 
