@@ -227,14 +227,16 @@ def test_products_are_computed_while_the_compiled_map_loads_within_their_budget(
     X = np.random.default_rng(13).normal(size=(3500, 4))
     kernel = RBFKernel(gamma=0.5)
     K = np.full((3500, 3500), np.nan, dtype=np.float32)
-    imported = []
+    loads = []  # (the kernel, whether the BLAS controller was found before the loading started)
     monkeypatch.delitem(sys.modules, "dkernel._rbf_compiled")
+    monkeypatch.setattr(dense, "_controller", None)
     monkeypatch.setattr(dense, "_load_compiled_map",
-                        lambda module, kernel, X, dtype: (time.sleep(1.0), imported.append(module)))
+                        lambda kernel, X, dtype: (loads.append((kernel, dense._controller is not None)),
+                                                  time.sleep(1.0)))
     # Room for the first two bands' products (1024 × 2476 and 1024 × 1452 float64 values), not the third's.
     monkeypatch.setattr(dense, "PRODUCTS_AHEAD_BYTES", 8 * 1024 * (2476 + 1452 + 100))
     ahead = dense._while_compiled_code_loads(K, X, kernel, 1024)
-    assert imported == ["dkernel._rbf_compiled"] and list(ahead) == [0, 1024]
+    assert loads == [(kernel, True)] and list(ahead) == [0, 1024]
     with single_blas_thread():
         assert np.array_equal(ahead[1024], dot_block(X[1024:2048], X[2048:]))
     flat = K.reshape(-1)  # its pages faulted in: one value of each page written, nothing else
