@@ -29,21 +29,21 @@ from _provenance import print_header
 from _timing import timed
 from bench_out_of_core import WorkerMemory
 from dkernel import KernelGram, RBFKernel
-from dkernel._dask import start_local_cluster
-from dkernel.adaptation import transductive_adaptation
+from dkernel._runtime.client import start_local_cluster
+from dkernel.alignment import transductive_adaptation
 
 MEASURES = (  # the modules these figures depend on: re-run and record when one changes
-    "dkernel/adaptation",
-    "dkernel/alignment.py",
-    "dkernel/_sources.py",
-    "dkernel/_kernel_gram.py",
-    "dkernel/kernels.py",
-    "dkernel/_rbf_map.py",
-    "dkernel/_rbf_exp.py",
-    "dkernel/_rbf_compiled.py",
-    "dkernel/_products.py",
-    "dkernel/_numba.py",
-    "dkernel/_dask.py",
+    "dkernel/alignment",
+    "dkernel/alignment/_measures.py",
+    "dkernel/gram/_sources.py",
+    "dkernel/gram/_on_the_fly.py",
+    "dkernel/kernels",
+    "dkernel/kernels/_rbf_map.py",
+    "dkernel/kernels/_rbf_exp.py",
+    "dkernel/kernels/_rbf_compiled.py",
+    "dkernel/kernels/_products.py",
+    "dkernel/_runtime/jit.py",
+    "dkernel/_runtime/client.py",
 )
 
 

@@ -32,28 +32,28 @@ import tracemalloc
 import dask
 import numpy as np
 
-from dkernel._dask import start_local_cluster
+from dkernel._runtime.client import start_local_cluster
 from dkernel.alignment import frobenius_norm, sampled_target_alignment, target_alignment
 from dkernel.centering import Centering, origin_products
 from dkernel import KernelGram
-from dkernel.operators import CenteredGram
+from dkernel.views import CenteredGram
 from _problems import noisy_threshold_labels  # benchmarks/_*.py, beside this script
 from _provenance import print_header
 from _timing import timed
 from bench_out_of_core import WorkerMemory, _read_peak, _reset_peak
 
 MEASURES = (  # the modules these figures depend on: re-run and record when one changes
-    "dkernel/centering.py",
-    "dkernel/operators.py",
-    "dkernel/_sources.py",
-    "dkernel/alignment.py",
-    "dkernel/kernels.py",
-    "dkernel/_rbf_map.py",
-    "dkernel/_rbf_exp.py",
-    "dkernel/_rbf_compiled.py",
-    "dkernel/_products.py",
-    "dkernel/_numba.py",
-    "dkernel/_dask.py",
+    "dkernel/centering/_origins.py",
+    "dkernel/views/_operators.py",
+    "dkernel/gram/_sources.py",
+    "dkernel/alignment/_measures.py",
+    "dkernel/kernels",
+    "dkernel/kernels/_rbf_map.py",
+    "dkernel/kernels/_rbf_exp.py",
+    "dkernel/kernels/_rbf_compiled.py",
+    "dkernel/kernels/_products.py",
+    "dkernel/_runtime/jit.py",
+    "dkernel/_runtime/client.py",
 )
 
 

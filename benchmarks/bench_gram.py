@@ -36,24 +36,24 @@ import tempfile
 import numpy as np
 from sklearn.metrics import pairwise_kernels
 
-from dkernel._options import GramOptions
-from dkernel._options import inner_rows as inner_rows_of
+from dkernel._runtime.options import GramOptions
+from dkernel._runtime.options import inner_rows as inner_rows_of
 from dkernel.gram import GramMatrix, store_size_bytes
 from _provenance import print_header, print_versions  # benchmarks/_*.py, beside this script
 from _timing import timed
 
 MEASURES = (  # the modules these figures depend on: re-run and record when one changes
     "dkernel/gram",
-    "dkernel/kernels.py",
-    "dkernel/_rbf_map.py",
-    "dkernel/_rbf_exp.py",
-    "dkernel/_rbf_compiled.py",
-    "dkernel/_products.py",
-    "dkernel/_numba.py",
-    "dkernel/_options.py",
-    "dkernel/_dask.py",
-    "dkernel/_buffers.py",
-    "dkernel/_validation.py",
+    "dkernel/kernels",
+    "dkernel/kernels/_rbf_map.py",
+    "dkernel/kernels/_rbf_exp.py",
+    "dkernel/kernels/_rbf_compiled.py",
+    "dkernel/kernels/_products.py",
+    "dkernel/_runtime/jit.py",
+    "dkernel/_runtime/options.py",
+    "dkernel/_runtime/client.py",
+    "dkernel/_runtime/buffers.py",
+    "dkernel/_runtime/validation.py",
 )
 
 

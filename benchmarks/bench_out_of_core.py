@@ -34,7 +34,7 @@ import numpy as np
 from sklearn.datasets import make_classification
 from sklearn.metrics import pairwise_kernels
 
-from dkernel._dask import start_local_cluster
+from dkernel._runtime.client import start_local_cluster
 from dkernel.gram import GramMatrix, store_size_bytes
 from dkernel.solver._qp import DISTRIBUTED_WORKING_SET_SIZE
 from dkernel.svm import SVC
@@ -45,20 +45,20 @@ MEASURES = (  # the modules these figures depend on: re-run and record when one 
     "dkernel/gram",
     "dkernel/svm",
     "dkernel/solver",
-    "dkernel/_sources.py",
-    "dkernel/_on_demand_gram.py",
-    "dkernel/_on_demand_compiled.py",
-    "dkernel/_kernel_gram.py",
-    "dkernel/_dask.py",
-    "dkernel/_buffers.py",
-    "dkernel/kernels.py",
-    "dkernel/_rbf_map.py",
-    "dkernel/_rbf_exp.py",
-    "dkernel/_rbf_compiled.py",
-    "dkernel/_products.py",
-    "dkernel/_numba.py",
-    "dkernel/_huge_pages.py",
-    "dkernel/_options.py",
+    "dkernel/gram/_sources.py",
+    "dkernel/gram/_on_demand.py",
+    "dkernel/gram/_on_demand_compiled.py",
+    "dkernel/gram/_on_the_fly.py",
+    "dkernel/_runtime/client.py",
+    "dkernel/_runtime/buffers.py",
+    "dkernel/kernels",
+    "dkernel/kernels/_rbf_map.py",
+    "dkernel/kernels/_rbf_exp.py",
+    "dkernel/kernels/_rbf_compiled.py",
+    "dkernel/kernels/_products.py",
+    "dkernel/_runtime/jit.py",
+    "dkernel/_runtime/memory.py",
+    "dkernel/_runtime/options.py",
 )
 
 

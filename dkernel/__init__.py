@@ -7,21 +7,23 @@ feature-space centering (Meilă 2002: :class:`Centering`, :class:`CenteredGram`,
 :func:`target_alignment`) and a block-coordinate SVM solver behind a
 scikit-learn estimator (:class:`SVC`).
 
-Where each concept lives:
+Where each concept lives, in the order the data flow (X → kernel → Gram → view → solver → model):
 
 =============================== ==========================================================================
-``dkernel.kernels``             kernel objects (:class:`Kernel`, :func:`get_kernel`)
-``dkernel._sources``            the Gram protocol; :class:`KernelGram` (on the fly, row cache), in-memory
-                                and subset Grams, which are also the solver's row providers
-``dkernel.gram``                :class:`GramMatrix`: blockwise Dask computation, zarr store
-``dkernel.operators``           lazy views: :class:`CenteredGram`, :class:`ShiftedGram`,
-                                :class:`NormalizedGram`
-``dkernel.centering``           origin weights :class:`Centering`, ``h``, ``h0``, :func:`delta_b` (Meilă)
-``dkernel.general_centering``   :func:`general_centering`, gradient ascent on a criterion (Meilă §5)
-``dkernel.normalization``       :func:`graf_threshold`, :func:`graf_intercept` (Graf & Borer eq. 3)
-``dkernel.alignment``           :func:`alignment`, :func:`target_alignment` and sampled estimates
-``dkernel.solver``              the QP solver
-``dkernel.svm``                 :class:`SVC`, :func:`load_model`
+``dkernel.kernels``             kernel objects (:class:`Kernel`, :func:`get_kernel`) and their compiled maps
+``dkernel.gram``                the Gram protocol and its sources: :class:`DenseGram`, :class:`KernelGram`,
+                                :class:`GramMatrix` (blockwise Dask computation, zarr store)
+``dkernel.centering``           origins :class:`Centering`, ``h``, ``h0``, :func:`delta_b` (Meilă §3),
+                                :func:`general_centering` (Meilă §5)
+``dkernel.views``               lazy views: :class:`CenteredGram`, :class:`ShiftedGram`,
+                                :class:`NormalizedGram` and Graf & Borer's b' (eq. 3), conformal scaling
+``dkernel.alignment``           :func:`alignment`, :func:`target_alignment`, sampled estimates, and
+                                Kandola's adaptation by alignment
+``dkernel.solver``              the QP solver; it sees a Gram only through its rows
+``dkernel.svm``                 :class:`SVC`, :class:`ConformalSVC`, :class:`GeneralizedBiasSVC`, the
+                                Parzen window classifier, :func:`load_model`
+``dkernel.datasets``            data set loaders and the papers' synthetic generators
+``dkernel.cli``                 the ``dkernel`` command
 ``dkernel.exceptions``          the errors dkernel raises
 =============================== ==========================================================================
 
@@ -29,15 +31,16 @@ Importing dkernel runs no computation, starts no cluster and imports the modules
 behind these names only when a name is first used.
 """
 
-import importlib
+from ._runtime.exports import lazy_exports
 
 #: Where each public name lives: a module is imported when one of its names is
 #: first used, so ``import dkernel`` loads neither Dask's array module, zarr,
 #: numba nor distributed, and ``dkernel.SVC`` loads only what a fit needs.
 _EXPORTS = {
-    "._sources": ("DenseGram", "KernelGram"),
-    ".alignment": ("AlignmentEstimate", "alignment", "sampled_target_alignment", "target_alignment"),
-    ".centering": ("Centering", "decision_function_original_kernel", "delta_b"),
+    ".gram._sources": ("DenseGram", "KernelGram"),
+    ".alignment._measures": ("AlignmentEstimate", "alignment", "sampled_target_alignment", "target_alignment"),
+    ".centering._origins": ("Centering",),
+    ".centering._bias_correction": ("decision_function_original_kernel", "delta_b"),
     ".exceptions": (
         "ArtifactPathError",
         "CorruptStoreError",
@@ -52,9 +55,9 @@ _EXPORTS = {
         "UnverifiableStoreError",
         "UnverifiedStoreWarning",
     ),
-    ".general_centering": ("general_centering",),
-    ".gram": ("GramMatrix",),
-    ".kernels": (
+    ".centering._general": ("general_centering",),
+    ".gram._matrix": ("GramMatrix",),
+    ".kernels._kernels": (
         "Kernel",
         "LinearKernel",
         "NormalizedKernel",
@@ -66,76 +69,13 @@ _EXPORTS = {
         "kernel_from_dict",
         "register_kernel",
     ),
-    ".normalization": ("graf_intercept", "graf_threshold"),
-    ".operators": ("CenteredGram", "NormalizedGram", "ShiftedGram"),
-    ".svm": ("SVC", "load_model"),
+    ".views._graf": ("graf_intercept", "graf_threshold"),
+    ".views._operators": ("CenteredGram", "NormalizedGram", "ShiftedGram"),
+    ".svm._classes": ("SVC", "load_model"),
+    ".svm._conformal": ("ConformalSVC",),
+    ".svm._generalized_bias": ("GeneralizedBiasSVC",),
+    ".svm._parzen": ("ParzenWindowClassifier",),
 }
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
-
-
-def __getattr__(name):
-    """A public name or a subpackage (``dkernel.gram``), imported on first use (PEP 562)."""
-    module = _MODULE_OF.get(name)
-    if module is not None:
-        value = getattr(importlib.import_module(module, __name__), name)
-    elif not name.startswith("__"):
-        try:
-            value = importlib.import_module(f".{name}", __name__)
-        except ModuleNotFoundError as error:
-            if error.name != f"{__name__}.{name}":
-                raise
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_MODULE_OF))
-
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
 
 __version__ = "0.1.0"
-
-__all__ = [
-    "AlignmentEstimate",
-    "ArtifactPathError",
-    "CenteredGram",
-    "Centering",
-    "CorruptStoreError",
-    "DKernelError",
-    "DenseGram",
-    "EmptyInputError",
-    "FeatureMismatchError",
-    "GramMatrix",
-    "IncompleteStoreError",
-    "InputFileError",
-    "InvalidKernelParameterError",
-    "Kernel",
-    "KernelGram",
-    "LinearKernel",
-    "NonFiniteInputError",
-    "NormalizedGram",
-    "NormalizedKernel",
-    "PolynomialKernel",
-    "RBFKernel",
-    "SVC",
-    "ShiftedGram",
-    "SigmoidKernel",
-    "StoreMismatchError",
-    "UnverifiableStoreError",
-    "UnverifiedStoreWarning",
-    "alignment",
-    "decision_function_original_kernel",
-    "delta_b",
-    "gamma_from_sigma2",
-    "general_centering",
-    "get_kernel",
-    "graf_intercept",
-    "graf_threshold",
-    "kernel_from_dict",
-    "load_model",
-    "register_kernel",
-    "sampled_target_alignment",
-    "target_alignment",
-]

@@ -7,7 +7,7 @@ PNG figures).
 
 import importlib
 
-__all__ = ["PIPELINES", "get_pipeline"]
+__all__ = ["PIPELINES", "describe", "get_pipeline", "run"]
 
 PIPELINES = (
     "meila_shift_synthetic",
@@ -28,3 +28,18 @@ def get_pipeline(name):
     if name not in PIPELINES:
         raise ValueError(f"unknown pipeline {name!r}; available pipelines are {', '.join(PIPELINES)}.")
     return importlib.import_module(f"pipelines.{name}")
+
+
+def describe(name):
+    """The one-line description of the pipeline ``name``."""
+    return get_pipeline(name).DESCRIPTION
+
+
+def run(name, argv=None):
+    """Run the pipeline ``name`` with its command-line options ``argv``; return the exit status.
+
+    ``dkernel run NAME ...`` calls this through the entry point ``dkernel.pipelines`` (``pyproject.toml``).
+    """
+    from ._runner import main_for
+
+    return main_for(get_pipeline(name), argv)

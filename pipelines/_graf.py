@@ -19,7 +19,7 @@ The three variants of Fig. 3:
 
 Each variant is solved by :class:`dkernel.SVC` (one binary SVC per object) and
 by libsvm (``sklearn.svm.SVC`` on the precomputed kernel matrices of
-:func:`kernel_matrices`; b' from :func:`dkernel.normalization.graf_intercept`).
+:func:`kernel_matrices`; b' from :func:`dkernel.views.graf_intercept`).
 """
 
 import math
@@ -188,7 +188,7 @@ def libsvm_one_vs_all(K_train, y_train, K_test, *, bias_correction=False, tol=TO
     """The same one-vs-all SVMs solved by libsvm on precomputed kernel matrices (b' by eq. 3 when asked)."""
     from sklearn.svm import SVC as LibSVC
 
-    from dkernel.normalization import graf_intercept, weight_norm
+    from dkernel.views import graf_intercept, weight_norm
 
     decisions, fits = [], []
     for target in _targets(y_train, np.unique(y_train)):
@@ -213,7 +213,7 @@ def object_errors(y_test, predicted, classes):
 
 def _threshold_measures(fits, K_train):
     """|b − b'|/|b| of each classifier, and how many had a margin off the sphere (b ± 1/‖w‖ ∉ [−1, 1])."""
-    from dkernel.normalization import weight_norm
+    from dkernel.views import weight_norm
 
     changes, clipped = [], 0
     for fit in fits:

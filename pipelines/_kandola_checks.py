@@ -21,6 +21,10 @@ records and the configuration.
 
 import numpy as np
 
+from ._kandola_data import DATASETS, SINC_NOISE, SINC_SIGMA
+from ._kandola_methods import C_GRID, blocks_of, ridge, scaled, transductive
+from ._kandola_paper import HEADERS, PAPER, cell_agrees, format_spread, spread
+
 __all__ = ["SINC_WIDE_SIGMA", "split_checks", "table_notes"]
 
 #: A Gaussian width at which K is nearly constant over x in [-10, 10] (the paper gives no σ).
@@ -30,7 +34,6 @@ SINC_WIDE_SIGMA = 20.0
 def _svc_at_each_C(blocks, y_train, y_test):
     from dkernel import SVC
 
-    from ._kandola import C_GRID
 
     M_train, M_test_train, _ = blocks
     return {f"error_svc_C{C:g}": float(np.mean(SVC(kernel="precomputed", C=C, client=False)
@@ -42,15 +45,14 @@ def _sinc_wide(K, y, train, test, algorithm, matrix):
     """K and transductive G for σ = SINC_WIDE_SIGMA: the σ = 1 Gram raised to 1/σ² (exp(-d²/2σ²) exactly)."""
     from dkernel.alignment import target_alignment
 
-    from ._kandola import _blocks, _ridge, _scaled, _transductive, SINC_SIGMA
 
     if algorithm != "transductive":
         return {}
     K_wide = K ** ((SINC_SIGMA / SINC_WIDE_SIGMA) ** 2)
-    blocks = _blocks(K_wide, train, test)
+    blocks = blocks_of(K_wide, train, test)
     if matrix == "G":
-        blocks = _scaled(_transductive(K_wide, y, train, test, "regression")[0], blocks[0])[0]
-    predicted, _ = _ridge(blocks[0], blocks[1], y[train])
+        blocks = scaled(transductive(K_wide, y, train, test, "regression")[0], blocks[0])[0]
+    predicted, _ = ridge(blocks[0], blocks[1], y[train])
     return {"alignment_train_wide": target_alignment(blocks[0], y[train], "regression", client=False),
             "alignment_test_wide": target_alignment(blocks[2], y[test], "regression", client=False),
             "error_rr_wide": float(np.mean((predicted - y[test]) ** 2))}
@@ -78,7 +80,6 @@ def split_checks(record, blocks, K, y, train, test):
 
 def _disagreements(records, dataset, algorithm):
     """``{header: (differing, total)}`` per measure of one table, by the paper's yardstick."""
-    from ._kandola import HEADERS, PAPER, cell_agrees, spread
 
     counts = {}
     for (matrix, pct), cells in PAPER[(dataset, algorithm)][1].items():
@@ -101,7 +102,6 @@ def disagreement_line(records, dataset, algorithm):
 
 
 def _mean(records, key, **match):
-    from ._kandola import spread
 
     got = spread(records, key, **match)
     return None if got is None else got[0]
@@ -113,14 +113,12 @@ def _range(values, digits=3):
 
 
 def _paper_range(dataset, algorithm, key, matrix):
-    from ._kandola import PAPER
 
     return [cells[key][0] for (m, _), cells in PAPER[(dataset, algorithm)][1].items() if m == matrix]
 
 
 def _c_by_test_error(records, dataset, algorithm, agree):
     """Rows: the SVC error when C is chosen by the lowest mean test error over the runs (the paper's §6 choice)."""
-    from ._kandola import C_GRID, PAPER, _fmt, cell_agrees, spread
 
     rows = []
     for (matrix, pct), cells in PAPER[(dataset, algorithm)][1].items():
@@ -132,14 +130,13 @@ def _c_by_test_error(records, dataset, algorithm, agree):
             continue
         best = min(by_C, key=lambda C: by_C[C][0])
         agree.append(cell_agrees(cells["svc_error"], by_C[best]))
-        rows.append({"": f"{matrix}{pct}", "SVC Error paper": _fmt(cells["svc_error"], 3),
-                     "dkernel, C by cross-validation": _fmt(cv, 3),
-                     "dkernel, C by test error (paper's choice)": _fmt(by_C[best], 3), "C": f"{best:g}"})
+        rows.append({"": f"{matrix}{pct}", "SVC Error paper": format_spread(cells["svc_error"], 3),
+                     "dkernel, C by cross-validation": format_spread(cv, 3),
+                     "dkernel, C by test error (paper's choice)": format_spread(by_C[best], 3), "C": f"{best:g}"})
     return rows
 
 
 def _uneven_notes(records, dataset, algorithm):
-    from ._kandola import HEADERS
     from ._report import listing, markdown_table
 
     match = dict(dataset=dataset, algorithm=algorithm)
@@ -190,7 +187,6 @@ def _uneven_notes(records, dataset, algorithm):
 
 def _sinc_wide_rows(records, agree):
     """The wide Gaussian's rows beside the paper's; ``agree`` gets each cell's verdict."""
-    from ._kandola import PAPER, _fmt, cell_agrees, spread
 
     rows = []
     for (matrix, pct), cells in PAPER[("sinc", "transductive")][1].items():
@@ -201,17 +197,16 @@ def _sinc_wide_rows(records, agree):
             continue
         agree.extend(cell_agrees(cells[k], got[w]) for k, w in (("train_alignment", "alignment_train_wide"),
                      ("test_alignment", "alignment_test_wide"), ("rr_error", "error_rr_wide")))
-        rows.append({"": f"{matrix}{pct}", "Train Align paper": _fmt(cells["train_alignment"], 3),
-                     f"Train Align σ = {SINC_WIDE_SIGMA:g}": _fmt(got["alignment_train_wide"], 3),
-                     "Test Align paper": _fmt(cells["test_alignment"], 3),
-                     f"Test Align σ = {SINC_WIDE_SIGMA:g}": _fmt(got["alignment_test_wide"], 3),
-                     "RR Error paper": _fmt(cells["rr_error"], 3),
-                     f"RR Error σ = {SINC_WIDE_SIGMA:g}": _fmt(got["error_rr_wide"], 3)})
+        rows.append({"": f"{matrix}{pct}", "Train Align paper": format_spread(cells["train_alignment"], 3),
+                     f"Train Align σ = {SINC_WIDE_SIGMA:g}": format_spread(got["alignment_train_wide"], 3),
+                     "Test Align paper": format_spread(cells["test_alignment"], 3),
+                     f"Test Align σ = {SINC_WIDE_SIGMA:g}": format_spread(got["alignment_test_wide"], 3),
+                     "RR Error paper": format_spread(cells["rr_error"], 3),
+                     f"RR Error σ = {SINC_WIDE_SIGMA:g}": format_spread(got["error_rr_wide"], 3)})
     return rows
 
 
 def _regression_notes(records, dataset, algorithm):
-    from ._kandola import SINC_NOISE, SINC_SIGMA
     from ._report import markdown_table
 
     match = dict(dataset=dataset, algorithm=algorithm, matrix="K")
@@ -243,7 +238,6 @@ def _regression_notes(records, dataset, algorithm):
 
 def table_notes(records, dataset, algorithm):
     """The lines under one table of report.md: how many cells differ and why, with the measured checks."""
-    from ._kandola import DATASETS
 
     notes = _uneven_notes if DATASETS[dataset]["task"] == "uneven" else _regression_notes
     return [disagreement_line(records, dataset, algorithm), "", *notes(records, dataset, algorithm), ""]

@@ -6,7 +6,7 @@ on a precomputed Gram matrix by the paper's solver (libsvm, through
 :class:`sklearn.svm.SVC`) or by dkernel's own
 (:func:`dkernel.solver.solve_qp`), the values measured of each fit, and one
 sample of the shift experiments of §6.1. The algebra of shifting, centering and Δb
-lives in :mod:`dkernel.operators` and :mod:`dkernel.centering`; nothing here
+lives in :mod:`dkernel.views` and :mod:`dkernel.centering`; nothing here
 re-derives it.
 
 References
@@ -461,9 +461,9 @@ def shift_experiment(X, y, X_test, y_test, params, C, shifts, direction_seed, *,
     """Original, shifted and recentered SVMs of one sample, for each shift length.
 
     The data are moved by ``|a|`` along one random feature-space direction
-    (:class:`dkernel.operators.ShiftedGram`; the same direction for every
+    (:class:`dkernel.views.ShiftedGram`; the same direction for every
     length, drawn from ``direction_seed``), and the shifted Gram is recentered
-    by :class:`dkernel.operators.CenteredGram`. Test points go through the
+    by :class:`dkernel.views.CenteredGram`. Test points go through the
     same translation (``ShiftedGram.cross``). A recentered SVM classifies
     with the shifted kernel and ``b - Δb`` (Meilă §4, eqs. 16–19); its
     decision values through the recentered test rows ``K_c(x, x_i)`` are

@@ -18,12 +18,12 @@ A pipeline module defines
   (to time and measure them).
 
 :func:`run_pipeline` submits the tasks through Dask (a threaded local run, a
-local cluster of :func:`dkernel._dask.start_local_cluster`, every server on
-127.0.0.1, or any cluster spec of :mod:`dkernel._clusters`: a scheduler
+local cluster of :func:`dkernel._runtime.client.start_local_cluster`, every server on
+127.0.0.1, or any cluster spec of :mod:`dkernel._runtime.clusters`: a scheduler
 address, a scheduler file, a SLURM/PBS/SSH/Kubernetes YAML file), shows a progress bar, and writes
 ``results.csv`` and ``results.json`` (the tidy records plus a ``summary`` of
 means and standard errors). The results folder ``out/NAME`` is written under
-the rules of :mod:`dkernel._artifacts`: checked before any task runs (an
+the rules of :mod:`dkernel._runtime.artifacts`: checked before any task runs (an
 existing folder that is not this kind of results is refused; earlier results
 are replaced only with ``overwrite``, and only when the folder holds nothing
 but the files their run wrote), built beside its target and moved into place
@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dkernel.cli._arguments import _add_cluster_arguments, _check_cluster, _cluster_choice
+from dkernel.cli._arguments import _add_cluster_arguments, _check_cluster, _cluster_choice, _in_flags
 from dkernel.exceptions import DKernelError
 
 __all__ = [
@@ -98,7 +98,7 @@ class PipelineConfig:
         ``"local"`` (a :class:`distributed.LocalCluster` with worker
         processes on 127.0.0.1) or another cluster spec (``--cluster``): a
         scheduler address ``tcp://HOST:PORT``, a scheduler file, a cluster
-        YAML file (:mod:`dkernel._clusters`).
+        YAML file (:mod:`dkernel._runtime.clusters`).
     out : Path
         Output folder; results go to ``out / NAME``.
     n_workers : int or None
@@ -230,7 +230,7 @@ def _run_tasks(client, run_task, tasks, progress):
     """Run the tasks on ``client`` (None: threads in this process); results are gathered as they finish."""
     import dask
 
-    from dkernel._dask import compute_with_progress
+    from dkernel._runtime.client import compute_with_progress
 
     delayed = [dask.delayed(_run_unit, pure=False)(run_task, task) for task in tasks]
     return compute_with_progress(delayed, client, progress, label="tasks")
@@ -238,7 +238,7 @@ def _run_tasks(client, run_task, tasks, progress):
 
 def execute(run_task, tasks, config):
     """Run ``run_task`` over ``tasks`` on the configured scheduler; return the results in task order."""
-    from dkernel._dask import scheduler_client
+    from dkernel._runtime.client import scheduler_client
     from dkernel.cli._arguments import _announce_cluster
 
     if config.scheduler == "threads":
@@ -358,16 +358,16 @@ def run_pipeline(module, config):
 
     The output folder is checked before any task runs; the results are
     written beside it and moved into place when complete
-    (:mod:`dkernel._artifacts`).
+    (:mod:`dkernel._runtime.artifacts`).
     """
-    from dkernel import _artifacts
+    from dkernel._runtime import artifacts
 
     start = time.perf_counter()
     outdir = Path(config.out) / module.NAME
     # A quick run in the default results/quick/ is a preview: it replaces the previous preview of the
     # same pipeline (results only, never other files); elsewhere replacing needs --overwrite.
     replace = config.overwrite or (config.quick and Path(config.out) == default_out(quick=True))
-    _artifacts.check_target(outdir, "results", replace)
+    artifacts.check_target(outdir, "results", replace)
     tasks = module.make_tasks(config)
     for index, task in enumerate(tasks):
         task.setdefault("seed_index", index)
@@ -375,7 +375,7 @@ def run_pipeline(module, config):
     results = getattr(module, "execute", execute)(module.run_task, tasks, config)
     records = [rec for task_records in results for rec in task_records]
     summary = summarize(records)
-    with _artifacts.writing(outdir, "results", replace) as tmp:
+    with artifacts.writing(outdir, "results", replace) as tmp:
         tmp = Path(tmp)
         files = write_tables(module.NAME, config, records, summary, tmp)
         result = PipelineResult(
@@ -402,8 +402,6 @@ def main_for(module, argv=None):
         config = config_from_args(args)
         result = run_pipeline(module, config)
     except (ValueError, OSError, DKernelError) as exc:
-        from dkernel.cli import _in_flags
-
         print(f"dkernel run {module.NAME}: error: {_in_flags(str(exc), {})}", file=sys.stderr)
         return 2
     print(f"{module.NAME}: {len(result.records)} records in {result.seconds:.1f} s")

@@ -5,7 +5,7 @@ The toy problem of §3.2: points uniform in the square ``[-1, 1]²``, labelled
 "up to a linear transform": stretched to span the square vertically), -1
 below. A trial fits the first pass once per kernel width and the second pass
 once per factor (κ rule, or Amari & Wu) with
-:meth:`dkernel.conformal_svc.ConformalSVC.fit_from_first_pass`.
+:meth:`dkernel.svm._conformal.ConformalSVC.fit_from_first_pass`.
 """
 
 import math
@@ -62,7 +62,7 @@ def first_pass(X, y, gamma, C):
 
 
 def second_pass(first, X, y, C, method, kappa=None):
-    from dkernel.conformal_svc import ConformalSVC
+    from dkernel.svm import ConformalSVC
 
     return ConformalSVC(C=C, gamma=first._kernel.gamma, conformal=method, kappa=kappa,
                         client=False).fit_from_first_pass(first, X, y)
@@ -70,7 +70,7 @@ def second_pass(first, X, y, C, method, kappa=None):
 
 def kappa_over(first, rule, X, X_test):
     """κ = 1/|f|max with the maximum over the training points, the test points or a grid of the square."""
-    from dkernel.conformal import ConformalFactor, kappa_rule
+    from dkernel.views import ConformalFactor, kappa_rule
 
     points = {"train": X, "test": X_test, "square": square_grid(41) if rule == "square" else None}[rule]
     return kappa_rule(ConformalFactor.from_svc(first, "williams", 1.0).decision(points))
@@ -167,7 +167,7 @@ def rbf_decision_gradient(factor, G):
 
 def figure_1(path, seed, C, n_train):
     """The paper's Fig. 1 for trial 0 of the principled reading: data, f, magnification (eq. 15), second pass."""
-    from dkernel.conformal import magnification_ratio
+    from dkernel.views import magnification_ratio
 
     from ._report import save_figure, subplots
 

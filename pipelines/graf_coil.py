@@ -333,7 +333,7 @@ def write_report(result, outdir):
         "object's test error (with 12 test views per object this is also the fraction of test images "
         "misclassified); the variance is taken over the objects (ddof = 0). Solvers: `dkernel.SVC` (figures "
         "and the error columns) and libsvm (`sklearn.svm.SVC` on the precomputed kernel matrices, b' from "
-        f"`dkernel.normalization.graf_intercept`), both to libsvm's tolerance {_graf.TOL:g}. |b − b'|/|b| is "
+        f"`dkernel.views.graf_intercept`), both to libsvm's tolerance {_graf.TOL:g}. |b − b'|/|b| is "
         "measured per classifier (b the hyperplane's position −c/‖w‖, the ratio equals that of the "
         "intercepts c and c').",
         "",

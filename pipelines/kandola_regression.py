@@ -12,7 +12,7 @@ Run ``dkernel run kandola_regression`` (``--quick``: sinc only, two repeats) or
 ``python -m pipelines.kandola_regression``.
 """
 
-from . import _kandola
+from . import _kandola, _kandola_data, _kandola_methods
 from ._runner import run_as_script
 
 NAME = "kandola_regression"
@@ -40,9 +40,9 @@ def _setup(result):
     alphas = sorted({r["ridge_alpha"] for r in records if r["ridge_alpha"] is not None})
     n_ampg = sorted({r["n_train"] + r["n_test"] for r in records if r["dataset"] == "auto-mpg"})
     return (
-        f"Data: sinc, {_kandola.SINC_N} points x uniform in [−{_kandola.SINC_RANGE:g}, {_kandola.SINC_RANGE:g}], "
-        f"y = sin(x)/x + N(0, {_kandola.SINC_NOISE:g}²), Gaussian kernel exp(−|x − z|²/(2σ²)) with σ = "
-        f"{_kandola.SINC_SIGMA:g} (the paper gives none of these; one set per run drawn from the seed); auto-mpg "
+        f"Data: sinc, {_kandola_data.SINC_N} points x uniform in [−{_kandola_data.SINC_RANGE:g}, {_kandola_data.SINC_RANGE:g}], "
+        f"y = sin(x)/x + N(0, {_kandola_data.SINC_NOISE:g}²), Gaussian kernel exp(−|x − z|²/(2σ²)) with σ = "
+        f"{_kandola_data.SINC_SIGMA:g} (the paper gives none of these; one set per run drawn from the seed); auto-mpg "
         f"(UCI, {listing(n_ampg) if n_ampg else '–'} cars with known horsepower; the paper kept 353), its six "
         "characteristics of §6 standardized, linear kernel, y = miles per gallon. Target: y − ȳ over the training "
         "rows (eq. 7). G = Σ α_i v_i v_iᵀ, α_i ∝ ⟨v_i, t⟩² (eq. 5), eigenvalues below 10⁻¹⁰ λ_max dropped (10⁻⁶ "
@@ -51,7 +51,7 @@ def _setup(result):
         f"{listing(ranks['auto-mpg']) if ranks['auto-mpg'] else '–'}. G is scaled to K's trace on the training "
         "points for the ridge. RR error: test mean squared error of `sklearn.kernel_ridge.KernelRidge("
         "kernel='precomputed')` fitted to y − ȳ with ȳ added back (an intercept), λ chosen by 5-fold cross-validation on the training points from "
-        f"{listing(f'{a:g}' for a in _kandola.RIDGE_GRID)} (chosen: {listing(f'{a:g}' for a in alphas)})."
+        f"{listing(f'{a:g}' for a in _kandola_methods.RIDGE_GRID)} (chosen: {listing(f'{a:g}' for a in alphas)})."
     )
 
 

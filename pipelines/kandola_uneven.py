@@ -13,7 +13,7 @@ Run ``dkernel run kandola_uneven`` (``--quick``: the toy only, two repeats) or
 ``python -m pipelines.kandola_uneven``.
 """
 
-from . import _kandola
+from . import _kandola, _kandola_methods
 from ._runner import run_as_script
 
 NAME = "kandola_uneven"
@@ -53,9 +53,9 @@ def _setup(result):
         f"{listing(ranks['toy'])}, Medline {listing(ranks['medline']) if ranks['medline'] else '–'}. "
         "For the learners G is scaled to K's trace on the training points (alignment is scale-free; the "
         "SVC's C grid is not). SVC: `dkernel.SVC(kernel='precomputed')`, C chosen by stratified 5-fold "
-        f"cross-validation on the training points from {listing(f'{c:g}' for c in _kandola.C_GRID)} (chosen: "
+        f"cross-validation on the training points from {listing(f'{c:g}' for c in _kandola_methods.C_GRID)} (chosen: "
         f"{listing(f'{c:g}' for c in Cs)}); the paper chose C by the test error of its ten runs. Parzen window: "
-        "`dkernel.parzen.ParzenWindowClassifier(class_weight='balanced')`, sign(Σ t_i K(x, x_i)) with the "
+        "`dkernel.svm.ParzenWindowClassifier(class_weight='balanced')`, sign(Σ t_i K(x, x_i)) with the "
         "weights of eq. (9). F1: `sklearn.metrics.f1_score` of the SVC, positive class +1 (the 65 % class of the "
         "toy, the relevant abstracts of Medline). K's rows are the same splits for both algorithms."
     )

@@ -163,7 +163,7 @@ def execute(run_task, tasks, config):
     """
     import dask
 
-    from dkernel._dask import scheduler_client
+    from dkernel._runtime.client import scheduler_client
 
     saved = UnitStore(config.out, NAME)
     rerun = set(dask.config.get("dkernel.large-scale.rerun", None) or ())

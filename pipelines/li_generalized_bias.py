@@ -101,8 +101,8 @@ def _coil_cv(task):
     from sklearn.neighbors import KNeighborsClassifier
 
     from dkernel import SVC
-    from dkernel.bias_features import GeodesicNeighbourFeatures
-    from dkernel.generalized_bias import GeneralizedBiasSVC
+    from dkernel.svm import GeodesicNeighbourFeatures
+    from dkernel.svm import GeneralizedBiasSVC
 
     X, y, X_test, y_test = _coil_split(task["n_per_class"])
     records = []
@@ -134,8 +134,8 @@ def _coil_cv(task):
 
 def _coil_fixed(task):
     from dkernel import SVC
-    from dkernel.bias_features import GeodesicNeighbourFeatures
-    from dkernel.generalized_bias import GeneralizedBiasSVC
+    from dkernel.svm import GeodesicNeighbourFeatures
+    from dkernel.svm import GeneralizedBiasSVC
 
     X, y, X_test, y_test = _coil_split(task["n_per_class"])
     g0 = _scale_gamma(X)
@@ -174,8 +174,8 @@ def _news(task):
     from sklearn.exceptions import ConvergenceWarning
 
     from dkernel import SVC
-    from dkernel.bias_features import PLSATopicFeatures
-    from dkernel.generalized_bias import GeneralizedBiasSVC
+    from dkernel.svm import PLSATopicFeatures
+    from dkernel.svm import GeneralizedBiasSVC
 
     X, y = _news_documents(task["subset"])
     order = task_rng(task["seed"], task["repeat"]).permutation(len(y))
@@ -441,7 +441,7 @@ def write_report(result, outdir):
     parts = [
         f"# {NAME}: the SVM with a generalized bias (Li, Leung & Lee 2007, Figs. 1–3)",
         "",
-        "Methods: SVM = `dkernel.SVC`; SVM-GB = `dkernel.generalized_bias.GeneralizedBiasSVC` (one equality row "
+        "Methods: SVM = `dkernel.SVC`; SVM-GB = `dkernel.svm.GeneralizedBiasSVC` (one equality row "
         "per predefined feature, λ from the multipliers or the linear program of eq. 25); kNN = "
         f"`sklearn.neighbors.KNeighborsClassifier` with k = {KNN_NEIGHBOURS}, Euclidean, and on the geodesic "
         "distances that also define SVM-GB's features (the paper's kNN is not specified further).",

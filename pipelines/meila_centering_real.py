@@ -6,7 +6,7 @@ with poly2 and RBF, and the six digits pairs with RBF, each with Table 1's
 splits. For each, an SVM (libsvm, ``sklearn.svm.SVC`` on the precomputed
 Gram, the paper's solver) is trained on the original Gram matrix K and on the
 Gram centered at the class-balanced origin of §3 (eq. 14,
-:class:`dkernel.operators.CenteredGram`); the centered SVM's bias is
+:class:`dkernel.views.CenteredGram`); the centered SVM's bias is
 corrected by Δb (eq. 19) and it classifies test points through the original
 kernel (eq. 16). Test error and alignment are compared before and after
 centering.

@@ -86,7 +86,7 @@ def run_task(task):
 
 def execute(run_task, tasks, config):
     """Run the toy trials, then the mushroom trials, on one cluster; add a timing record for each."""
-    from dkernel._dask import scheduler_client
+    from dkernel._runtime.client import scheduler_client
     from dkernel.cli._arguments import _announce_cluster
 
     from ._runner import _run_tasks

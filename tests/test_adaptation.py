@@ -1,4 +1,4 @@
-"""Kernel adaptation by alignment (dkernel.adaptation) against brute force (numpy eigh and explicit sums)."""
+"""Kernel adaptation by alignment (dkernel.alignment) against brute force (numpy eigh and explicit sums)."""
 
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dkernel import RBFKernel
-from dkernel.adaptation import (
+from dkernel.alignment import (
     AdaptedGram,
     KernelAligner,
     alignment_weights,
@@ -202,7 +202,7 @@ def test_bad_input_is_refused_with_clear_errors():
 
 
 def test_careless_input_is_refused_before_any_eigendecomposition(monkeypatch):
-    import dkernel.adaptation._reweighting as reweighting
+    import dkernel.alignment._reweighting as reweighting
 
     X, K = _gram(40, 3, 12)
     y = np.where(X[:, 0] > 0, 1, -1)

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from dkernel import KernelGram, RBFKernel
-from dkernel.adaptation import top_eigenpairs
-from dkernel.adaptation._spectrum import gram_on_workers, gram_product
+from dkernel.alignment import top_eigenpairs
+from dkernel.alignment._spectrum import gram_on_workers, gram_product
 
 distributed = pytest.importorskip("distributed")
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dkernel._sources import KernelGram
+from dkernel.gram._sources import KernelGram
 from dkernel.exceptions import InvalidLabelsError
 from dkernel.alignment import (
     AlignmentEstimate,
@@ -16,7 +16,7 @@ from dkernel.alignment import (
 from dkernel.centering import Centering, SampleSizeError
 from dkernel.gram import GramMatrix
 from dkernel.kernels import RBFKernel
-from dkernel.operators import CenteredGram, NormalizedGram, ShiftedGram
+from dkernel.views import CenteredGram, NormalizedGram, ShiftedGram
 
 from _reference import numpy_target_alignment
 

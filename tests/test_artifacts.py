@@ -22,13 +22,13 @@ import numpy as np
 import pytest
 import zarr
 
-from dkernel import _artifacts
+from dkernel._runtime import artifacts
 from dkernel.centering import Centering
 from dkernel.cli import main
 from dkernel.exceptions import ArtifactPathError, StoreMismatchError
 from dkernel.gram import GramMatrix
 from dkernel.gram import weights_fingerprint
-from dkernel.operators import CenteredGram, NormalizedGram
+from dkernel.views import CenteredGram, NormalizedGram
 from dkernel.svm import SVC, load_model
 from pipelines._runner import PipelineConfig, main_for, run_pipeline
 
@@ -130,7 +130,7 @@ def test_artifact_kind_is_read_from_the_metadata(data, tmp_path):
     other_zarr = zarr.open_group(str(tmp_path / "other.zarr"), mode="w")
     other_zarr.attrs["format"] = "something-else"
     foreign_folder(tmp_path / "mine")
-    kinds = {name: _artifacts.artifact_kind(tmp_path / name)
+    kinds = {name: artifacts.artifact_kind(tmp_path / name)
              for name in ("K.zarr", "model.zarr", "results/fake_pipeline", "legacy", "other.zarr", "mine",
                           "nothing")}
     assert kinds == {"K.zarr": "gram", "model.zarr": "model", "results/fake_pipeline": "results",
@@ -143,16 +143,16 @@ def test_check_target_refuses_what_is_not_its_kind(data, tmp_path):
     (tmp_path / "file.txt").write_text("x")
     (tmp_path / "empty").mkdir()
     foreign_folder(tmp_path / "mine")
-    assert _artifacts.check_target(tmp_path / "new", "gram") == "absent"
-    assert _artifacts.check_target(tmp_path / "empty", "model") == "empty"
-    assert _artifacts.check_target(tmp_path / "K.zarr", "gram", overwrite=True) == "same"
-    assert _artifacts.check_target(tmp_path / "K.zarr", "gram", reuse=True) == "same"
+    assert artifacts.check_target(tmp_path / "new", "gram") == "absent"
+    assert artifacts.check_target(tmp_path / "empty", "model") == "empty"
+    assert artifacts.check_target(tmp_path / "K.zarr", "gram", overwrite=True) == "same"
+    assert artifacts.check_target(tmp_path / "K.zarr", "gram", reuse=True) == "same"
     cases = [("file.txt", "gram", True, "is a file"), ("mine", "gram", True, "not a dkernel Gram store"),
              ("K.zarr", "model", True, "holds a dkernel Gram store, not a dkernel model"),
              ("K.zarr", "gram", False, "already holds a dkernel Gram store")]
     for name, kind, overwrite, message in cases:
         with pytest.raises(ArtifactPathError, match=message):
-            _artifacts.check_target(tmp_path / name, kind, overwrite)
+            artifacts.check_target(tmp_path / name, kind, overwrite)
     assert_untouched(tmp_path / "mine")
 
 
@@ -161,12 +161,12 @@ def test_remove_own_deletes_only_dkernel_artifacts(data, tmp_path):
     make_store(tmp_path / "K.zarr", X)
     foreign_folder(tmp_path / "mine")
     with pytest.raises(ArtifactPathError, match="not deleted"):
-        _artifacts.remove_own(tmp_path / "mine", "gram")
+        artifacts.remove_own(tmp_path / "mine", "gram")
     with pytest.raises(ArtifactPathError, match="not deleted"):
-        _artifacts.remove_own(tmp_path / "K.zarr", "model")
+        artifacts.remove_own(tmp_path / "K.zarr", "model")
     assert_untouched(tmp_path / "mine")
     assert GramMatrix.open(tmp_path / "K.zarr").complete
-    _artifacts.remove_own(tmp_path / "K.zarr", "gram")
+    artifacts.remove_own(tmp_path / "K.zarr", "gram")
     assert not (tmp_path / "K.zarr").exists()
 
 
@@ -175,7 +175,7 @@ def test_failed_write_leaves_the_previous_artifact(data, tmp_path):
     old = make_model(X, y, C=1.0)
     path = old.save(tmp_path / "model.zarr")
     with pytest.raises(RuntimeError, match="disk full"):
-        with _artifacts.writing(path, "model", overwrite=True) as tmp:
+        with artifacts.writing(path, "model", overwrite=True) as tmp:
             (Path(tmp) / "zarr.json").write_text("{}")
             raise RuntimeError("disk full")
     np.testing.assert_array_equal(load_model(path).decision_function(X), old.decision_function(X))
@@ -263,7 +263,7 @@ def test_an_empty_folder_is_used(data, tmp_path):
     np.testing.assert_allclose(K.to_numpy(), rbf(X, GAMMA), atol=1e-12)
     (tmp_path / "model.zarr").mkdir()
     make_model(X, y).save(tmp_path / "model.zarr")
-    assert _artifacts.artifact_kind(tmp_path / "model.zarr") == "model"
+    assert artifacts.artifact_kind(tmp_path / "model.zarr") == "model"
 
 
 # --------------------------------------------------------------------------- #
@@ -289,10 +289,10 @@ def test_a_replaced_artifact_is_swapped_in_one_step_where_the_system_allows(data
     make_store(tmp_path / "K.zarr", X, gamma=0.5)
     renames = []
     rename = os.rename
-    monkeypatch.setattr(_artifacts.os, "rename", lambda a, b: renames.append((a, b)) or rename(a, b))
+    monkeypatch.setattr(artifacts.os, "rename", lambda a, b: renames.append((a, b)) or rename(a, b))
     if not exchange:  # a system or filesystem without renameat2's exchange
-        monkeypatch.setattr(_artifacts, "_exchange", lambda a, b: False)
-    elif _artifacts._renameat2() is None:
+        monkeypatch.setattr(artifacts, "_exchange", lambda a, b: False)
+    elif artifacts._renameat2() is None:
         pytest.skip("this system has no renameat2 (Linux >= 3.15 with glibc >= 2.28)")
     GramMatrix.compute(X, kernel="rbf", gamma=0.2, store=tmp_path / "K.zarr", chunk=16, progress=False,
                        overwrite=True)
@@ -447,7 +447,7 @@ def test_killed_gram_replacement_keeps_the_old_store_and_resumes(data, tmp_path)
             GramMatrix.compute(np.load("X.npy"), kernel="rbf", gamma=0.2, store={str(path)!r}, chunk=16,
                                progress=False, overwrite=True, client=False)
     """, tmp_path)
-    partial = Path(_artifacts.partial_path(path))
+    partial = Path(artifacts.partial_path(path))
     _kill_when(process, lambda: zarr.open_array(str(partial), path="done", mode="r")[:].sum() >= 2)
     old = GramMatrix.open(path)
     assert old.kernel.gamma == 0.5 and old.complete
@@ -473,7 +473,7 @@ def test_killed_in_place_centering_keeps_the_input_store(data, tmp_path):
         import numpy as np
         from dkernel.centering import Centering
         from dkernel.gram import GramMatrix
-        from dkernel.operators import CenteredGram, _center_block
+        from dkernel.views._operators import CenteredGram, _center_block
 
         def slow(*args, **kwargs):
             time.sleep(0.3)
@@ -707,7 +707,7 @@ def test_new_points_are_refused_on_a_derived_store(centered):
 
 
 def test_fit_with_an_existing_model_fails_before_reading_or_training(tmp_path, capsys, monkeypatch):
-    import dkernel._io
+    import dkernel.cli._files
     import dkernel.svm
 
     rng = np.random.default_rng(0)
@@ -717,7 +717,7 @@ def test_fit_with_an_existing_model_fails_before_reading_or_training(tmp_path, c
     make_model(X[:50], np.where(X[:50, 0] > 0, 1, -1)).save(tmp_path / "model.zarr")
     started = []
     monkeypatch.setattr(dkernel.svm.SVC, "fit", lambda *a, **k: started.append("fit"))
-    monkeypatch.setattr(dkernel._io, "load_input", lambda *a, **k: started.append("load"))
+    monkeypatch.setattr(dkernel.cli._files, "load_input", lambda *a, **k: started.append("load"))
     argv = ["fit", "--data", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"), "--quiet",
             "--model", str(tmp_path / "model.zarr")]
     begin = time.perf_counter()
@@ -748,16 +748,16 @@ def test_fit_model_overwrite_never_replaces_another_kind(data, tmp_path, capsys,
 
 def test_gram_and_center_refuse_foreign_out_before_any_work(data, tmp_path, capsys, monkeypatch):
     X, y = data
-    import dkernel._io
-    import dkernel.operators
+    import dkernel.cli._files
+    import dkernel.views._operators
 
     np.save(tmp_path / "X.npy", X)
     np.save(tmp_path / "y.npy", y)
     K = make_store(tmp_path / "K.zarr", X)
     make_model(X, y).save(tmp_path / "model.zarr")
     foreign_folder(tmp_path / "mine")
-    monkeypatch.setattr(dkernel._io, "load_input", lambda *a, **k: pytest.fail("the input was read"))
-    monkeypatch.setattr(dkernel.operators, "origin_products", lambda *a, **k: pytest.fail("h was computed"))
+    monkeypatch.setattr(dkernel.cli._files, "load_input", lambda *a, **k: pytest.fail("the input was read"))
+    monkeypatch.setattr(dkernel.views._operators, "origin_products", lambda *a, **k: pytest.fail("h was computed"))
     for out, message in [("mine", "not deleted"), ("model.zarr", "overwrite replaces only")]:
         assert main(["gram", "--input", str(tmp_path / "X.npy"), "--out", str(tmp_path / out), "--overwrite"]) == 2
         assert message in capsys.readouterr().err

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dkernel.bias_features import GeodesicNeighbourFeatures, PLSATopicFeatures, class_presence
+from dkernel.svm import GeodesicNeighbourFeatures, PLSATopicFeatures, class_presence
 
 
 def _floyd_warshall_knn(points, k):

@@ -1,4 +1,4 @@
-"""Tests of dkernel.centering and dkernel.general_centering: origin weights, h and h0, Δb, general centering.
+"""Tests of dkernel.centering and dkernel.centering: origin weights, h and h0, Δb, general centering.
 
 Ground truth is an explicit polynomial feature map φ (multinomial expansion):
 the centered Gram must equal the Gram of φ(x) − a.
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from sklearn.svm import SVC
 
-from dkernel._sources import KernelGram
+from dkernel.gram._sources import KernelGram
 from dkernel.centering import (
     Centering,
     InvalidLabelsError,
@@ -22,10 +22,10 @@ from dkernel.centering import (
     delta_b,
     origin_products,
 )
-from dkernel.general_centering import Criterion, criterion, feature_space_gradient, general_centering
+from dkernel.centering import Criterion, criterion, feature_space_gradient, general_centering
 from dkernel.gram import GramMatrix
 from dkernel.kernels import PolynomialKernel
-from dkernel.operators import CenteredGram
+from dkernel.views import CenteredGram
 
 from _reference import make_data, poly_feature_map, translated_gram
 

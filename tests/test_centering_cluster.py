@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dkernel import GramMatrix, KernelGram
-from dkernel._dask import start_local_cluster
+from dkernel._runtime.client import start_local_cluster
 from dkernel.alignment import sampled_target_alignment, target_alignment
 from dkernel.centering import Centering, origin_products
 

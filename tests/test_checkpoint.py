@@ -14,7 +14,7 @@ import pytest
 from sklearn.datasets import make_classification
 
 from dkernel import SVC
-from dkernel._sources import DenseGram, KernelGram
+from dkernel.gram._sources import DenseGram, KernelGram
 from dkernel.cli import main
 from dkernel.exceptions import ArtifactPathError
 from dkernel.solver import Checkpoint, solve_qp

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from sklearn.datasets import dump_svmlight_file
 from sklearn.metrics import pairwise_kernels
 
-from dkernel._io import load_input
+from dkernel.cli._files import load_input
 from dkernel.cli import build_parser, main
 from dkernel.exceptions import InputFileError
 from dkernel.gram import GramMatrix

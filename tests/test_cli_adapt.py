@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from dkernel import GramMatrix, RBFKernel
-from dkernel.adaptation import KernelAligner, transductive_adaptation
+from dkernel.alignment import KernelAligner, transductive_adaptation
 from dkernel.cli import main
 
 
@@ -63,7 +63,7 @@ def test_adapt_randomized_rank(files):
     (["--labels", "y.npy", "--factors", "G.txt"], "--factors must name an .npz file"),
 ])
 def test_adapt_refuses_bad_input_naming_the_flag(files, capsys, argv, message, monkeypatch):
-    import dkernel.adaptation as adaptation
+    import dkernel.alignment as adaptation
 
     open("y.pkl", "wb").write(b"\x80\x04garbage")
     monkeypatch.setattr(adaptation, "transductive_adaptation", None)  # refused before any work: never reached
@@ -107,7 +107,7 @@ def test_adapt_refuses_a_gram_with_nan(files, capsys):
     K = RBFKernel(gamma=0.3).block(X, X).astype(np.float64)
     K[5, 7] = K[7, 5] = np.nan
     np.save("K.npy", K)
-    from dkernel.adaptation import top_eigenpairs
+    from dkernel.alignment import top_eigenpairs
 
     with pytest.raises(ValueError, match="NaN or infinite"):
         top_eigenpairs(np.load("K.npy"), 5, method="randomized")
@@ -118,7 +118,7 @@ def test_fit_and_predict_the_papers_other_learners(files, capsys):
     assert main(["fit", "--data", "X.npy", "--labels", "y.npy", "--kernel", "rbf", "--gamma", "0.3",
                  "--learner", "parzen", "--model", "pw.zarr"]) == 0
     assert main(["predict", "--model", "pw.zarr", "--data", "X.npy", "--out", "pw.npy"]) == 0
-    from dkernel.parzen import ParzenWindowClassifier
+    from dkernel.svm import ParzenWindowClassifier
 
     expected = ParzenWindowClassifier(kernel="rbf", gamma=0.3).fit(X, y).predict(X)
     np.testing.assert_array_equal(np.load("pw.npy"), expected)

@@ -7,7 +7,7 @@ from dkernel.alignment import target_alignment
 from dkernel.centering import Centering
 from dkernel.cli import main
 from dkernel.gram import GramMatrix
-from dkernel.operators import CenteredGram
+from dkernel.views import CenteredGram
 
 
 @pytest.fixture

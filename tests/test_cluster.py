@@ -23,7 +23,7 @@ import pytest
 from _processes import stop_in_turn
 
 from dkernel import SVC, cli
-from dkernel._dask import resolve_client, start_local_cluster
+from dkernel._runtime.client import resolve_client, start_local_cluster
 from dkernel.exceptions import SchedulerUnreachableError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -79,7 +79,7 @@ def test_local_cluster_listens_on_loopback_only():
 
 @pytest.mark.slow
 def test_pipeline_local_cluster_listens_on_loopback_only(monkeypatch, tmp_path):
-    import dkernel._dask
+    import dkernel._runtime.client
     from pipelines._runner import PipelineConfig, execute
 
     before = _listening([os.getpid()])
@@ -91,7 +91,7 @@ def test_pipeline_local_cluster_listens_on_loopback_only(monkeypatch, tmp_path):
         seen.append(_listening([os.getpid()]) - before)
         return cluster, client
 
-    monkeypatch.setattr(dkernel._dask, "start_local_cluster", spy)
+    monkeypatch.setattr(dkernel._runtime.client, "start_local_cluster", spy)
     config = PipelineConfig(scheduler="local", n_workers=2, out=tmp_path, progress=False)
     assert execute(len, [{"a": 1}, {"a": 1, "b": 2}], config) == [1, 2]
     assert len(seen) == 1 and len(seen[0]) >= 8 and len({pid for pid, _, _ in seen[0]}) == 3
@@ -151,7 +151,7 @@ def test_cluster_readme_commands_listen_on_loopback_only(tmp_path):
 def test_unreachable_scheduler_fails_within_the_connect_timeout():
     import dask
 
-    from dkernel._dask import connect_timeout
+    from dkernel._runtime.client import connect_timeout
 
     assert connect_timeout() == 10  # the default, when dask's config does not set dkernel.connect-timeout
     address = f"tcp://127.0.0.1:{_free_port()}"

@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 from dkernel import SVC, GramMatrix, RBFKernel, cli
-from dkernel._clusters import CLUSTER_EXTRA, parse_cluster_spec
-from dkernel._dask import describe_cluster, scheduler_client
+from dkernel._runtime.clusters import CLUSTER_EXTRA, parse_cluster_spec
+from dkernel._runtime.client import describe_cluster, scheduler_client
 from dkernel.exceptions import ClusterSpecError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -7,12 +7,19 @@ import pytest
 from sklearn.exceptions import NotFittedError
 
 from dkernel import SVC
-from dkernel._sources import KernelGram
-from dkernel.conformal import (ConformalFactor, ConformalGram, amari_wu_factor, check_kappa, kappa_rule,
-                               magnification_ratio, williams_factor)
+from dkernel.gram._sources import KernelGram
+from dkernel.views import (
+    ConformalFactor,
+    ConformalGram,
+    amari_wu_factor,
+    check_kappa,
+    kappa_rule,
+    magnification_ratio,
+    williams_factor,
+)
 from dkernel.gram import GramMatrix
 from dkernel.kernels import RBFKernel
-from dkernel.operators import operator_chain
+from dkernel.views import operator_chain
 
 
 @pytest.fixture(scope="module")

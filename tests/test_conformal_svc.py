@@ -8,7 +8,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import InvalidParameterError
 
 from dkernel import SVC
-from dkernel.conformal_svc import ConformalSVC, load_conformal_model
+from dkernel.svm import ConformalSVC, load_conformal_model
 from dkernel.exceptions import ArtifactPathError
 from dkernel.kernels import RBFKernel
 

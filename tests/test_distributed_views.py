@@ -8,10 +8,10 @@ import pytest
 from sklearn.datasets import make_classification
 
 from dkernel import SVC
-from dkernel._sources import DenseGram, KernelGram, SubsetGram
+from dkernel.gram._sources import DenseGram, KernelGram, SubsetGram
 from dkernel.centering import Centering
 from dkernel.gram import GramMatrix
-from dkernel.operators import CenteredGram, NormalizedGram
+from dkernel.views import CenteredGram, NormalizedGram
 
 distributed = pytest.importorskip("distributed")
 

@@ -12,7 +12,7 @@ import pytest
 from sklearn.datasets import make_classification
 
 from dkernel import SVC
-from dkernel._sources import KernelGram
+from dkernel.gram._sources import KernelGram
 from dkernel.solver import solve_qp
 from dkernel.svm import _training
 

@@ -6,8 +6,8 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
 from dkernel import SVC
-from dkernel.generalized_bias import GeneralizedBiasSVC, check_feature_matrix, least_norm_separator, \
-    virtual_samples_solution
+from dkernel.svm import GeneralizedBiasSVC
+from dkernel.svm._generalized_bias import check_feature_matrix, least_norm_separator, virtual_samples_solution
 from dkernel.kernels import get_kernel
 
 cp = pytest.importorskip("cvxpy")
@@ -158,7 +158,7 @@ def test_least_norm_separator_is_the_hard_margin_solution_of_a_generic_solver():
 
 @pytest.mark.parametrize("failure", ["raises", "violates"])
 def test_a_least_norm_step_that_fails_keeps_the_linear_programs_minimizer(monkeypatch, failure):
-    import dkernel.generalized_bias as gb
+    import dkernel.svm._generalized_bias as gb
 
     rng = np.random.default_rng(2)
     F = np.column_stack([np.ones(40), rng.normal(size=40)])

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from dkernel import DenseGram
-from dkernel.generalized_bias import GeneralizedBiasSVC
+from dkernel.svm import GeneralizedBiasSVC
 from dkernel.kernels import get_kernel
 from dkernel.solver import solve_qp
 

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import pairwise_kernels
 
-from dkernel._options import GramOptions, default_chunk, inner_rows
+from dkernel._runtime.options import GramOptions, default_chunk, inner_rows
 from dkernel.exceptions import (
     ArtifactPathError,
     EmptyInputError,
@@ -182,27 +182,27 @@ def test_store_equals_memory_with_blocks_of_several_strips(dtype, tmp_path):
 
 
 def test_block_buffers_are_reused_per_run_and_released():
-    from dkernel import _buffers
+    from dkernel._runtime import buffers
 
-    with _buffers.block_buffer("run-a", (3, 4), np.float64, 3 * 4 * 8) as a:
+    with buffers.block_buffer("run-a", (3, 4), np.float64, 3 * 4 * 8) as a:
         a[:] = 1.0
         address = a.__array_interface__["data"][0]
-    assert _buffers.pool_nbytes("run-a") == 96
+    assert buffers.pool_nbytes("run-a") == 96
     # An edge block of the same run: a view on the same full-size buffer.
-    with _buffers.block_buffer("run-a", (2, 3), np.float64, 3 * 4 * 8) as edge:
+    with buffers.block_buffer("run-a", (2, 3), np.float64, 3 * 4 * 8) as edge:
         assert edge.shape == (2, 3) and edge.flags.c_contiguous
         assert edge.__array_interface__["data"][0] == address
-        with _buffers.block_buffer("run-a", (3, 4), np.float64, 96) as other:  # taken at the same time: a new one
+        with buffers.block_buffer("run-a", (3, 4), np.float64, 96) as other:  # taken at the same time: a new one
             assert other.__array_interface__["data"][0] != address
-    assert _buffers.pool_nbytes("run-a") == 2 * 96  # at most one per task that ran at once
-    with _buffers.block_buffer("run-b", (3, 4), np.float32, 48) as b:
+    assert buffers.pool_nbytes("run-a") == 2 * 96  # at most one per task that ran at once
+    with buffers.block_buffer("run-b", (3, 4), np.float32, 48) as b:
         assert b.dtype == np.float32
-    _buffers.release_pool("run-a")
-    assert _buffers.pool_nbytes("run-a") == 0 and _buffers.pool_nbytes("run-b") == 48
+    buffers.release_pool("run-a")
+    assert buffers.pool_nbytes("run-a") == 0 and buffers.pool_nbytes("run-b") == 48
     # A buffer given back after its run was released is dropped, not kept.
-    with _buffers.block_buffer("run-b", (3, 4), np.float32, 48):
-        _buffers.release_pool("run-b")
-    assert _buffers.pool_nbytes() == 0
+    with buffers.block_buffer("run-b", (3, 4), np.float32, 48):
+        buffers.release_pool("run-b")
+    assert buffers.pool_nbytes() == 0
 
 
 def test_block_tasks_carry_no_buffers(X, tmp_path, monkeypatch):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import zarr
 
-from dkernel._options import GramOptions
+from dkernel._runtime.options import GramOptions
 from dkernel.cli import main
 from dkernel.exceptions import (
     CorruptStoreError,

@@ -44,16 +44,10 @@ PIPELINES = REPO / "pipelines"
 MAX_LINES = 600
 
 #: The modules the solver must never reach: it sees a Gram only through the rows it yields.
-SOLVER_MUST_NOT_IMPORT = (
-    "dkernel.operators",
-    "dkernel.centering",
-    "dkernel.svm",
-    "dkernel.general_centering",
-    "dkernel.normalization",
-)
+SOLVER_MUST_NOT_IMPORT = ("dkernel.views", "dkernel.centering", "dkernel.svm")
 
-#: The one module that resolves a client and starts a local cluster.
-DASK_MODULE = "_dask.py"
+#: The one module that resolves a client and starts a local cluster (its path in the package).
+DASK_MODULE = "_runtime/client.py"
 
 #: Names of functions that resolve or open a Dask client or cluster, public or private.
 CLIENT_RESOLVER = re.compile(
@@ -253,10 +247,12 @@ def forbidden_reach(root, sources, forbidden):
             for chain in _chains(graph, source, lambda name: under(name, forbidden))]
 
 
-def _python_files(roots):
+def _python_files(roots, allowed=()):
+    """Each module under ``roots`` but those whose path in their root is one of ``allowed``, parsed."""
     for root in roots:
         for path in sorted(Path(root).rglob("*.py")):
-            yield path, ast.parse(path.read_text(), filename=str(path))
+            if path.relative_to(root).as_posix() not in allowed:
+                yield path, ast.parse(path.read_text(), filename=str(path))
 
 
 def _where(path):
@@ -267,11 +263,10 @@ def _where(path):
 
 
 def calls_named(roots, callee, allowed=()):
-    """``path:line`` of every call of ``callee(...)`` (a name or an attribute) outside the files ``allowed``."""
+    """``path:line`` of every call of ``callee(...)`` (a name or an attribute) outside the files ``allowed`` (paths in
+    their root)."""
     found = []
-    for path, tree in _python_files(roots):
-        if path.name in allowed and path.parent.name == "dkernel":
-            continue
+    for path, tree in _python_files(roots, allowed):
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
                 func = node.func
@@ -284,13 +279,11 @@ def calls_named(roots, callee, allowed=()):
 def functions_named(roots, pattern, allowed=()):
     """``path:line name`` of every function (or method) whose name matches ``pattern`` (``re.search``).
 
-    ``allowed`` names files of the package folder (``dkernel/_dask.py``)
+    ``allowed`` names files by their path in their root (``_runtime/client.py``)
     where such functions belong.
     """
     found = []
-    for path, tree in _python_files(roots):
-        if path.name in allowed and path.parent.name == "dkernel":
-            continue
+    for path, tree in _python_files(roots, allowed):
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and pattern.search(node.name):
                 found.append(f"{_where(path)}:{node.lineno} {node.name}")
@@ -319,12 +312,12 @@ def test_the_solver_never_imports_views_centering_or_estimators():
 
 def test_only_dkernel_dask_starts_a_local_cluster():
     calls = calls_named([PACKAGE, PIPELINES], "LocalCluster", allowed=(DASK_MODULE,))
-    assert not calls, "LocalCluster(...) outside dkernel/_dask.py (use start_local_cluster):\n" + "\n".join(calls)
+    assert not calls, "LocalCluster(...) outside dkernel/_runtime/client.py (use start_local_cluster):\n" + "\n".join(calls)
 
 
 def test_only_dkernel_dask_resolves_a_client():
     found = functions_named([PACKAGE, PIPELINES], CLIENT_RESOLVER, allowed=(DASK_MODULE,))
-    assert not found, ("client resolvers outside dkernel/_dask.py (use resolve_client, client_for or "
+    assert not found, ("client resolvers outside dkernel/_runtime/client.py (use resolve_client, client_for or "
                        "start_local_cluster):\n" + "\n".join(found))
 
 
@@ -440,7 +433,7 @@ def test_forbidden_reach_follows_chains_of_imports(tmp_path):
 def test_calls_and_functions_are_found_by_name(tmp_path):
     root = _tree(tmp_path, {
         "__init__.py": "",
-        "_dask.py": "def resolve_client(c):\n    return LocalCluster()\n",
+        "_runtime/client.py": "def resolve_client(c):\n    return LocalCluster()\n",
         "cli.py": ("import distributed\n\ndef _connect(s):\n    return distributed.LocalCluster(n_workers=2)\n\n"
                    "def client_data(name):\n    pass\n\nclass A:\n    def _format_bytes(self, n):\n        pass\n"),
         "doc.py": '"""A :class:`LocalCluster` in prose; format_bytes in prose."""\n',

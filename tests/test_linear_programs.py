@@ -77,7 +77,7 @@ CONE_UNKNOWN = Path(__file__).parent / "data" / "highs_cone_unknown.npz"
 
 @pytest.mark.parametrize("seed", range(6))
 def test_samples_held_at_zero_agree_between_the_cone_and_its_dual(seed):
-    from dkernel.generalized_bias import held_samples, positive_cone_point
+    from dkernel.svm._generalized_bias import held_samples, positive_cone_point
 
     rng = np.random.default_rng(seed)
     E = rng.normal(size=(3, 30))
@@ -91,7 +91,7 @@ def test_samples_held_at_zero_agree_between_the_cone_and_its_dual(seed):
 
 
 def test_a_cone_lp_highs_cannot_solve_falls_back_to_its_dual():
-    from dkernel.generalized_bias import held_samples, positive_cone_point
+    from dkernel.svm._generalized_bias import held_samples, positive_cone_point
 
     E = np.load(CONE_UNKNOWN)["E"]
     alpha, held = positive_cone_point(E)

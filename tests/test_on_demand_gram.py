@@ -7,9 +7,9 @@ from sklearn.datasets import make_blobs, make_classification
 from sklearn.svm import SVC as LibSVC
 
 from dkernel import SVC
-from dkernel._dense import dense_symmetric_gram
-from dkernel._on_demand_gram import ON_DEMAND_MIN_SAMPLES, PROMOTE_FRACTION, OnDemandGram
-from dkernel._sources import DenseGram
+from dkernel.gram._dense import dense_symmetric_gram
+from dkernel.gram._on_demand import ON_DEMAND_MIN_SAMPLES, PROMOTE_FRACTION, OnDemandGram
+from dkernel.gram._sources import DenseGram
 from dkernel.kernels import PolynomialKernel, RBFKernel
 from dkernel.solver import solve_qp
 
@@ -137,7 +137,7 @@ def test_svc_on_a_float32_gram_matches_libsvm():
 
 def test_the_rest_is_written_by_compiled_loops_outside_the_gil():
     # Bands of the rest run in threads: a loop that held the GIL would serialize them.
-    from dkernel import _on_demand_compiled
+    from dkernel.gram import _on_demand_compiled
 
     loops = (_on_demand_compiled.copy_computed_columns, _on_demand_compiled.write_remaining_tile)
     assert all(loop.targetoptions.get("nogil") for loop in loops)

@@ -1,4 +1,4 @@
-"""Tests of dkernel.operators (lazy centered, shifted and normalized views) and dkernel.normalization (Graf & Borer's b')."""
+"""Tests of dkernel.views (lazy centered, shifted and normalized views) and dkernel.views (Graf & Borer's b')."""
 
 import math
 import warnings
@@ -11,9 +11,9 @@ from dkernel.centering import Centering
 from dkernel.exceptions import ArtifactPathError
 from dkernel.gram import GramMatrix
 from dkernel.kernels import NormalizedKernel, PolynomialKernel
-from dkernel._sources import DenseGram, KernelGram
-from dkernel.normalization import GrafThresholdError, graf_intercept, graf_threshold, weight_norm
-from dkernel.operators import CenteredGram, NormalizedGram, ShiftedGram
+from dkernel.gram._sources import DenseGram, KernelGram
+from dkernel.views import GrafThresholdError, graf_intercept, graf_threshold, weight_norm
+from dkernel.views import CenteredGram, NormalizedGram, ShiftedGram
 
 from _reference import make_data, poly_feature_map, translated_gram
 

@@ -6,8 +6,8 @@ import pytest
 import dask
 
 from dkernel import GramMatrix
-from dkernel._dask import compute_with_progress, resolve_client
-from dkernel._progress import TextProgress
+from dkernel._runtime.client import compute_with_progress, resolve_client
+from dkernel._runtime.progress import TextProgress
 from dkernel.exceptions import ClusterStalledError
 from _streams import RecordingStream
 
@@ -64,7 +64,7 @@ def test_worker_memory_does_not_grow_with_the_number_of_blocks(tmp_path, limited
             f"{block_bytes / 2**20:.1f} MiB"
         )
     # The run's buffers are gone from the workers once it ended.
-    from dkernel._buffers import pool_nbytes
+    from dkernel._runtime.buffers import pool_nbytes
 
     assert set(client.run(pool_nbytes).values()) == {0}
     # And the stored values are right.
@@ -113,7 +113,7 @@ class _CountHeld:
 def test_results_come_back_in_order_and_futures_are_released_as_they_complete(limited_cluster):
     import time
 
-    from dkernel._dask import gather_as_completed
+    from dkernel._runtime.client import gather_as_completed
 
     client = limited_cluster
     # Tasks of 0.1 s on two workers: about four finish in the time the spy takes to ask the scheduler, even

@@ -12,7 +12,7 @@ from sklearn.svm import SVC as LibSVC
 
 import dkernel
 from dkernel import SVC
-from dkernel._dense import dense_symmetric_gram, mirror_upper_triangle, single_blas_thread
+from dkernel.gram._dense import dense_symmetric_gram, mirror_upper_triangle, single_blas_thread
 from dkernel.kernels import PolynomialKernel, RBFKernel
 from dkernel.svm import _multiclass, _small
 
@@ -231,7 +231,7 @@ def test_numba_loads_with_the_collector_paused_and_leaves_it_as_it_was():
         "{before}\n"
         "gc.collect()\n"
         "counts = [stats['collections'] for stats in gc.get_stats()]\n"
-        "import dkernel._numba\n"
+        "import dkernel._runtime.jit\n"
         "assert 'numba' in sys.modules\n"
         "print(gc.isenabled(), sum(stats['collections'] for stats in gc.get_stats()) - sum(counts))\n"
     )

@@ -1,11 +1,11 @@
-"""The Parzen window classifier (dkernel.parzen) against the explicit sum; ridge regression through KernelRidge."""
+"""The Parzen window classifier (dkernel.svm) against the explicit sum; ridge regression through KernelRidge."""
 
 import numpy as np
 import pytest
 
 from dkernel import RBFKernel
-from dkernel.adaptation import KernelAligner
-from dkernel.parzen import ParzenWindowClassifier
+from dkernel.alignment import KernelAligner
+from dkernel.svm import ParzenWindowClassifier
 
 
 def _data(seed=0, n=90):

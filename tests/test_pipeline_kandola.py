@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from pipelines import get_pipeline
-from pipelines._kandola import MEASURE_KEYS, PAPER, cell_agrees, spread
+from pipelines._kandola import MEASURE_KEYS
+from pipelines._kandola_paper import PAPER, cell_agrees, spread
 from pipelines._runner import PipelineConfig, run_pipeline
 
 RECORD_KEYS = ("dataset", "algorithm", "matrix", "train_fraction", "repeat", *MEASURE_KEYS)
@@ -75,7 +76,7 @@ def test_report_numbers_are_the_records(quick_runs, name):
             continue
         title, paper = PAPER[(dataset, algorithm)]
         cells = _cells(report, title)
-        from pipelines._kandola import HEADERS
+        from pipelines._kandola_paper import HEADERS
 
         for (matrix, pct), paper_cells in paper.items():
             for key, paper_value in paper_cells.items():
@@ -110,7 +111,7 @@ def test_medline_words_are_porter_stems_without_stop_words_or_punctuation():
 
 @pytest.mark.parametrize("name", ["kandola_uneven", "kandola_regression"])
 def test_the_notes_under_each_table_are_the_records(quick_runs, name):
-    from pipelines._kandola import C_GRID
+    from pipelines._kandola_methods import C_GRID
 
     result = quick_runs[name]
     report = (result.outdir / "report.md").read_text()

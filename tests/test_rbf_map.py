@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from sklearn.metrics.pairwise import rbf_kernel
 
-from dkernel import _dense as dense
-from dkernel._dense import dense_symmetric_gram, single_blas_thread
-from dkernel import _huge_pages as huge_pages
-from dkernel._huge_pages import HUGE_PAGE_MIN_BYTES, KEPT_BYTES, MAPPED_MIN_BYTES, empty_on_huge_pages
-from dkernel._products import dot_block
-from dkernel._rbf_compiled import exp_nonpositive_into
-from dkernel._rbf_exp import UNDERFLOW, exp_nonpositive
-from dkernel._rbf_map import FUSED_MIN_VALUES, map_block
+from dkernel.gram import _dense as dense
+from dkernel.gram._dense import dense_symmetric_gram, single_blas_thread
+from dkernel._runtime import memory as huge_pages
+from dkernel._runtime.memory import HUGE_PAGE_MIN_BYTES, KEPT_BYTES, MAPPED_MIN_BYTES, empty_on_huge_pages
+from dkernel.kernels._products import dot_block
+from dkernel.kernels._rbf_compiled import exp_nonpositive_into
+from dkernel.kernels._rbf_exp import UNDERFLOW, exp_nonpositive
+from dkernel.kernels._rbf_map import FUSED_MIN_VALUES, map_block
 from dkernel.kernels import PolynomialKernel, RBFKernel
 
 
@@ -228,7 +228,7 @@ def test_products_are_computed_while_the_compiled_map_loads_within_their_budget(
     kernel = RBFKernel(gamma=0.5)
     K = np.full((3500, 3500), np.nan, dtype=np.float32)
     loads = []  # (the kernel, whether the BLAS controller was found before the loading started)
-    monkeypatch.delitem(sys.modules, "dkernel._rbf_compiled")
+    monkeypatch.delitem(sys.modules, "dkernel.kernels._rbf_compiled")
     monkeypatch.setattr(dense, "_controller", None)
     monkeypatch.setattr(dense, "_load_compiled_map",
                         lambda kernel, X, dtype: (loads.append((kernel, dense._controller is not None)),
@@ -251,7 +251,7 @@ def test_products_are_computed_while_the_compiled_map_loads_within_their_budget(
 def test_a_process_first_gram_equals_its_later_ones_to_the_bit():
     script = (
         "import numpy as np\n"
-        "import dkernel._dense as dense\n"
+        "import dkernel.gram._dense as dense\n"
         "from dkernel.kernels import RBFKernel\n"
         "X = np.random.default_rng(3).normal(size=(3100, 40))\n"
         "run, ahead = dense._while_compiled_code_loads, []\n"
@@ -275,13 +275,13 @@ def test_the_compiled_code_a_gram_calls_is_loaded_while_its_products_are_compute
     # the Gram itself then loads nothing more.
     script = (
         "import numpy as np\n"
-        "import dkernel._dense as dense\n"
+        "import dkernel.gram._dense as dense\n"
         "from dkernel.kernels import RBFKernel\n"
         "X, kernel = np.random.default_rng(4).normal(size=(2200, 30)), RBFKernel(gamma=0.05)\n"
         f"K = np.empty((2200, 2200), np.{dtype})\n"
         "dense._while_compiled_code_loads(K, X, kernel, 1024)\n"
-        "from dkernel._dense_compiled import mirror_upper_into_lower\n"
-        "from dkernel._rbf_compiled import rbf_tile_into_gram, rbf_values_into\n"
+        "from dkernel.kernels._mirror_compiled import mirror_upper_into_lower\n"
+        "from dkernel.kernels._rbf_compiled import rbf_tile_into_gram, rbf_values_into\n"
         "functions = (mirror_upper_into_lower, rbf_tile_into_gram, rbf_values_into)\n"
         "loaded = [len(f.signatures) for f in functions]\n"
         f"dense.dense_symmetric_gram(X, kernel, dtype=np.{dtype})\n"

@@ -12,7 +12,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
-from dkernel._sources import DenseGram, KernelGram
+from dkernel.gram._sources import DenseGram, KernelGram
 from dkernel.solver import solve_qp
 from dkernel.solver._active_set import solve_box_equality_qp
 from dkernel.solver._rows import provider_for_columns, provider_submatrix

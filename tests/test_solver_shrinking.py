@@ -7,7 +7,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.svm import SVC as LibSVC
 
 import dkernel.solver._shrinking as shrinking_module
-from dkernel._sources import DenseGram, KernelGram, SubsetGram
+from dkernel.gram._sources import DenseGram, KernelGram, SubsetGram
 from dkernel.kernels import RBFKernel
 from dkernel.solver import solve_qp
 
@@ -126,7 +126,7 @@ def test_the_rebuild_reads_a_matrix_in_memory_directly(dtype):
 
 def test_a_view_over_a_matrix_in_memory_is_not_shrunk(shrink_log):
     from dkernel.centering import Centering
-    from dkernel.operators import CenteredGram
+    from dkernel.views import CenteredGram
 
     X, y = _problem(n=1000, seed=6)
     view = CenteredGram(DenseGram(rbf_kernel(X, gamma=0.1)), Centering.standard(1000))
@@ -175,7 +175,7 @@ def test_the_gradient_step_reads_the_rows_of_nonzero_weight_in_place(dtype):
 
 
 def test_held_rows_stay_in_place_when_the_rest_of_an_on_demand_gram_is_computed():
-    from dkernel._on_demand_gram import OnDemandGram
+    from dkernel.gram._on_demand import OnDemandGram
     from dkernel.solver._qp import prepare_problem
 
     X, y = _problem(n=400, seed=10)

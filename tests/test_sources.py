@@ -1,4 +1,4 @@
-"""Tests of dkernel._sources: the Gram protocol, in memory, on the fly with a row cache, and on a subset."""
+"""Tests of dkernel.gram._sources: the Gram protocol, in memory, on the fly with a row cache, and on a subset."""
 
 import pickle
 
@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.metrics.pairwise import rbf_kernel
 
-from dkernel._sources import (
+from dkernel.gram._sources import (
     ColumnSlab,
     DenseGram,
     KernelGram,
@@ -146,7 +146,7 @@ def test_kernel_gram_pickles_without_its_cache():
 
 def test_views_over_a_kernel_gram_read_rows_through_its_cache():
     from dkernel.centering import Centering
-    from dkernel.operators import CenteredGram
+    from dkernel.views import CenteredGram
 
     X, y = make_data(40)
     base = KernelGram(X, "rbf", gamma=0.3, cache_bytes=40 * 8 * 40)
@@ -182,7 +182,7 @@ def test_a_column_slab_of_a_kernel_gram_caches_its_own_rows():
 
 def test_views_and_subsets_of_a_kernel_gram_ship_cached_column_slabs():
     from dkernel.centering import Centering
-    from dkernel.operators import CenteredGram
+    from dkernel.views import CenteredGram
 
     X, y = make_data(60)
     gram = KernelGram(X, "rbf", gamma=0.3)

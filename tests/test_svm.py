@@ -15,7 +15,7 @@ from sklearn.svm import SVC as LibSVC
 from dkernel import datasets
 from dkernel.centering import Centering
 from dkernel.exceptions import NonFiniteInputError
-from dkernel.normalization import graf_intercept
+from dkernel.views import graf_intercept
 from dkernel.svm import SVC, load_model
 
 

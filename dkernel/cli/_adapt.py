@@ -2,7 +2,7 @@
 paper's other learners behind ``dkernel fit --learner parzen|ridge`` and ``dkernel predict``.
 """
 
-from .._io import load_labels
+from ._files import load_labels
 from ._arguments import _FLAG_NAMES, _add_cluster_arguments, _add_command, _announce_cluster, _cluster_choice
 
 _FLAG_NAMES["adapt"] = {"rank": "--rank", "mass": "--mass", "random_state": "--seed", "method": "--method",
@@ -128,15 +128,15 @@ def _read_labels(args):
 def _inductive(gram, y, rows, args, client):
     import numpy as np
 
-    from .._sources import SubsetGram, source_columns
-    from ..adaptation import AdaptedGram, KernelAligner
+    from ..gram._sources import SubsetGram, source_columns
+    from ..alignment import AdaptedGram, KernelAligner
 
     aligner = KernelAligner(kernel="precomputed", target=args.target, rank=args.rank, mass=args.mass,
                             method=args.method, random_state=args.seed, client=client)
     if args.method in ("randomized", "nystroem"):
         aligner.fit(SubsetGram(gram, rows), y)  # the labelled rows' Gram, read blockwise
     else:
-        from .._sources import principal_submatrix
+        from ..gram._sources import principal_submatrix
 
         aligner.fit(principal_submatrix(gram, rows), y)
     # v_i(x) = Σ_j V_ji K(x, x_j) / λ_i for every row x of the store (v_i(x_j) = V_ji on the labelled rows).
@@ -151,8 +151,8 @@ def _run_adapt(args):
 
     import numpy as np
 
-    from ..adaptation import transductive_adaptation
-    from ..adaptation._reweighting import adaptation_target
+    from ..alignment import transductive_adaptation
+    from ..alignment._reweighting import adaptation_target
     from ..gram import GramMatrix
 
     if not os.path.exists(args.store):
@@ -165,7 +165,7 @@ def _run_adapt(args):
     y = y[rows] if len(y) == gram.n and len(rows) != gram.n else y
     adaptation_target(y, args.target)  # the labels fit --target, before the cluster and the eigensolver
     spec, flag = _cluster_choice(args)
-    from .._dask import scheduler_client
+    from .._runtime.client import scheduler_client
 
     with scheduler_client(spec, option=flag) as client:
         _announce_cluster(client)
@@ -201,14 +201,14 @@ def add_learner_arguments(group):
 
 def is_learner_model(path):
     """Whether ``path`` holds a Parzen window or ridge model (``dkernel predict`` dispatches on it)."""
-    from ..learner_models import is_learner_model as stored_learner
+    from ..svm._learner_models import is_learner_model as stored_learner
 
     return stored_learner(path)
 
 
 def run_learner_fit(args, X, y):
     """Train and save the Parzen window or ridge model of ``dkernel fit --learner``."""
-    from ..learner_models import fit_learner, save_learner
+    from ..svm._learner_models import fit_learner, save_learner
     from ..svm._kernel import estimator_kernel
     from ._arguments import _kernel_args
 
@@ -225,7 +225,7 @@ def run_learner_predict(args):
     """``dkernel predict`` with a Parzen window or ridge model."""
     import numpy as np
 
-    from ..learner_models import load_learner
+    from ..svm._learner_models import load_learner
     from ._arguments import _read_data
 
     model = load_learner(args.model)

@@ -82,7 +82,7 @@ def _check_options(args):
 
 def _kernel_from_args(args, X):
     """The kernel of --kernel/--gamma/--degree/--coef0 (gamma 'scale' resolved on X), as 'dkernel fit' builds it."""
-    from ..kernels import NormalizedKernel
+    from ..kernels._kernels import NormalizedKernel
     from ..svm._kernel import estimator_kernel
 
     kernel = estimator_kernel(args.kernel, X, **_kernel_args(args))
@@ -112,7 +112,7 @@ def _in_flags(message, names):
 
 def _read_data(path, labels=None):
     """``(X, y)`` of the data file ``path``; ``y`` read from the file ``labels`` when given, else the file's own."""
-    from .._io import load_input, load_labels
+    from ._files import load_input, load_labels
 
     X, y = load_input(path)
     if labels is not None:
@@ -143,7 +143,7 @@ def _cluster_choice(args, default=None):
 
 def _check_cluster(args, default=None, accepted=()):
     """Refuse a malformed --cluster spec (a missing file, an unknown kind, a missing package) before any work."""
-    from .._clusters import parse_cluster_spec
+    from .._runtime.clusters import parse_cluster_spec
 
     spec, flag = _cluster_choice(args, default)
     if spec is not None and spec not in accepted:
@@ -152,7 +152,7 @@ def _check_cluster(args, default=None, accepted=()):
 
 def _announce_cluster(client):
     """Say which cluster a command started (engine, scheduler address, workers, batch jobs); none for an address."""
-    from .._dask import describe_cluster
+    from .._runtime.client import describe_cluster
 
     description = describe_cluster(client) if client is not None else None
     if description is not None:

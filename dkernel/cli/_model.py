@@ -1,6 +1,6 @@
 """The ``dkernel`` commands of a model: ``fit`` trains :class:`dkernel.SVC` and saves it, ``predict`` applies it."""
 
-from .._dask import scheduler_client
+from .._runtime.client import scheduler_client
 from . import _adapt
 from ._arguments import (_add_cluster_arguments, _add_command, _add_kernel_arguments, _announce_cluster,
                          _cluster_choice, _kernel_args, _read_data)
@@ -79,14 +79,14 @@ def _read_training_data(args):
 
 def _checkpoint_of(args):
     """The solver checkpoint of --checkpoint, --resume and the intervals; refused before any work when misused."""
-    from .. import _artifacts
+    from .._runtime import artifacts
     from ..solver import Checkpoint
 
     if args.checkpoint is None:
         if args.resume:
             raise ValueError("--resume needs --checkpoint DIR, the folder of the checkpoint to resume from.")
         return None
-    found = _artifacts.check_target(args.checkpoint, "checkpoint", reuse=True)
+    found = artifacts.check_target(args.checkpoint, "checkpoint", reuse=True)
     if found == "same" and not args.resume:
         raise ValueError(f"--checkpoint {args.checkpoint} already holds a checkpoint; pass --resume to continue the "
                          f"fit it belongs to, or choose another --checkpoint folder (a checkpoint is never replaced).")
@@ -100,12 +100,12 @@ def _checkpoint_of(args):
 def _run_fit(args):
     import os
 
-    from .. import _artifacts
+    from .._runtime import artifacts
     from ..gram import check_store_path
     from ..svm import SVC
 
     # The output paths first: nothing is read or trained when the model could not be saved.
-    _artifacts.check_target(args.model, "model" if args.learner == "svc" else "learner", args.overwrite)
+    artifacts.check_target(args.model, "model" if args.learner == "svc" else "learner", args.overwrite)
     if args.store and os.path.exists(os.path.join(args.store, "zarr.json")):
         check_store_path(args.store)  # a store used directly must hold a raw Gram
     checkpoint = _checkpoint_of(args)

@@ -1,6 +1,14 @@
-"""The ``dkernel run`` command: a reproduction pipeline (an experiment of the papers) and its report."""
+"""The ``dkernel run`` command: a reproduction pipeline (an experiment of the papers) and its report.
+
+The library does not import its pipelines: they are found by name through the
+entry points of the group ``dkernel.pipelines`` (the ``pipelines`` package of
+this project registers one in ``pyproject.toml``). An entry point names a
+registry with ``PIPELINES`` (the names), ``describe(name)`` (one line) and
+``run(name, argv)`` (the pipeline's own command line; an exit status).
+"""
 
 import argparse
+import sys
 
 from ._arguments import _add_command
 
@@ -32,15 +40,34 @@ def _add_run_parser(subparsers):
     p.add_argument("options", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
 
 
-def _run_run(args):
-    from pipelines import PIPELINES, get_pipeline
-    from pipelines._runner import main_for
+#: The entry-point group of pipeline registries.
+PIPELINE_GROUP = "dkernel.pipelines"
 
+
+def pipeline_registries():
+    """``{pipeline name: registry}`` over the installed entry points of :data:`PIPELINE_GROUP`."""
+    from importlib.metadata import entry_points
+
+    registries = {}
+    for entry in entry_points(group=PIPELINE_GROUP):
+        registry = entry.load()
+        registries.update(dict.fromkeys(registry.PIPELINES, registry))
+    return registries
+
+
+def _run_run(args):
+    registries = pipeline_registries()
     if args.list or args.name is None:
-        for name in PIPELINES:
-            print(f"{name:<24} {get_pipeline(name).DESCRIPTION}")
+        if not registries:
+            print("no pipelines are installed (the 'pipelines' package of this project registers them: "
+                  "pip install it).", file=sys.stderr)
+        for name, registry in registries.items():
+            print(f"{name:<24} {registry.describe(name)}")
         return 0 if args.list else 2
-    return main_for(get_pipeline(args.name), args.options)
+    if args.name not in registries:
+        known = ", ".join(registries) or "none installed"
+        raise ValueError(f"unknown pipeline {args.name!r}; available pipelines are {known} (dkernel run --list).")
+    return registries[args.name].run(args.name, args.options)
 
 
 def add_commands(subparsers):

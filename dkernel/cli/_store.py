@@ -2,7 +2,7 @@
 
 import json
 
-from .._dask import scheduler_client
+from .._runtime.client import scheduler_client
 from ._arguments import (_add_cluster_arguments, _add_command, _add_kernel_arguments, _announce_cluster,
                          _cluster_choice, _kernel_from_args, _read_data)
 
@@ -81,7 +81,7 @@ def _demo_data():
 
 
 def _run_gram(args):
-    from .._options import GramOptions
+    from .._runtime.options import GramOptions
     from ..gram._summary import computation_summary
     from ..gram import GramMatrix, check_store_path
 
@@ -90,7 +90,7 @@ def _run_gram(args):
     if args.demo:
         X, source = _demo_data(), f"demo blobs {DEMO_SHAPE[0]}x{DEMO_SHAPE[1]}"
     else:
-        from .._validation import check_data
+        from .._runtime.validation import check_data
 
         X, _ = _read_data(args.input)
         X = check_data(X, name=f"--input {args.input}")

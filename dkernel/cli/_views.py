@@ -2,7 +2,7 @@
 (Kandola's kernel-target alignment).
 """
 
-from .._io import load_labels
+from ._files import load_labels
 from ._arguments import _add_command
 
 _CENTER_EPILOG = """\
@@ -63,9 +63,9 @@ def _check_sample(n_sample, n, store):
 def _run_center(args):
     import numpy as np
 
-    from ..centering import Centering
+    from ..centering._origins import Centering
     from ..gram import GramMatrix, check_output_store
-    from ..operators import CenteredGram
+    from ..views._operators import CenteredGram
 
     gram = GramMatrix.open(args.store)
     if args.out:
@@ -121,7 +121,7 @@ def _add_align_parser(subparsers):
 
 
 def _run_align(args):
-    from ..alignment import sampled_target_alignment, target_alignment
+    from ..alignment._measures import sampled_target_alignment, target_alignment
     from ..gram import GramMatrix
 
     gram = GramMatrix.open(args.store)

@@ -1,4 +1,9 @@
-"""Gram matrices computed blockwise by Dask and persisted in zarr.
+"""The Gram protocol and its sources: in memory, on demand, on the fly, and zarr stores computed by Dask.
+
+Every Gram source has ``n``, ``rows(idx)``, ``diag()``, ``block(i, j)`` and
+``.dask`` (:mod:`._sources`); the solver reads only ``n``, ``rows``, ``diag``
+and ``submatrix``, so every source, and every view of :mod:`dkernel.views`
+over one, trains an SVM unchanged.
 
 A :class:`GramMatrix` holds ``K(X, Z)`` (``Z = X`` by default) as a grid of
 square blocks. Each block is one Dask task that evaluates the kernel on a row
@@ -23,6 +28,12 @@ recomputes the damaged ones with the missing ones. Stores of format versions
 The package, one concept per module, in the order they build on each other:
 
 =================== ==========================================================
+``_sources``        the Gram protocol; in-memory and subset sources
+``_on_the_fly``     :class:`KernelGram`: rows evaluated from ``X`` as asked,
+                    through a row cache
+``_dense``          a whole symmetric Gram in one in-memory array, in bands
+``_on_demand``      a training Gram that starts as rows on demand and
+                    computes the rest of itself when that is cheaper
 ``_format``         the store format: layout, version, attributes, provenance,
                     data fingerprint
 ``_corruption``     how a damaged store is reported, and the repair it names
@@ -37,38 +48,35 @@ The package, one concept per module, in the order they build on each other:
 =================== ==========================================================
 """
 
-from ._corruption import corruption_message, gram_command, repair_hint
-from ._format import (
-    STORE_FORMAT,
-    STORE_VERSION,
-    data_fingerprint,
-    describe_operators,
-    describe_step,
-    matrix_form,
-    origin_step,
-    steps_from_description,
-    store_size_bytes,
-    weights_fingerprint,
-)
-from ._matrix import GramMatrix
-from ._store import check_output_store, check_store_path, write_view_store
+from .._runtime.exports import lazy_exports
 
-__all__ = [
-    "GramMatrix",
-    "STORE_FORMAT",
-    "STORE_VERSION",
-    "check_output_store",
-    "check_store_path",
-    "corruption_message",
-    "data_fingerprint",
-    "describe_operators",
-    "describe_step",
-    "gram_command",
-    "matrix_form",
-    "origin_step",
-    "repair_hint",
-    "steps_from_description",
-    "store_size_bytes",
-    "weights_fingerprint",
-    "write_view_store",
-]
+_EXPORTS = {
+    "._matrix": ("GramMatrix",),
+    "._sources": (
+        "DenseGram",
+        "KernelGram",
+        "SubsetGram",
+        "as_gram",
+        "principal_submatrix",
+        "source_columns",
+        "source_dask",
+        "source_diag",
+        "source_n",
+    ),
+    "._corruption": ("corruption_message", "gram_command", "repair_hint"),
+    "._format": (
+        "STORE_FORMAT",
+        "STORE_VERSION",
+        "data_fingerprint",
+        "describe_operators",
+        "describe_step",
+        "matrix_form",
+        "origin_step",
+        "steps_from_description",
+        "store_size_bytes",
+        "weights_fingerprint",
+    ),
+    "._store": ("check_output_store", "check_store_path", "write_view_store"),
+}
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -17,7 +17,7 @@ import dask.array as da
 import numpy as np
 import zarr
 
-from .._progress import TextProgress
+from .._runtime.progress import TextProgress
 from ..exceptions import CorruptStoreError, DKernelError, UnverifiableStoreError, UnverifiedStoreWarning
 from ._checksums import _Checksums, _row_crcs
 from ._corruption import _corrupt_error, _decoding

@@ -28,10 +28,10 @@ import zarr
 from dask.system import CPU_COUNT
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from .. import _artifacts
-from .._buffers import block_buffer, release_pool
-from .._dask import compute_with_progress, put_data, wait_with_progress
-from .._progress import TextProgress
+from .._runtime import artifacts
+from .._runtime.buffers import block_buffer, release_pool
+from .._runtime.client import compute_with_progress, put_data, wait_with_progress
+from .._runtime.progress import TextProgress
 from ..exceptions import IncompleteStoreError
 from ._blocks import _ClusterBlocks, _MemoryBlocks, _warn_unverified, _ZarrBlocks
 from ._checksums import _Checksums
@@ -97,7 +97,7 @@ def _write_block(X, Z, kernel, grid, i, j, dtype, path, run_id, checksum_columns
     """Evaluate block (i, j), write it (and its mirror) and their checksums into the store, then flag it done.
 
     For an uncompressed store the block is evaluated into a buffer of this
-    process's pool for ``run_id`` (:mod:`dkernel._buffers`), reused by the
+    process's pool for ``run_id`` (:mod:`dkernel._runtime.buffers`), reused by the
     run's next block on this thread; the task's arguments hold no block
     memory. ``checksum_columns`` is the store's checksum segment width
     (None for a store written without checksums). Returns the number of
@@ -285,7 +285,7 @@ def _compute_into_store(X, Z, kernel, grid, dtype, meta, target, overwrite, clie
                 f"the replacement of {target} in {path} is not complete; run the same computation again to "
                 f"finish it (the old store is still in place)."
             )
-        _artifacts.install(path, target, "gram")
+        artifacts.install(path, target, "gram")
         blocks = _ZarrBlocks(target, "r+")
     blocks.repaired = repaired
     return blocks, n_computed

@@ -33,7 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 import zarr
 
-from ..kernels import describe_kernel
+from ..kernels._kernels import describe_kernel
 
 __all__ = [
     "STORE_FORMAT",

@@ -17,11 +17,11 @@ import dask.array as da
 import numpy as np
 from dask.utils import format_bytes
 
-from .._dask import resolve_client
-from .._options import GramOptions
-from .._validation import check_data, check_same_features
+from .._runtime.client import resolve_client
+from .._runtime.options import GramOptions
+from .._runtime.validation import check_data, check_same_features
 from ..exceptions import CorruptStoreError, IncompleteStoreError, StoreMismatchError, UnverifiedStoreWarning
-from ..kernels import get_kernel, kernel_from_dict, output_dtype
+from ..kernels._kernels import get_kernel, kernel_from_dict, output_dtype
 from ._blocks import _ClusterBlocks, _MemoryBlocks, _warn_unverified, _ZarrBlocks
 from ._compute import _compute_in_memory, _compute_into_store
 from ._format import (

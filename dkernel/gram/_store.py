@@ -1,6 +1,6 @@
 """Creating and replacing Gram stores safely: the one path by which every store is created.
 
-A store is written under the rules of :mod:`dkernel._artifacts`: a new store
+A store is written under the rules of :mod:`dkernel._runtime.artifacts`: a new store
 is created beside its path and renamed in; a store replaced with
 ``overwrite`` is rebuilt beside it and swapped in only when complete; a path
 holding anything but a Gram store is refused and never deleted.
@@ -9,7 +9,7 @@ Two writers create stores, both through :func:`_create_store`:
 :meth:`GramMatrix.compute <dkernel.gram.GramMatrix.compute>` (an empty store
 whose blocks its tasks fill, resumed after an interruption:
 :func:`_prepare_store`) and the ``to_zarr`` of a lazy view of
-:mod:`dkernel.operators` (a derived store written whole:
+:mod:`dkernel.views` (a derived store written whole:
 :func:`write_view_store`, checked first by :func:`check_output_store`).
 """
 
@@ -20,8 +20,8 @@ import dask
 import numpy as np
 import zarr
 
-from .. import _artifacts
-from .._options import GramOptions
+from .._runtime import artifacts
+from .._runtime.options import GramOptions
 from ..exceptions import ArtifactPathError, StoreMismatchError
 from ._checksums import _Checksums
 from ._format import (
@@ -75,7 +75,7 @@ def check_store_path(path, overwrite=False):
     """Refuse, before any data is read, a store path that :meth:`GramMatrix.compute` refuses whatever the data.
 
     That is a file, a folder that is not a Gram store, an artifact of another
-    kind (:func:`dkernel._artifacts.check_target`), and, without
+    kind (:func:`dkernel._runtime.artifacts.check_target`), and, without
     ``overwrite``, a derived store (its operator chain is not empty: a
     centered or normalized store is not the raw Gram that is computed).
     Returns the store's attributes, or None when there is no store yet.
@@ -84,7 +84,7 @@ def check_store_path(path, overwrite=False):
         raise ValueError(f"store {os.fspath(path)}: a Gram store is a folder path, not a URL; on a cluster use a "
                          f"filesystem mounted at the same path on every worker (cluster/README.md).")
     path = os.path.abspath(os.fspath(path))
-    if _artifacts.check_target(path, "gram", reuse=True) != "same":
+    if artifacts.check_target(path, "gram", reuse=True) != "same":
         return None
     stored = _read_meta(path)
     if stored is None:  # pragma: no cover - a zarr.json naming the format but unreadable by zarr
@@ -103,7 +103,7 @@ def check_store_path(path, overwrite=False):
 
 def _create_beside(dest, meta, grid, options):
     """Create an empty store (arrays and attributes, no blocks) at ``dest``: built beside it, then renamed in."""
-    with _artifacts.writing(dest, "gram") as tmp:
+    with artifacts.writing(dest, "gram") as tmp:
         _create_store(tmp, meta, grid, options)
 
 
@@ -116,16 +116,16 @@ def _prepare_store(path, meta, grid, overwrite, options):
     * No store at ``path`` (or an empty folder): a new empty store is created
       beside it and renamed in, then filled in place (an interrupted run is
       resumed by the same call). A complete replacement left at the
-      :func:`~dkernel._artifacts.partial_path` by a run killed during its
+      :func:`~dkernel._runtime.artifacts.partial_path` by a run killed during its
       swap is moved in first.
     * A store of other data, kernel or provenance is refused unless
       ``overwrite``; with ``overwrite`` the new store is built at the fixed
-      sibling :func:`~dkernel._artifacts.partial_path` (resumed there if it
+      sibling :func:`~dkernel._runtime.artifacts.partial_path` (resumed there if it
       matches) and swapped in by the caller once every block is written
       (``replacing`` is True), so the old store stays readable until then.
     * Anything that is not a Gram store is refused and never deleted.
     """
-    partial = _artifacts.partial_path(path)
+    partial = artifacts.partial_path(path)
     stored = check_store_path(path, overwrite=True)
     if stored is not None:
         diffs = _mismatches(stored, meta)
@@ -146,10 +146,10 @@ def _prepare_store(path, meta, grid, overwrite, options):
             )
         _prepare_partial(partial, meta, grid, options)
         return partial, True
-    if os.path.isdir(partial) and _artifacts.artifact_kind(partial) == "gram":
+    if os.path.isdir(partial) and artifacts.artifact_kind(partial) == "gram":
         pending = _read_meta(partial)
         if pending is not None and not _mismatches(pending, meta):
-            _artifacts.install(partial, path, "gram")
+            artifacts.install(partial, path, "gram")
             return path, False
     _create_beside(path, meta, grid, options)
     return path, False
@@ -158,7 +158,7 @@ def _prepare_store(path, meta, grid, overwrite, options):
 def _prepare_partial(partial, meta, grid, options):
     """Resume the replacement store at ``partial`` if it matches ``meta``, else (re)create it there."""
     if os.path.lexists(partial):
-        if _artifacts.artifact_kind(partial) != "gram":
+        if artifacts.artifact_kind(partial) != "gram":
             raise StoreMismatchError(
                 f"{partial} (where dkernel builds the replacement of a Gram store) exists and is not a dkernel "
                 f"Gram store; it is not deleted: move it away to replace the store."
@@ -166,7 +166,7 @@ def _prepare_partial(partial, meta, grid, options):
         pending = _read_meta(partial)
         if pending is not None and not _mismatches(pending, meta):
             return
-        _artifacts.remove_own(partial, "gram")
+        artifacts.remove_own(partial, "gram")
     _create_beside(partial, meta, grid, options)
 
 
@@ -174,7 +174,7 @@ def check_output_store(path, overwrite=False, source=None):
     """Check, before any work, that a derived store may be written at ``path``.
 
     ``path`` must be free, an empty folder, or (with ``overwrite``) a Gram
-    store (:func:`dkernel._artifacts.check_target`). When it is the store that
+    store (:func:`dkernel._runtime.artifacts.check_target`). When it is the store that
     ``source`` (a view, or the Gram a view will be built on) reads, it is
     accepted only with ``overwrite``: the derived store is then written
     beside it and swapped in once complete. Returns the stored Gram of
@@ -194,7 +194,7 @@ def check_output_store(path, overwrite=False, source=None):
             f"overwrite=True (CLI: --overwrite) to replace it once the derived store is complete, or choose "
             f"another path."
         )
-    _artifacts.check_target(path, "gram", overwrite)
+    artifacts.check_target(path, "gram", overwrite)
     return reader
 
 
@@ -225,11 +225,11 @@ def write_view_store(view, path, *, operators, dtype=None, overwrite=False):
     per block of the view's ``chunks``, each written with its checksums by one
     task. Its ``kernel`` and ``fingerprint`` attributes are those of the
     underlying raw Gram; its ``provenance`` attribute adds ``operators``, the
-    view's operator chain (:func:`dkernel.operators.operator_chain`), and its
+    view's operator chain (:func:`dkernel.views.operator_chain`), and its
     ``operator`` attribute is the view's ``describe()``.
 
     The store is written beside ``path`` and moved into place when complete
-    (:mod:`dkernel._artifacts`). ``path`` may be the store the view reads only
+    (:mod:`dkernel._runtime.artifacts`). ``path`` may be the store the view reads only
     with ``overwrite`` (:func:`check_output_store`): the Gram opened on it then
     refuses every read, since its store now holds the derived matrix.
     """
@@ -257,7 +257,7 @@ def write_view_store(view, path, *, operators, dtype=None, overwrite=False):
         "provenance": {"kernel": kernel.to_dict(), "fingerprint": fingerprint, "operators": operators},
         "operator": view.describe(),
     }
-    with _artifacts.writing(path, "gram", overwrite) as tmp:
+    with artifacts.writing(path, "gram", overwrite) as tmp:
         root = _create_store(tmp, meta, grid, GramOptions(), sharded=False)
         # Dask chunks equal the zarr chunks, so every task writes whole chunks (and their checksums).
         values = view.dask.rechunk((grid.rc, grid.cc)).astype(dtype)

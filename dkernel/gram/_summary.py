@@ -8,7 +8,7 @@ named by :func:`~dkernel.kernels.describe_kernel`, operator steps by
 
 from dask.utils import format_bytes
 
-from ..kernels import describe_kernel
+from ..kernels._kernels import describe_kernel
 from ._corruption import describe_blocks, repair_hint
 from ._format import describe_step
 

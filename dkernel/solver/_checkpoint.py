@@ -15,7 +15,7 @@ state of the outer loop at the start of an iteration:
   held another way, in memory, in a store or on the fly, still matches).
 
 It is written into a folder beside its path and moved into place when
-complete (:func:`dkernel._artifacts.writing`), so a process killed while
+complete (:func:`dkernel._runtime.artifacts.writing`), so a process killed while
 writing leaves the previous checkpoint readable. A checkpoint of another
 problem is refused with an error naming what differs; it is never
 overwritten or deleted.
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import _artifacts
+from .._runtime import artifacts
 from ._rows import provider_submatrix
 
 __all__ = ["Checkpoint", "CheckpointWriter", "SolverState", "as_checkpoint", "problem_fingerprint", "read_state"]
@@ -159,7 +159,7 @@ def read_state(path, fingerprint):
         If the checkpoint belongs to another problem (left as it is), naming what differs.
     """
     path = os.path.abspath(os.fspath(path))
-    if _artifacts.check_target(path, "checkpoint", reuse=True) != "same":
+    if artifacts.check_target(path, "checkpoint", reuse=True) != "same":
         return None
     group = _open(path)
     attrs = dict(group.attrs)
@@ -186,7 +186,7 @@ def write_state(path, fingerprint, state):
     import zarr
 
     attrs, kernel = fingerprint
-    with _artifacts.writing(path, "checkpoint", overwrite=True) as tmp:
+    with artifacts.writing(path, "checkpoint", overwrite=True) as tmp:
         group = zarr.open_group(tmp, mode="w")
         arrays = {"alpha": state.alpha, "G": state.G, "kept": np.asarray(state.kept, dtype=np.int64),
                   "kept_slots": np.asarray(state.kept_slots, dtype=np.int64), **kernel}

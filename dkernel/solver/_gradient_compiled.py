@@ -10,7 +10,7 @@ sets to the bit.
 
 import numpy as np
 
-from .._numba import njit
+from .._runtime.jit import njit
 
 __all__ = ["add_gradient_step", "weighted_rows_step"]
 

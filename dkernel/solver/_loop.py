@@ -19,7 +19,7 @@ method (:mod:`._active_set`). The loop follows ThunderSVM's
 
 import numpy as np
 
-from .._progress import StatusLine
+from .._runtime.progress import StatusLine
 
 from ._active_set import solve_box_equality_qp
 from ._bias import equality_multipliers, minimax_multipliers, svc_intercept
@@ -45,7 +45,7 @@ class _Progress:
 
     On a terminal the line (iteration, KKT gap against ``tol``, support
     vectors and free ones, elapsed time) is rewritten in place; otherwise it
-    is printed every few seconds (:class:`dkernel._progress.StatusLine`). The
+    is printed every few seconds (:class:`dkernel._runtime.progress.StatusLine`). The
     final line says ``converged`` or ``NOT converged`` and why.
     """
 

@@ -24,7 +24,7 @@ for ``k`` above :data:`HEAP_MAX_K`.
 
 import numpy as np
 
-from .._numba import njit
+from .._runtime.jit import njit
 
 __all__ = ["HEAP_MAX_K", "HEAP_MIN_ACTIVE", "active_candidates"]
 

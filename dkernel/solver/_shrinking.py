@@ -21,8 +21,8 @@ them: the stopping test is always made on the whole problem, as libsvm's.
 
 import numpy as np
 
-from .._numba import njit
-from .._sources import DenseGram, SubsetGram
+from .._runtime.jit import njit
+from ..gram._sources import DenseGram, SubsetGram
 from ._gradient import GRADIENT_BLOCK_ROWS, initial_gradient, starting_support
 from ._gradient_compiled import add_gradient_step, weighted_rows_step
 from ._rows import raise_nonfinite_rows
@@ -59,7 +59,7 @@ def matrix_in_memory(rows):
     """``(K, index)`` where the rows of ``rows`` are those of an in-memory matrix ``K`` (restricted to ``index``).
 
     A :class:`~dkernel.DenseGram` or a promoted on-demand Gram (``index``
-    None), or a :class:`~dkernel._sources.SubsetGram` of one; None for any
+    None), or a :class:`~dkernel.gram._sources.SubsetGram` of one; None for any
     other provider (a view, a store, rows computed on the fly).
     """
     index = None
@@ -75,7 +75,7 @@ def row_source(rows, idx):
     """``(M, positions, index)``: the rows ``idx`` of ``rows`` lie in the matrix in memory ``M`` at ``positions``.
 
     ``M``'s columns are those of the provider, or of its base restricted to
-    ``index`` (a :class:`~dkernel._sources.SubsetGram`). The matrix of a
+    ``index`` (a :class:`~dkernel.gram._sources.SubsetGram`). The matrix of a
     :class:`~dkernel.DenseGram` (not a subclass that reads its rows
     otherwise), or where a provider says its rows lie (``row_source(idx)``:
     the on-demand Gram's rows computed so far, then its whole Gram); None for

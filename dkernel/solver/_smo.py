@@ -8,7 +8,7 @@ pairwise SMO steps with second-order working-pair selection (Fan, Chen & Lin
 
 import numpy as np
 
-from .._numba import njit
+from .._runtime.jit import njit
 
 __all__ = ["smo_subproblem", "select_pair", "update_pair"]
 

@@ -1,25 +1,35 @@
-"""scikit-learn estimators on top of the dkernel solver.
+"""Every SVM estimator of dkernel, the papers' other learners, and their models on disk.
 
-:class:`SVC` (:mod:`._classes`) composes the pieces of dkernel in the order
-the data flow: X → kernel → Gram (in memory, in a zarr store, or rows on the
-fly; :mod:`._training`) → lazy operator views (normalization, Graf & Borer
-eq. 2; centering, Meilă eq. 14) → block-coordinate solver → corrected
-intercepts (Meilă eq. 19, Graf & Borer eq. 3) → prediction through the
-original kernel (Meilă eq. 16; :mod:`._predict`). Several classes are
-one-vs-one or one-vs-rest binary problems (:mod:`._multiclass`); a fitted
-model is a zarr store with JSON attributes (:mod:`._persist`).
+:class:`SVC` composes the pieces of dkernel in the order the data flow:
+X → kernel → Gram (in memory, in a zarr store, or rows on the fly;
+:mod:`._training`) → lazy views (normalization, Graf & Borer eq. 2;
+centering, Meilă eq. 14) → block-coordinate solver → corrected intercepts
+(Meilă eq. 19, Graf & Borer eq. 3) → prediction through the original kernel
+(Meilă eq. 16; :mod:`._predict`). Several classes are one-vs-one or
+one-vs-rest binary problems (:mod:`._multiclass`).
+
+=================== ==========================================================================
+``_classes``        :class:`SVC`, the drop-in for :class:`sklearn.svm.SVC`
+``_conformal``      :class:`ConformalSVC`, two-pass conformal kernel scaling (Williams et al.)
+``_generalized_bias`` :class:`GeneralizedBiasSVC`, predefined features left unregularized
+                    (Li, Leung & Lee); ``_bias_features`` builds such features
+``_parzen``         :class:`ParzenWindowClassifier` (Kandola et al. §4)
+``_learner_models`` model files of the Parzen window and kernel ridge learners
+``_persist``        a fitted model on disk: arrays in zarr, the rest JSON; never pickle
+=================== ==========================================================================
 """
 
-import contextlib
+from .._runtime.exports import lazy_exports
 
-# Each fit runs in scikit-learn's fit context (``_fit_context``), which imports its callback support (scikit-learn
-# >= 1.9) on the call: imported here with the estimators, as ``sklearn.svm`` has it, not by the first fit.
-with contextlib.suppress(ImportError):
-    import sklearn.callback._callback_support  # noqa: F401
+_EXPORTS = {
+    "._classes": ("EXPECTED_FAILED_CHECKS", "SVC", "load_model"),
+    "._conformal": ("ConformalSVC", "load_conformal_model"),
+    "._generalized_bias": ("GeneralizedBiasSVC",),
+    "._parzen": ("ParzenWindowClassifier",),
+    "._bias_features": ("GeodesicNeighbourFeatures", "PLSATopicFeatures", "class_presence"),
+    "._persist": ("MODEL_FORMAT", "MODEL_VERSION"),
+    "._predict": ("PREDICT_BLOCK_BYTES", "PREDICT_BLOCK_ROWS"),
+    "._training": ("GRAM_MEMORY_FRACTION",),
+}
 
-from ._classes import EXPECTED_FAILED_CHECKS, SVC, load_model  # noqa: F401
-from ._persist import MODEL_FORMAT, MODEL_VERSION  # noqa: F401
-from ._predict import PREDICT_BLOCK_BYTES, PREDICT_BLOCK_ROWS  # noqa: F401
-from ._training import GRAM_MEMORY_FRACTION  # noqa: F401
-
-__all__ = ["SVC", "load_model"]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -10,6 +10,7 @@ the binary problems are in :mod:`._training`, the multiclass schemes in
 :mod:`._persist`.
 """
 
+import contextlib
 import os
 from numbers import Integral, Real
 
@@ -22,9 +23,14 @@ from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from .._dask import client_for, is_dask_array
-from ..centering import Centering
-from ..kernels import Kernel, LinearKernel, NormalizedKernel
+# Each fit runs in scikit-learn's fit context (``_fit_context``), which imports its callback support (scikit-learn
+# >= 1.9) on the call: imported here with the estimator, as ``sklearn.svm`` has it, not by the first fit.
+with contextlib.suppress(ImportError):
+    import sklearn.callback._callback_support  # noqa: F401
+
+from .._runtime.client import client_for, is_dask_array
+from ..centering._origins import Centering
+from ..kernels._kernels import Kernel, LinearKernel, NormalizedKernel
 from ._kernel import ESTIMATOR_DEFAULTS
 from . import _multiclass, _persist, _probability
 from ._inputs import callable_gram, check_labels, class_weights, kept_samples, seed_from
@@ -389,7 +395,7 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
         with client_for(self.client) as client:
             base = self._training_gram(X, kernel, client, on_demand=len(problems) == 1 and self.centering is None)
             if self.normalize:
-                from ..operators import NormalizedGram  # imported when used: the operators bring in the zarr store
+                from ..views._operators import NormalizedGram  # imported when used: the operators bring in the zarr store
 
                 base = NormalizedGram(base)
             fits = self._fit_problems(base, problems, C_i, client, rng, checkpoints)
@@ -561,7 +567,7 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
         """Write the fitted model to a zarr store (arrays) with JSON attributes; no pickle.
 
         The store is written to a folder beside ``path`` and renamed into
-        place when complete (:mod:`dkernel._artifacts`), so an interrupted
+        place when complete (:mod:`dkernel._runtime.artifacts`), so an interrupted
         save never leaves a half-written model and never loses the model it
         replaces.
 

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, validate_data
 
-from .._validation import check_finite
+from .._runtime.validation import check_finite
 from ._predict import is_gram_source, materialize
 
 

@@ -7,7 +7,7 @@
 """
 
 from ..exceptions import InvalidKernelParameterError
-from ..kernels import get_kernel
+from ..kernels._kernels import get_kernel
 
 #: The parameters each named kernel takes.
 KERNEL_PARAMS = {"linear": (), "rbf": ("gamma",), "sigmoid": ("gamma", "coef0"), "poly": ("gamma", "coef0", "degree")}

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .._dense import single_blas_thread, usable_cores
+from ..gram._dense import single_blas_thread, usable_cores
 
 #: Samples from which a binary problem is worth a thread of its own: below,
 #: the work is mostly Python holding the GIL, and threads only add switching.
@@ -43,7 +43,7 @@ def solve_problems(solve, problems, parallel):
     The binary problems share one Gram and are independent; each thread
     solves whole problems (its BLAS calls and row gathers release the GIL),
     the largest first so that the threads finish together, each with a
-    single-threaded BLAS (:func:`dkernel._dense.single_blas_thread`).
+    single-threaded BLAS (:func:`dkernel.gram._dense.single_blas_thread`).
     """
     sizes = [index.shape[0] for index, _ in problems]
     threads = min(usable_cores(), sum(size >= PARALLEL_PROBLEM_SIZE for size in sizes))

@@ -1,7 +1,7 @@
 """A fitted SVC on disk: arrays in a zarr store, everything else as JSON attributes; never pickle.
 
 A model is written to a folder beside its path and renamed into place when
-complete (:mod:`dkernel._artifacts`), so an interrupted save never leaves a
+complete (:mod:`dkernel._runtime.artifacts`), so an interrupted save never leaves a
 half-written model and never loses the model it replaces.
 """
 
@@ -12,9 +12,9 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from .. import _artifacts
-from ..centering import Centering
-from ..kernels import Kernel, kernel_from_dict
+from .._runtime import artifacts
+from ..centering._origins import Centering
+from ..kernels._kernels import Kernel, kernel_from_dict
 
 MODEL_FORMAT = "dkernel-svc"
 MODEL_VERSION = 1
@@ -52,7 +52,7 @@ def write_model(model, path, overwrite=False):
     import zarr
 
     path = os.path.abspath(os.fspath(path))
-    with _artifacts.writing(path, "model", overwrite) as tmp:
+    with artifacts.writing(path, "model", overwrite) as tmp:
         group = zarr.open_group(tmp, mode="w")
         arrays = {name: getattr(model, attribute) for name, attribute in {**_ARRAYS, **{
             name: attribute for name, (attribute, _) in _OPTIONAL_ARRAYS.items()}}.items()}

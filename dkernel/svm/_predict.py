@@ -8,8 +8,8 @@ dask array stays lazy and is evaluated blockwise over its row chunks.
 import numpy as np
 import scipy.sparse as sp
 
-from .._dask import is_dask_array
-from .._validation import check_finite
+from .._runtime.client import is_dask_array
+from .._runtime.validation import check_finite
 
 #: Test rows evaluated per block in prediction.
 PREDICT_BLOCK_ROWS = 4096

@@ -25,7 +25,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .._dask import is_dask_array
+from .._runtime.client import is_dask_array
 from ._inputs import validate_predict_data
 from ._predict import map_row_blocks
 

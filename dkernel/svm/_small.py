@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .._huge_pages import empty_on_huge_pages
+from .._runtime.memory import empty_on_huge_pages
 
 __all__ = ["SMALL_PROBLEM_SIZE", "solve_small", "solves_whole"]
 

@@ -17,13 +17,13 @@ import warnings
 
 import numpy as np
 
-from .. import _artifacts
-from .._dense import dense_symmetric_gram, single_blas_thread
-from .._on_demand_gram import ON_DEMAND_MIN_SAMPLES, OnDemandGram
-from .._sources import DenseGram, KernelGram, SubsetGram
-from ..centering import Centering, delta_b
-from ..kernels import Kernel, get_kernel
-from ..normalization import graf_intercept
+from .._runtime import artifacts
+from ..gram._dense import dense_symmetric_gram, single_blas_thread
+from ..gram._on_demand import ON_DEMAND_MIN_SAMPLES, OnDemandGram
+from ..gram._sources import DenseGram, KernelGram, SubsetGram
+from ..centering._origins import Centering, delta_b
+from ..kernels._kernels import Kernel, get_kernel
+from ..views._graf import graf_intercept
 from ._kernel import estimator_kernel
 from ._small import SMALL_PROBLEM_SIZE, libsvm_pair_cap, solve_small, solves_whole
 
@@ -91,9 +91,9 @@ def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progre
     centered Gram (Meilă eq. 14) subtracts means of K, which would amplify
     float32's rounding), both only without a client, ``"on-demand"``
     (with ``on_demand``, for one binary problem of at least
-    :data:`~dkernel._on_demand_gram.ON_DEMAND_MIN_SAMPLES` samples whose whole
+    :data:`~dkernel.gram._on_demand.ON_DEMAND_MIN_SAMPLES` samples whose whole
     Gram fits: rows computed as the solver asks, the rest of the Gram once
-    they would pass ``n / 2``, :class:`~dkernel._on_demand_gram.OnDemandGram`) or
+    they would pass ``n / 2``, :class:`~dkernel.gram._on_demand.OnDemandGram`) or
     ``"on-the-fly"`` (rows computed as needed, with a row cache).
     """
     if store_path is not None:
@@ -229,7 +229,7 @@ def problem_checkpoints(checkpoint, n_problems):
     import zarr
 
     path = os.path.abspath(os.fspath(checkpoint.path))
-    if _artifacts.check_target(path, "checkpoint", reuse=True) == "same":
+    if artifacts.check_target(path, "checkpoint", reuse=True) == "same":
         found = zarr.open_group(path, mode="r").attrs.get("problems")
         if found != n_problems:
             what = "one solver run" if found is None else f"{found} binary problems"
@@ -238,7 +238,7 @@ def problem_checkpoints(checkpoint, n_problems):
                 f"problems (other classes or multiclass scheme); it is left as it is: choose another checkpoint path."
             )
     else:
-        with _artifacts.writing(path, "checkpoint") as tmp:
+        with artifacts.writing(path, "checkpoint") as tmp:
             zarr.open_group(tmp, mode="w").attrs.update({"format": CHECKPOINT_FORMAT, "problems": n_problems})
     return [dataclasses.replace(checkpoint, path=os.path.join(path, f"problem-{k}")) for k in range(n_problems)]
 
@@ -268,7 +268,7 @@ def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, 
     gram = _principal_submatrix(base, index, copy=centering is not None or client is not None)
     h = None
     if centering is not None:
-        from ..operators import CenteredGram  # imported when used: the operators bring in the zarr store
+        from ..views._operators import CenteredGram  # imported when used: the operators bring in the zarr store
 
         gram = CenteredGram(gram, centering)
         h = gram.h

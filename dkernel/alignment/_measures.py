@@ -1,0 +1,351 @@
+"""Kernel alignment: exact in one streaming pass over the blocks, or estimated from samples.
+
+.. math::
+
+    A(K_1, K_2) = \\frac{\\langle K_1, K_2 \\rangle_F}
+                       {\\sqrt{\\langle K_1, K_1 \\rangle_F \\langle K_2, K_2 \\rangle_F}},
+    \\qquad
+    A(K, tt^T) = \\frac{t^T K t}{\\|t\\|^2 \\|K\\|_F}
+
+(Kandola et al., Definition 1 and eq. 1; with ±1 labels ``‖t‖² = m``).
+The target ``t`` is the label vector for classification, the uneven-class
+vector of Kandola's eq. (9) (``1/n₊`` and ``-1/n₋``), or the centered outputs
+``y - ȳ`` for regression (eq. 7).
+
+The exact functions accept any Gram source (:class:`~dkernel.gram.GramMatrix`,
+the lazy views of :mod:`dkernel.views`, a dask array or a small ndarray)
+and reduce over its ``.dask`` blocks in parallel: each block contributes
+``t_iᵀ K_ij t_j`` and ``‖K_ij‖²_F``, so no ``n × n`` array is formed and the
+matrix is read once.
+
+References
+----------
+.. [1] J. Kandola, J. Shawe-Taylor and N. Cristianini, "On the extensions of
+   kernel alignment", NeuroCOLT Technical Report, 2002, sections 2–4.
+.. [2] N. Cristianini, J. Shawe-Taylor, A. Elisseeff and J. Kandola, "On
+   kernel-target alignment", NIPS 14, 2002.
+"""
+
+import dataclasses
+import math
+from numbers import Integral
+
+import dask
+import dask.array as da
+import numpy as np
+
+from .._runtime.client import client_for, compute_with_progress, put_data
+from .._runtime.jit import njit
+from ..gram._sources import KernelGram, principal_submatrix, source_dask, source_diag, source_n
+from .._runtime.validation import check_labels, random_generator
+from ..centering._origins import SampleSizeError
+from ..exceptions import InvalidLabelsError
+
+__all__ = [
+    "AlignmentEstimate",
+    "alignment",
+    "alignment_target",
+    "frobenius_norm",
+    "sampled_target_alignment",
+    "target_alignment",
+]
+
+TARGETS = ("classification", "uneven", "regression")
+
+_STRIP = 512
+
+
+def alignment_target(y, target="classification"):
+    """The target vector ``t`` of ``A(K, ttᵀ)``.
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        Labels (two classes) or real outputs (regression).
+    target : {"classification", "uneven", "regression"}, default="classification"
+        ``"classification"``: ``t_i = ±1`` (the larger label is +1);
+        ``"uneven"``: ``t_i = 1/n₊`` or ``-1/n₋`` (Kandola eq. 9);
+        ``"regression"``: ``t = y - ȳ`` (eq. 7).
+
+    Returns
+    -------
+    t : ndarray of shape (n,)
+    """
+    y = check_labels(y)
+    if target == "regression":
+        if y.dtype.kind not in "iuf":
+            raise InvalidLabelsError(f"the regression target needs numeric outputs; y has dtype {y.dtype}.")
+        t = y.astype(np.float64) - float(np.mean(y))
+        if not np.any(t):
+            raise InvalidLabelsError("the outputs are all equal, so y - mean(y) is zero; alignment is undefined.")
+        return t
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {list(TARGETS)}; got {target!r}.")
+    classes = np.unique(y)
+    if len(classes) != 2:
+        raise InvalidLabelsError(
+            f"the {target} target needs exactly two classes; the labels have {len(classes)} "
+            f"({classes[:5].tolist()}{'...' if len(classes) > 5 else ''}). Use target='regression' for real "
+            f"outputs, or one-vs-rest labels."
+        )
+    pos = y == classes[1]
+    if target == "classification":
+        return np.where(pos, 1.0, -1.0)
+    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+    return np.where(pos, 1.0 / n_pos, -1.0 / n_neg)
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _target_sums_core(K, t_rows, t_cols):
+    # One pass over a block in its stored dtype, accumulating in float64:
+    # reading float32 stores costs no float64 copy of the block.
+    q = 0.0
+    f = 0.0
+    for i in range(K.shape[0]):
+        r = 0.0
+        s = 0.0
+        for j in range(K.shape[1]):
+            v = np.float64(K[i, j])
+            r += v * t_cols[j]
+            s += v * v
+        q += t_rows[i] * r
+        f += s
+    return q, f
+
+
+def _target_block_stats(K, t, rows, cols):
+    K = np.asarray(K)
+    if K.dtype not in (np.float32, np.float64):
+        K = K.astype(np.float64)
+    q, f = _target_sums_core(K, t[rows[0] : rows[1]], t[cols[0] : cols[1]])
+    return np.array([q, f])
+
+
+def _summed(*parts):
+    return np.sum(parts, axis=0)
+
+
+def _pair_block_stats(K1, K2):
+    out = np.zeros((1, 1, 3))
+    for s in range(0, K1.shape[0], _STRIP):
+        a = np.asarray(K1[s : s + _STRIP], dtype=np.float64)
+        b = np.asarray(K2[s : s + _STRIP], dtype=np.float64)
+        out[0, 0] += (np.vdot(a, b), np.vdot(a, a), np.vdot(b, b))
+    return out
+
+
+def _target_row_tasks(source, t, client):
+    """One task per row block ``I``: ``(Σ_j t_Iᵀ K_Ij t_j, Σ_j ‖K_Ij‖²_F)``, one block at a time.
+
+    ``t`` enters the graph once (:func:`put_data`, scattered with a client);
+    each block task slices its rows and columns of it.
+    """
+    K = source_dask(source, client)
+    t = put_data(np.asarray(t, dtype=np.float64), client, name="alignment-target-" + dask.base.tokenize(t))
+    row_bounds, col_bounds = (np.cumsum((0,) + chunks).tolist() for chunks in K.chunks)
+    return [
+        dask.delayed(_summed, pure=True)(*[
+            dask.delayed(_target_block_stats, pure=True)(
+                block, t, (row_bounds[i], row_bounds[i + 1]), (col_bounds[j], col_bounds[j + 1]))
+            for j, block in enumerate(row)
+        ])
+        for i, row in enumerate(K.to_delayed())
+    ]
+
+
+def _target_sums(source, t, client=None, progress=False):
+    """``(tᵀKt, ‖K‖²_F)`` in one pass over the blocks, on ``client`` (None: Dask's local scheduler)."""
+    parts = compute_with_progress(_target_row_tasks(source, t, client), client, progress, label="row blocks")
+    return np.sum(parts, axis=0)
+
+
+def target_alignment(source, y, target="classification", *, compute=True, client=None, progress=False):
+    """Exact kernel-target alignment ``tᵀKt / (‖t‖² ‖K‖_F)`` in one streaming pass (Kandola eq. 1).
+
+    Parameters
+    ----------
+    source : Gram source
+        GramMatrix, lazy view (centered, normalized ...), dask array or ndarray.
+    y : array-like of shape (n,)
+    target : {"classification", "uneven", "regression"}, default="classification"
+        See :func:`alignment_target`.
+    compute : bool, default=True
+        ``False`` returns a lazy 0-d dask array (``client`` is not used).
+    client : distributed.Client, str, None or False, default=None
+        Where to compute (:func:`dkernel._runtime.client.resolve_client`: None is the
+        current default client if any, else this process). Each task reduces
+        one block to two numbers; the sums of each row block are gathered
+        as they complete.
+    progress : bool, default=False
+        Show the row blocks finished so far.
+
+    Returns
+    -------
+    float
+    """
+    n = source_n(source)
+    t = alignment_target(check_labels(y, n), target)
+    tt = float(t @ t)
+    if not compute:
+        sums = da.from_delayed(dask.delayed(_summed, pure=True)(*_target_row_tasks(source, t, None)),
+                               shape=(2,), dtype=np.float64)
+        return da.where(sums[1] > 0, sums[0] / (tt * da.sqrt(sums[1])), np.nan)
+    with client_for(client) as client:
+        q, f = (float(v) for v in _target_sums(source, t, client, progress))
+    if f == 0:
+        raise ValueError("the Gram matrix is zero, so its alignment is undefined.")
+    return q / (tt * math.sqrt(f))
+
+
+def frobenius_norm(source, *, client=None):
+    """``‖K‖_F`` in one streaming pass (float64 accumulation), on ``client`` (see :func:`target_alignment`)."""
+    with client_for(client) as client:
+        return math.sqrt(float(_target_sums(source, np.zeros(source_n(source)), client)[1]))
+
+
+def alignment(source1, source2, *, compute=True):
+    """Exact alignment ``⟨K₁,K₂⟩_F / sqrt(⟨K₁,K₁⟩_F ⟨K₂,K₂⟩_F)`` in one pass over both matrices.
+
+    Parameters
+    ----------
+    source1, source2 : Gram sources of the same shape
+        The second is rechunked to the blocks of the first if they differ.
+    compute : bool, default=True
+        ``False`` returns a lazy 0-d dask array.
+    """
+    K1, K2 = source_dask(source1), source_dask(source2)
+    if K1.shape != K2.shape:
+        raise ValueError(f"the Gram matrices have shapes {K1.shape} and {K2.shape}; they must be equal.")
+    if K2.chunks != K1.chunks:
+        K2 = K2.rechunk(K1.chunks)
+    stats = da.blockwise(
+        _pair_block_stats, "ijk", K1, "ij", K2, "ij",
+        new_axes={"k": 3}, adjust_chunks={"i": 1, "j": 1}, dtype=np.float64,
+    ).sum(axis=(0, 1))
+    if not compute:
+        return stats[0] / da.sqrt(stats[1] * stats[2])
+    s12, s11, s22 = (float(v) for v in stats.compute())
+    if s11 == 0 or s22 == 0:
+        raise ValueError("one of the Gram matrices is zero, so the alignment is undefined.")
+    return s12 / math.sqrt(s11 * s22)
+
+
+@dataclasses.dataclass(frozen=True)
+class AlignmentEstimate:
+    """A sampled alignment estimate.
+
+    Attributes
+    ----------
+    value : float
+        Mean of the per-sample estimates.
+    stderr : float
+        Standard error of ``value``: the standard deviation of the
+        per-sample estimates over ``sqrt(n_repeats)``.
+    n_sample : int
+        ``n'``, points per sample.
+    n_repeats : int
+        Number of independent samples.
+    """
+
+    value: float
+    stderr: float
+    n_sample: int
+    n_repeats: int
+
+    def __str__(self):
+        return f"{self.value:.6g} ± {self.stderr:.2g} (n'={self.n_sample}, {self.n_repeats} samples)"
+
+
+def sampled_target_alignment(source, y, n_sample, *, n_repeats=10, target="classification", random_state=None,
+                             client=None, progress=False):
+    """Kernel-target alignment estimated from ``n_repeats`` random ``n' × n'`` submatrices.
+
+    Each sample ``S`` of ``n'`` points (uniform, without replacement) gives
+    the off-diagonal sums ``Σ_{i≠j∈S} t_i t_j K_ij`` and ``Σ_{i≠j∈S} K_ij²``,
+    scaled by ``n(n-1) / (n'(n'-1))`` to unbiased estimates of the full
+    off-diagonal sums of Kandola's eq. (1). The diagonal terms ``Σ t_i² K_ii``
+    and ``Σ K_ii²`` are exact (``diag()`` costs ``O(n)``), and ``t`` is built
+    from all labels. Estimating the diagonal from the sample instead would
+    overweight it by a factor ``n/n'``, which biases the alignment of kernels
+    with a dominant diagonal (RBF with a small width).
+
+    Parameters
+    ----------
+    source : Gram source
+    y : array-like of shape (n,)
+    n_sample : int
+        ``n'``, with ``2 <= n' <= n``.
+    n_repeats : int, default=10
+        Independent samples (at least 2, for the standard error).
+    target : {"classification", "uneven", "regression"}, default="classification"
+    random_state : int, Generator or None
+    client : distributed.Client, str, None or False, default=None
+        Where to compute (:func:`dkernel._runtime.client.resolve_client`). On a
+        cluster, one task per sample reduces its ``n' × n'`` submatrix to two
+        sums: a :class:`~dkernel.gram._sources.KernelGram` (with a :class:`Kernel`)
+        ships ``X_S`` once per sample and the worker evaluates ``K(X_S, X_S)``;
+        a store or a lazy view is read by the workers. Matrices held in this
+        process (ndarray, ``DenseGram``, views with ``principal_submatrix``
+        other than a ``KernelGram``) are sampled here.
+    progress : bool, default=False
+        Show the samples finished so far.
+
+    Returns
+    -------
+    AlignmentEstimate
+    """
+    n = source_n(source)
+    t = alignment_target(check_labels(y, n), target)
+    if isinstance(n_sample, bool) or not isinstance(n_sample, Integral) or not (2 <= n_sample <= n):
+        raise SampleSizeError(
+            f"n_sample must be an integer in [2, n={n}]; got {n_sample!r}. Use target_alignment for the exact value."
+        )
+    if isinstance(n_repeats, bool) or not isinstance(n_repeats, Integral) or n_repeats < 2:
+        raise SampleSizeError(f"n_repeats must be an integer >= 2 (for a standard error); got {n_repeats!r}.")
+    rng = random_generator(random_state)
+    d = source_diag(source)
+    q_diag, f_diag, tt = float(t**2 @ d), float(d @ d), float(t @ t)
+    scale = n * (n - 1) / (n_sample * (n_sample - 1))
+    samples = [np.sort(rng.choice(n, size=n_sample, replace=False)) for _ in range(n_repeats)]
+    with client_for(client) as client:
+        sums = _off_diagonal_sums_of_samples(source, t, samples, client, progress)
+    values = []
+    for q_off, f_off in sums:
+        f = f_diag + scale * f_off
+        if not f > 0:
+            raise ValueError("the sampled Gram matrix is zero, so its alignment is undefined.")
+        values.append((q_diag + scale * q_off) / (tt * math.sqrt(f)))
+    values = np.asarray(values)
+    return AlignmentEstimate(
+        float(values.mean()), float(values.std(ddof=1) / math.sqrt(n_repeats)), int(n_sample), int(n_repeats)
+    )
+
+
+def _off_diagonal_sums(K, tS):
+    """``(Σ_{i≠j} t_i t_j K_ij, Σ_{i≠j} K_ij²)`` of one sample's submatrix ``K = K[S][:, S]``."""
+    K = np.asarray(K, dtype=np.float64)
+    dS = np.diagonal(K)
+    return float(tS @ K @ tS) - float(tS**2 @ dS), float(np.vdot(K, K)) - float(dS @ dS)
+
+
+def _kernel_sample_sums(XS, tS, kernel):
+    return _off_diagonal_sums(kernel.block(XS, XS, symmetric=True), tS)
+
+
+def _off_diagonal_sums_of_samples(source, t, samples, client, progress):
+    """:func:`_off_diagonal_sums` of every sample, in this process or one task per sample on ``client``."""
+    on_cluster_kernel = client is not None and isinstance(source, KernelGram) and source.kernel is not None
+    if not on_cluster_kernel and (isinstance(source, np.ndarray) or hasattr(source, "principal_submatrix")):
+        return [_off_diagonal_sums(principal_submatrix(source, S), t[S]) for S in samples]
+    if not on_cluster_kernel:
+        # The submatrices as arrays, in one computation: Dask's array optimizations then read only the sampled
+        # rows of each stored chunk, and each chunk once, not once per sample.
+        K = source_dask(source)
+        submatrices = compute_with_progress([K[S][:, S] for S in samples], client, progress, label="samples")
+        return [_off_diagonal_sums(sub, t[S]) for sub, S in zip(submatrices, samples)]
+    tasks = []
+    for k, S in enumerate(samples):
+        tS = put_data(t[S], client, name=f"alignment-sample-target-{k}-" + dask.base.tokenize(t, S))
+        XS = put_data(source.X[S], client, name=f"alignment-sample-X-{k}-" + dask.base.tokenize(S))
+        tasks.append(dask.delayed(_kernel_sample_sums, pure=True)(XS, tS, source.kernel))
+    return compute_with_progress(tasks, client, progress, label="samples")

@@ -1,0 +1,156 @@
+"""Alignment-optimal eigen-reweighting (Kandola, Shawe-Taylor & Cristianini, eqs. 2–6, Algorithm 1).
+
+Given the eigendecomposition ``K = Σ λ_i v_i v_iᵀ``, the kernels
+``G = Σ α_i v_i v_iᵀ`` (eq. 2) have the alignment with a target ``t`` (eq. 4)
+
+.. math::
+
+    A(G, tt^T) = \\frac{\\sum_i \\alpha_i \\langle v_i, t \\rangle^2}{\\|t\\|^2 \\sqrt{\\sum_i \\alpha_i^2}},
+
+maximized under ``Σ α_i² = 1`` (eq. 5) by ``α_i = ⟨v_i, t⟩² / sqrt(Σ_j ⟨v_j, t⟩⁴)``,
+with the alignment (eq. 6) ``A* = sqrt(Σ_i ⟨v_i, t⟩⁴) / ‖t‖²``. The target is
+that of :func:`dkernel.alignment.alignment_target`: ``±1`` labels, the uneven
+classes of eq. 9 (``1/n₊``, ``-1/n₋``) or centered outputs (eq. 7).
+
+Transductive use (Algorithm 1): the eigenvectors are those of the Gram of all
+points, labelled and unlabelled; ``⟨v_i, t⟩`` is summed over the labelled
+rows only, and ``G`` is defined on every point. Algorithm 1 further divides
+each weight by ``‖v_i‖⁴`` restricted to the labelled rows; dkernel keeps the
+weights of eq. 5, which is the same when every row is labelled and does not
+amplify eigenvectors that live on the unlabelled points.
+
+Eigenvalues below ``tol · λ_max`` are dropped: their eigenvectors are not
+determined by ``K`` (any basis of its null space), so neither is ``G``.
+"""
+
+import numpy as np
+
+from ._measures import alignment_target
+from ..gram._sources import source_n
+from .._runtime.validation import check_labels
+from ..exceptions import InvalidLabelsError
+from ._adapted_gram import AdaptedGram
+from ._spectrum import top_eigenpairs
+
+__all__ = ["alignment_weights", "optimal_alignment", "transductive_adaptation", "labelled_target"]
+
+#: Eigenvalues below ``TOL · λ_max`` are numerically zero.
+TOL = 1e-10
+
+
+def adaptation_target(y, target):
+    """:func:`~dkernel.alignment.alignment_target`, refusing class labels given as regression outputs.
+
+    Outputs with only two distinct values are class labels: eq. (7) would
+    centre them into a classification target in disguise, so
+    ``target="regression"`` asks for real outputs.
+    """
+    values = np.unique(np.asarray(y))
+    if target == "regression" and len(values) == 2:
+        raise InvalidLabelsError(
+            f"target='regression' needs real outputs, but y holds only two values ({values[0].item()!r} and "
+            f"{values[1].item()!r}): class labels. Use target='classification' (±1) or target='uneven' (eq. 9).")
+    return alignment_target(y, target)
+
+
+def _projections(vectors, t):
+    """``Vᵀ t`` after checking that ``vectors`` (m, k) and ``t`` (m,) match and are finite."""
+    vectors, t = np.asarray(vectors, dtype=np.float64), np.asarray(t, dtype=np.float64)
+    if vectors.ndim != 2 or t.ndim != 1 or vectors.shape[0] != t.shape[0]:
+        raise ValueError(f"vectors must be (m, k) and t (m,) on the same m labelled rows; got shapes "
+                         f"{vectors.shape} and {t.shape}.")
+    if not (np.isfinite(vectors).all() and np.isfinite(t).all()):
+        raise ValueError("vectors and t must be finite; they hold NaN or infinite entries.")
+    return vectors.T @ t
+
+
+def alignment_weights(vectors, t):
+    """The weights ``α_i = ⟨v_i, t⟩² / sqrt(Σ_j ⟨v_j, t⟩⁴)`` of eq. (5), ``Σ α_i² = 1``.
+
+    Parameters
+    ----------
+    vectors : ndarray of shape (m, k)
+        The eigenvectors' entries on the labelled rows.
+    t : ndarray of shape (m,)
+        The target on those rows.
+    """
+    projections = _projections(vectors, t)
+    squares = projections**2
+    norm = np.sqrt(np.sum(squares**2))
+    if norm == 0:
+        raise ValueError("the target is orthogonal to every eigenvector kept, so no reweighting aligns with it; "
+                         "keep more eigenvectors (a larger rank or mass).")
+    return squares / norm
+
+
+def optimal_alignment(vectors, t):
+    """Eq. (6): ``sqrt(Σ_i ⟨v_i, t⟩⁴) / ‖t‖²``, the alignment of the reweighted ``G`` with ``ttᵀ``.
+
+    Exact for orthonormal ``vectors`` (all rows labelled, or the inductive
+    algorithm's training eigenvectors).
+    """
+    projections = _projections(vectors, t)
+    t = np.asarray(t, dtype=np.float64)
+    return float(np.sqrt(np.sum(projections**4)) / (t @ t))
+
+
+def labelled_target(y, n, labelled, target):
+    """The rows ``I`` that carry labels and the target ``t`` on them.
+
+    ``labelled`` is a boolean mask or indices of length ``len(y)``; ``None``
+    means every row (``len(y) == n``).
+    """
+    if labelled is None:
+        rows = np.arange(n)
+    else:
+        labelled = np.asarray(labelled)
+        rows = np.flatnonzero(labelled) if labelled.dtype == bool else labelled.astype(np.intp)
+        if labelled.dtype == bool and labelled.shape != (n,):
+            raise InvalidLabelsError(f"the labelled mask has shape {labelled.shape}; the Gram matrix has {n} rows.")
+        if rows.size and (rows.min() < 0 or rows.max() >= n):
+            raise InvalidLabelsError(f"labelled indices must lie in [0, {n}); got {rows.min()}..{rows.max()}.")
+    y = check_labels(y, len(rows))
+    return rows, adaptation_target(y, target)
+
+
+def keep_significant(values, vectors, tol):
+    """The eigenpairs with ``λ > tol · λ_max`` (all when ``tol`` is None)."""
+    if tol is None or len(values) == 0:
+        return values, vectors
+    keep = values > tol * max(float(values[0]), 0.0)
+    if not keep.any():
+        raise ValueError("the Gram matrix is zero (every eigenvalue is below tol · λ_max); it cannot be adapted.")
+    return values[keep], vectors[:, keep]
+
+
+def transductive_adaptation(source, y, labelled=None, *, target="classification", rank=None, mass=None,
+                            method="auto", tol=TOL, random_state=None, client=None, **solver_options):
+    """Kandola's Algorithm 1: adapt the Gram of labelled and unlabelled points to the labels.
+
+    Parameters
+    ----------
+    source : Gram source
+        ``K`` on every point (labelled and not): ndarray, GramMatrix, lazy
+        view, ``KernelGram``.
+    y : array-like
+        Labels of the rows ``labelled`` (of every row when it is None).
+    labelled : bool mask of shape (n,) or indices, optional
+    target : {"classification", "uneven", "regression"}, default="classification"
+    rank, mass, method, random_state, client, **solver_options
+        The eigensolver (:func:`~dkernel.alignment.top_eigenpairs`).
+    tol : float or None, default=1e-10
+        Drop eigenvalues below ``tol · λ_max``.
+
+    Returns
+    -------
+    AdaptedGram
+        ``G = U diag(α) Uᵀ`` as a lazy low-rank view over every point.
+    """
+    n = source_n(source)
+    rows, t = labelled_target(y, n, labelled, target)
+    spectrum = top_eigenpairs(source, rank, mass=mass, method=method, random_state=random_state, client=client,
+                              **solver_options)
+    values, vectors = keep_significant(spectrum.values, spectrum.vectors, tol)
+    weights = alignment_weights(vectors[rows], t)
+    return AdaptedGram(vectors, weights, base=source, eigenvalues=values, target=target, method=spectrum.method,
+                       mass=float(values.sum() / spectrum.trace) if spectrum.trace > 0 else float("nan"))

@@ -1,0 +1,236 @@
+"""A training Gram that starts as kernel rows on demand and computes the rest of itself when that is cheaper.
+
+A binary SVM whose support vectors are few reads few kernel rows: libsvm
+computes just those, while a whole Gram costs ``O(n² d)`` however few rows
+the solver reads. Which case holds is known only while solving, so
+:class:`OnDemandGram` decides as it goes. Rows are computed on demand
+(``K(X[idx], X)``, one BLAS-backed block per request) into the first rows of
+one ``n × n`` array in the whole Gram's dtype (as libsvm's row cache, float32
+for a large Gram), in the order they are asked for, never overwritten and
+never computed twice; the array's memory is touched only as rows are written.
+Once the rows computed would pass :data:`PROMOTE_FRACTION` ``· n``, the rest
+of the Gram is computed into the same array: the remaining samples' values
+at the columns already computed, read from the rows computed (``K[u, s] =
+K[s, u]``), and their own Gram, its tiles on and above the diagonal each
+written with its mirror (:mod:`dkernel.gram._on_demand_compiled`).
+
+Counted in rows of ``n`` kernel values, the whole Gram alone costs ``n / 2``
+(its upper triangle); ``R`` rows on demand cost ``R``; and rows on demand up
+to ``f n`` then the rest cost ``f n + (1 - f)² n / 2``. At ``f = 1/2`` this
+costs at most 1.25 times the cheaper of the two choices made knowing ``R``
+in advance (``min(R, n / 2)``), the least such factor of any ``f``. A problem
+with few support vectors never pays for a Gram; one that needs every row
+pays ``5 n / 8``.
+
+The rows of one request are split between the cores (a thread each, one
+BLAS thread per thread): a single binary problem has nothing else to run in
+parallel. The solver reads the rows where they lie
+(:meth:`OnDemandGram.row_source`): no copy in between, and the positions it
+holds stay valid when the rest of the Gram is computed.
+"""
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from sklearn.utils.extmath import row_norms
+
+from ._dense import run_bands, usable_cores
+from .._runtime.memory import empty_on_huge_pages
+
+__all__ = ["ON_DEMAND_MIN_SAMPLES", "PROMOTE_FRACTION", "OnDemandGram"]
+
+#: Rows computed on demand, as a fraction of ``n``, past which the rest of the Gram is computed.
+PROMOTE_FRACTION = 1 / 2
+
+#: Samples from which a single binary problem starts with rows on demand: below, the whole
+#: Gram costs less than deciding.
+ON_DEMAND_MIN_SAMPLES = 2048
+
+#: Rows evaluated at a time in float64 before they are stored in a float32 array of rows.
+NARROWING_ROWS = 32
+
+#: Rows of a request below which one thread evaluates them all (a thread's hand-off costs more).
+MIN_ROWS_PER_THREAD = 8
+
+#: Rows of a band of the rest of the Gram, and columns of its tiles (256 × 1024 float64 values: 2 MB).
+REST_BAND_ROWS = 256
+REST_TILE_COLUMNS = 1024
+
+
+class OnDemandGram:
+    """The Gram ``K(X, X)`` as a row provider: rows on demand, the rest of the Gram once they would pass ``n / 2``.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n, d)
+        Validated training data.
+    kernel : Kernel
+        The kernel, its data-dependent parameters resolved.
+    dtype : numpy dtype, default=float64
+        Dtype of the Gram's values held (evaluated in float64).
+    progress : bool, default=False
+        Show the bands of the rest of the Gram as they are computed.
+    threads : int, default=None
+        Threads evaluating the rows of one request (default: the usable cores).
+
+    Attributes
+    ----------
+    M : ndarray of shape (n, n)
+        The rows held: sample ``i``'s row at ``M[position(i)]``, its columns in sample order.
+    n_computed : int
+        Kernel rows computed on demand.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dkernel.kernels import RBFKernel
+    >>> X = np.random.default_rng(0).normal(size=(64, 3))
+    >>> gram = OnDemandGram(X, RBFKernel(gamma=0.5))
+    >>> _ = gram.rows(np.arange(30))       # 30 rows: on demand
+    >>> gram.held, gram.n_computed
+    ('on-demand', 30)
+    >>> _ = gram.rows(np.arange(30, 40))   # 40 rows > 64 / 2: the rest of the Gram
+    >>> gram.held, bool(np.allclose(gram.rows([35]), RBFKernel(gamma=0.5).block(X[35:36], X)))
+    ('float64', True)
+    """
+
+    #: Rows come from memory, or are computed until that costs as much as the rest of the Gram.
+    rows_in_memory = True
+
+    def __init__(self, X, kernel, *, dtype=np.float64, progress=False, threads=None):
+        self.X, self.kernel = X, kernel
+        self.threads = max(1, int(threads or usable_cores()))
+        self._pool = None
+        self.whole_dtype = np.dtype(dtype)
+        self.progress = progress
+        n = X.shape[0]
+        self.threshold = max(1, int(np.ceil(PROMOTE_FRACTION * n)))
+        self.M = empty_on_huge_pages((n, n), self.whole_dtype)
+        self._position = np.full(n, -1, dtype=np.intp)
+        self.n_computed = 0
+        self._sq_norms = None
+        self.whole = False
+        self._lock = threading.Lock()
+
+    n = property(lambda self: self.X.shape[0])
+    shape = property(lambda self: (self.X.shape[0], self.X.shape[0]))
+    dtype = property(lambda self: self.whole_dtype)
+
+    @property
+    def held(self):
+        """``"on-demand"`` until the rest of the Gram is computed, then its dtype's name (``"float32"`` ...)."""
+        return self.whole_dtype.name if self.whole else "on-demand"
+
+    def rows(self, idx):
+        """``K[idx, :]``: rows just computed as a view of :attr:`M`, others copied from it."""
+        positions = self.row_source(idx)[1]
+        if positions.size and positions[-1] - positions[0] == positions.size - 1 and \
+                np.array_equal(positions, np.arange(positions[0], positions[-1] + 1)):
+            return self.M[positions[0] : positions[-1] + 1]
+        return self.M[positions]
+
+    def row_source(self, idx):
+        """``(M, positions)`` with ``M[positions] == K[idx, :]``, the missing rows computed first (or the rest)."""
+        idx = np.asarray(idx, dtype=np.intp)
+        with self._lock:
+            if not self.whole and not self._compute_missing(idx):
+                self._compute_rest()
+            return self.M, self._position[idx]
+
+    def _compute_missing(self, idx):
+        """Compute the rows of ``idx`` not held yet into the next rows of :attr:`M`; False past the threshold."""
+        missing = idx[self._position[idx] < 0]
+        if missing.size:
+            missing = self._without_repeats(missing)
+            start, stop = self.n_computed, self.n_computed + missing.size
+            if stop > self.threshold:
+                return False
+            self._evaluate_rows(missing, self.M[start:stop])
+            self._position[missing] = np.arange(start, stop)
+            self.n_computed = stop
+        return True
+
+    def _without_repeats(self, missing):
+        """``missing`` (rows not held) with each sample once: a repeat is a position written twice (no sort)."""
+        trial = np.arange(missing.size)
+        self._position[missing] = trial
+        last = self._position[missing] == trial  # the last occurrence of each sample
+        self._position[missing] = -1
+        return missing if last.all() else missing[last]
+
+    def _evaluate_rows(self, idx, out):
+        """``out = K(X[idx], X)``, the rows split between :attr:`threads` threads (this one included)."""
+        if self._sq_norms is None and isinstance(self.X, np.ndarray):
+            self._sq_norms = row_norms(self.X, squared=True)  # once: every request's rows are over all of X
+        parts = min(self.threads, idx.size // MIN_ROWS_PER_THREAD)
+        if parts <= 1:
+            return self._evaluate_part(idx, out)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.threads - 1, thread_name_prefix="dkernel-rows")
+        bounds = np.linspace(0, idx.size, parts + 1).astype(int)
+        others = [self._pool.submit(self._evaluate_part, idx[a:b], out[a:b]) for a, b in zip(bounds[1:-1], bounds[2:])]
+        self._evaluate_part(idx[: bounds[1]], out[: bounds[1]])
+        for other in others:
+            other.result()
+
+    def _evaluate_part(self, idx, out):
+        """``out = K(X[idx], X)``; into a narrower ``out`` (float32) through a float64 buffer of a few rows."""
+        if out.dtype == self.X.dtype:
+            return self._evaluate_into(idx, out)
+        buffer = np.empty((min(NARROWING_ROWS, idx.size), self.n), dtype=self.X.dtype)
+        for a in range(0, idx.size, NARROWING_ROWS):
+            part = buffer[: min(NARROWING_ROWS, idx.size - a)]
+            self._evaluate_into(idx[a : a + part.shape[0]], part)
+            out[a : a + part.shape[0]] = part
+
+    def _evaluate_into(self, idx, out):
+        if not self.kernel.evaluate_into(self.X[idx], self.X, out, z_sq_norms=self._sq_norms):
+            out[...] = np.asarray(self.kernel.block(self.X[idx], self.X))
+
+    def _compute_rest(self):
+        """The rows of the samples not computed yet, after those computed, in bands of rows split between threads.
+
+        Each band copies its values at the columns computed from the rows
+        computed (the Gram's symmetry), then computes the remaining samples'
+        Gram on and above its diagonal block, tile by tile, each tile also
+        written at its mirror in the rows of later bands.
+        """
+        from ._on_demand_compiled import copy_computed_columns, write_remaining_tile
+
+        computed = np.empty(self.n_computed, dtype=np.intp)
+        held = np.flatnonzero(self._position >= 0)
+        computed[self._position[held]] = held
+        remaining = np.flatnonzero(self._position < 0)
+        X_rest, R, m = self.X[remaining], computed.size, remaining.size
+
+        def band(a):
+            b = min(a + REST_BAND_ROWS, m)
+            copy_computed_columns(self.M, computed, remaining, a, b)
+            diagonal = np.asarray(self.kernel.block(X_rest[a:b], X_rest[a:b], symmetric=True))
+            write_remaining_tile(self.M, R, remaining, diagonal, a, a, False)
+            for c in range(b, m, REST_TILE_COLUMNS):
+                tile = np.asarray(self.kernel.block(X_rest[a:b], X_rest[c : c + REST_TILE_COLUMNS]))
+                write_remaining_tile(self.M, R, remaining, tile, a, c, True)
+
+        run_bands(band, range(0, m, REST_BAND_ROWS), self.threads, "row bands of the rest of the Gram", self.progress)
+        self._position[remaining] = np.arange(R, self.n)
+        self.whole = True
+        self.close()
+
+    def close(self):
+        """Stop the threads that evaluate rows (started again if rows are asked for)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
+
+    def submatrix(self, idx, start, stop):
+        """``K[idx, start:stop]``."""
+        return self.rows(idx)[:, start:stop]
+
+    def diag(self):
+        """``K(x_i, x_i)`` from the kernel (exactly 1 for the RBF kernel)."""
+        return self.kernel.diag(self.X)
+
+    def __repr__(self):
+        return f"OnDemandGram({self.kernel!r}, n={self.n}, held={self.held!r})"

@@ -1,0 +1,331 @@
+"""The Gram protocol and its in-memory, on-the-fly and subset implementations.
+
+A *Gram source* is any object with
+
+``n`` : int
+    Number of training points (rows and columns of the square matrix ``K``).
+``rows(idx) -> ndarray of shape (len(idx), n)``
+    The rows ``K[idx, :]``.
+``diag() -> ndarray of shape (n,)``
+    The diagonal ``K[i, i]``.
+``block(i, j) -> ndarray``
+    Block ``(i, j)`` of the grid of ``chunks``.
+``columns(indices) -> dask array of shape (n, len(indices))``
+    The columns ``K[:, indices]``, lazily, in row blocks (no ``n × n`` array).
+``.dask``
+    The whole matrix as a lazy Dask array.
+
+and optionally ``submatrix(idx, start, stop)`` (``K[idx, start:stop]``, what a
+solver worker reads of the columns it owns) and ``column_slab(start, stop)``
+(a small picklable source of the columns ``start:stop`` only, shipped to that
+worker instead of the whole matrix).
+
+The same objects are the row providers of :mod:`dkernel.solver`, which reads
+only ``n``, ``rows``, ``diag`` and ``submatrix``: :class:`DenseGram` wraps a
+matrix held in memory, :class:`KernelGram` evaluates a kernel on the fly from
+``X`` through a row cache (:mod:`dkernel.gram._on_the_fly`), :class:`SubsetGram` is a principal submatrix of
+another source. :class:`dkernel.gram.GramMatrix` (a zarr store) and the lazy
+views of :mod:`dkernel.views` follow the protocol too.
+
+The functions :func:`source_n`, :func:`source_dask`, :func:`source_columns`,
+:func:`source_diag` and :func:`principal_submatrix` read any source, a dask
+array or a small ndarray alike.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._runtime.client import is_dask_array
+from ._on_the_fly import DEFAULT_CHUNK, KernelColumnSlab, KernelGram, RowCache
+
+__all__ = [
+    "ColumnSlab",
+    "DEFAULT_CHUNK",
+    "DenseGram",
+    "KernelColumnSlab",
+    "KernelGram",
+    "RowCache",
+    "SubsetGram",
+    "as_gram",
+    "principal_submatrix",
+    "source_columns",
+    "source_dask",
+    "source_diag",
+    "source_n",
+]
+
+
+# --------------------------------------------------------------------------- #
+# Reading any source (Gram-protocol object, dask array, ndarray)
+# --------------------------------------------------------------------------- #
+
+
+def source_n(source):
+    """The number of rows of a square Gram source."""
+    if isinstance(source, np.ndarray) or is_dask_array(source):
+        if source.ndim != 2 or source.shape[0] != source.shape[1]:
+            raise ValueError(f"a Gram matrix must be square; got shape {source.shape}.")
+        return source.shape[0]
+    return int(source.n)
+
+
+def source_dask(source, client=None):
+    """The whole matrix as a lazy Dask array.
+
+    With a distributed ``client``, a Gram computed on the fly scatters its
+    data to the workers once (:meth:`KernelGram.lazy`) rather than carrying
+    them in the graph.
+    """
+    import dask.array as da
+
+    if is_dask_array(source):
+        return source
+    if isinstance(source, np.ndarray):
+        return da.from_array(source, chunks=(min(source.shape[0], DEFAULT_CHUNK),) * 2)
+    if client is not None and hasattr(source, "lazy"):
+        return source.lazy(client)
+    return source.dask
+
+
+def source_columns(source, indices):
+    """Lazy ``K[:, indices]`` chunked by row blocks (never the full matrix)."""
+    if hasattr(source, "columns"):
+        return source.columns(indices)
+    return source_dask(source)[:, indices]
+
+
+def source_diag(source):
+    """The diagonal as a float64 ndarray."""
+    if isinstance(source, np.ndarray):
+        return np.diagonal(source).astype(np.float64)
+    if is_dask_array(source):
+        import dask.array as da
+
+        return np.asarray(da.diagonal(source).compute(), dtype=np.float64)
+    return np.asarray(source.diag(), dtype=np.float64)
+
+
+def principal_submatrix(source, indices):
+    """``K[indices][:, indices]`` as a float64 ndarray."""
+    indices = np.asarray(indices, dtype=np.intp)
+    if isinstance(source, np.ndarray):
+        return np.asarray(source[np.ix_(indices, indices)], dtype=np.float64)
+    if hasattr(source, "principal_submatrix"):
+        return np.asarray(source.principal_submatrix(indices), dtype=np.float64)
+    return np.asarray(source_dask(source)[indices][:, indices].compute(), dtype=np.float64)
+
+
+def as_gram(source):
+    """A Gram-protocol object for ``source`` (an ndarray becomes a :class:`DenseGram`)."""
+    if isinstance(source, np.ndarray):
+        return DenseGram(source)
+    for attr in ("n", "rows", "diag", "dask"):
+        if not hasattr(source, attr):
+            raise TypeError(
+                f"{type(source).__name__} is not a Gram matrix: it has no '{attr}'. Pass a GramMatrix, a "
+                f"lazy view, a KernelGram(X, kernel) or a square ndarray."
+            )
+    return source
+
+
+# --------------------------------------------------------------------------- #
+# In memory
+# --------------------------------------------------------------------------- #
+
+
+class DenseGram:
+    """A square Gram matrix held in memory.
+
+    float32 and float64 matrices are kept as they are; other dtypes become
+    float64.
+
+    Parameters
+    ----------
+    K : array-like of shape (n, n)
+        Symmetric kernel matrix (dense; a sparse matrix is refused).
+    chunk : int, default=2048
+        Block side of ``block(i, j)`` and ``.dask``.
+    kernel : Kernel, optional
+        The kernel that produced ``K``, if known.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> DenseGram(np.eye(3)).rows([2]).tolist()
+    [[0.0, 0.0, 1.0]]
+    """
+
+    def __init__(self, K, *, chunk=DEFAULT_CHUNK, kernel=None):
+        if sp.issparse(K):
+            raise ValueError("K is a sparse matrix; a Gram matrix is dense: pass K.toarray().")
+        K = np.asarray(K)
+        if K.ndim != 2 or K.shape[0] != K.shape[1]:
+            raise ValueError(f"a Gram matrix must be square; got shape {K.shape}.")
+        if K.dtype not in (np.float32, np.float64):
+            K = K.astype(np.float64)
+        self.K = K
+        self.kernel = kernel
+        c = min(int(chunk), K.shape[0])
+        self.chunks = (c, c)
+
+    n = property(lambda self: self.K.shape[0])
+    shape = property(lambda self: self.K.shape)
+    dtype = property(lambda self: self.K.dtype)
+
+    def rows(self, idx):
+        """``K[idx, :]``."""
+        return self.K[np.asarray(idx, dtype=np.intp)]
+
+    def submatrix(self, idx, start, stop):
+        """``K[idx, start:stop]``."""
+        return self.K[np.asarray(idx, dtype=np.intp), start:stop]
+
+    def block(self, i, j):
+        c = self.chunks[0]
+        return self.K[i * c : (i + 1) * c, j * c : (j + 1) * c]
+
+    def diag(self):
+        return np.diagonal(self.K).copy()
+
+    @property
+    def dask(self):
+        import dask.array as da
+
+        return da.from_array(self.K, chunks=self.chunks)
+
+    def principal_submatrix(self, indices):
+        return self.K[np.ix_(indices, indices)]
+
+    def column_slab(self, start, stop):
+        """The columns ``start:stop`` alone, as a :class:`ColumnSlab` (what one solver worker reads); all: ``self``."""
+        if (start, stop) == (0, self.n):
+            return self
+        return ColumnSlab(np.ascontiguousarray(self.K[:, start:stop]), start, self.n)
+
+    def to_numpy(self, force=False):
+        return self.K
+
+    def __repr__(self):
+        return f"DenseGram(n={self.n}, dtype={self.dtype.name})"
+
+
+class ColumnSlab:
+    """The columns ``start:start + K_cols.shape[1]`` of an ``n × n`` matrix held in memory.
+
+    Answers ``submatrix(idx, a, b)`` for ``a:b`` within its columns; it is
+    small and picklable, so a worker receives only its share of the matrix.
+    """
+
+    def __init__(self, K_cols, start, n):
+        self.K_cols = K_cols
+        self.start = int(start)
+        self.n = int(n)
+
+    @property
+    def stop(self):
+        return self.start + self.K_cols.shape[1]
+
+    @property
+    def dtype(self):
+        return self.K_cols.dtype
+
+    def submatrix(self, idx, start, stop):
+        """``K[idx, start:stop]``; ``start:stop`` must lie within the slab."""
+        if start < self.start or stop > self.stop:
+            raise ValueError(f"columns {start}:{stop} lie outside the slab {self.start}:{self.stop}.")
+        return self.K_cols[np.asarray(idx, dtype=np.intp), start - self.start : stop - self.start]
+
+    def rows(self, idx):
+        """Whole rows ``K[idx, :]``, for a slab that holds every column."""
+        return self.submatrix(idx, 0, self.n)
+
+    def __repr__(self):
+        return f"ColumnSlab(columns={self.start}:{self.stop}, n={self.n})"
+
+
+# --------------------------------------------------------------------------- #
+# A subset of the training points
+# --------------------------------------------------------------------------- #
+
+
+class SubsetGram:
+    """The principal submatrix ``K[index][:, index]`` of a Gram source, read on demand.
+
+    A solver worker reads ``submatrix(idx, start, stop)``: the base's columns
+    spanning ``index[start:stop]`` only. ``column_slab`` narrows the base the
+    same way where it has one (an in-memory base ships those columns only).
+    """
+
+    def __init__(self, base, index):
+        self.base = base
+        self.index = np.asarray(index, dtype=np.intp)
+        self._diag = None
+
+    @property
+    def n(self):
+        return self.index.shape[0]
+
+    @property
+    def shape(self):
+        return (self.n, self.n)
+
+    @property
+    def dtype(self):
+        return np.dtype(np.float64)
+
+    @property
+    def chunks(self):
+        return getattr(self.base, "chunks", (min(self.n, 4096),) * 2)
+
+    @property
+    def kernel(self):
+        return getattr(self.base, "kernel", None)
+
+    def rows(self, idx):
+        base_rows = self.index[np.asarray(idx, dtype=np.intp)]
+        if isinstance(self.base, DenseGram):  # one gather of the requested entries, no whole base rows
+            return self.base.K[np.ix_(base_rows, self.index)]
+        return np.asarray(self.base.rows(base_rows))[:, self.index]
+
+    def diag(self):
+        if self._diag is None:
+            self._diag = np.asarray(self.base.diag())[self.index]
+        return self._diag
+
+    def _base_span(self, start, stop):
+        """The base's columns ``lo:hi`` spanning ``index[start:stop]``, and those columns' positions in it."""
+        columns = self.index[start:stop]
+        lo, hi = int(columns.min()), int(columns.max()) + 1
+        return lo, hi, columns - lo
+
+    def submatrix(self, idx, start, stop):
+        """``K[index[idx]][:, index[start:stop]]``, reading only the base's columns that span them."""
+        idx = np.asarray(idx, dtype=np.intp)
+        if start >= stop:
+            return np.empty((idx.size, 0))
+        lo, hi, local = self._base_span(start, stop)
+        base_rows = self.index[idx]
+        if hasattr(self.base, "submatrix"):
+            K = self.base.submatrix(base_rows, lo, hi)
+        else:
+            K = self.base.rows(base_rows)[:, lo:hi]
+        return np.asarray(K)[:, local]
+
+    def column_slab(self, start, stop):
+        """The subset over the base's column slab spanning ``index[start:stop]``; ``self`` where the base has none."""
+        slab = getattr(self.base, "column_slab", None)
+        if slab is None or (start, stop) == (0, self.n) or start >= stop:
+            return self
+        lo, hi, _ = self._base_span(start, stop)
+        base = slab(lo, hi)
+        return self if base is self.base else SubsetGram(base, self.index)
+
+    @property
+    def dask(self):
+        if hasattr(self.base, "columns"):
+            # Only the columns of the subset: n × m kernel work, not n × n.
+            return self.base.columns(self.index)[self.index]
+        return self.base.dask[self.index][:, self.index]
+
+    def __repr__(self):
+        return f"SubsetGram(n={self.n}, base={self.base!r})"

@@ -1,0 +1,290 @@
+"""The two-pass conformal SVM :class:`ConformalSVC` (Williams, Li, Feng & Wu 2005; Amari & Wu 1999).
+
+Pass 1 trains :class:`dkernel.SVC` with the base kernel ``K``. Pass 2 trains
+an SVC on the lazy view ``K̃ = D K D`` (:class:`~dkernel.views.ConformalGram`,
+Williams eq. 5) of the same training Gram, with ``D`` from the first pass:
+``exp(-κ f(x)²)`` (eq. 8) or Amari & Wu's ``Σ_SV exp(-κ‖x - x_i‖²)`` (eq. 7).
+The decision function of the second pass at a new point is
+
+.. math::
+
+    \\tilde f(x) = D(x) \\sum_{s} \\tilde\\alpha_s y_s K(x, x_s) D(x_s) + \\tilde b,
+
+evaluated through the first-pass support vectors (for ``D(x)``) and the
+second-pass ones: no training Gram is read at prediction.
+"""
+
+import os
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._runtime import artifacts
+from .._runtime.client import client_for, is_dask_array
+from ..views._conformal import METHODS, ConformalFactor, ConformalGram
+from ._classes import SVC
+from ._kernel import ESTIMATOR_DEFAULTS
+from ._predict import PREDICT_BLOCK_ROWS, materialize
+
+__all__ = ["ConformalSVC", "load_conformal_model"]
+
+MODEL_FORMAT = "dkernel-conformal-svc"
+MODEL_VERSION = 1
+
+#: The parameters shared by both passes (passed to each :class:`SVC`).
+_SHARED = ("C", "tol", "shrinking", "max_iter", "working_set_size", "cache_size", "verbose")
+
+
+class ConformalSVC(ClassifierMixin, BaseEstimator):
+    """Binary SVM trained twice: on ``K``, then on ``D(x) K(x, z) D(z)`` (Williams et al. eq. 5).
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Soft-margin parameter of both passes.
+    kernel, degree, gamma, coef0 :
+        The base kernel, as in :class:`dkernel.SVC` (not ``"precomputed"``).
+    conformal : {"williams", "amari-wu"}, default="williams"
+        ``D(x) = exp(-κ f(x)²)`` (Williams eq. 8) or
+        ``Σ_{i∈SV} exp(-κ‖x - x_i‖²)`` (Amari & Wu, Williams eq. 7).
+    kappa : float > 0 or None, default=None
+        κ of the factor. ``None``: ``1/|f|max`` over the training points
+        (Williams §4) for ``"williams"``; the RBF ``gamma`` of the base kernel
+        for ``"amari-wu"``.
+    tol, shrinking, max_iter, working_set_size, cache_size, verbose :
+        Solver settings of both passes, as in :class:`dkernel.SVC`.
+    store : str or path-like, default=None
+        Keep the training Gram in a zarr store (as :class:`dkernel.SVC`); the
+        second pass reads the first pass's store through the conformal view,
+        so the Gram is computed once.
+    client : distributed.Client, str or False, default=None
+        As in :class:`dkernel.SVC`; the conformal view travels to the workers
+        as its base and the ``n`` values of ``D``.
+
+    Attributes
+    ----------
+    first_pass_ : dkernel.SVC
+        The SVM trained on ``K``.
+    second_pass_ : dkernel.SVC
+        The SVM trained on ``K̃`` (``kernel="precomputed"``: its
+        ``decision_function`` takes ``K̃(X_test, X_train)``).
+    factor_ : ConformalFactor
+        ``D``, evaluated through the first-pass support vectors.
+    kappa_ : float
+    conformal_factor_ : ndarray of shape (n_samples,)
+        ``D(x_i)`` at the training points.
+    classes_, support_, support_vectors_, dual_coef_, intercept_, n_features_in_ :
+        Those of the second pass (``support_vectors_`` are training points).
+
+    References
+    ----------
+    .. [1] P. Williams, S. Li, J. Feng and S. Wu, "Scaling the kernel function
+       to improve performance of the support vector machine", ISNN 2005.
+    """
+
+    _parameter_constraints: dict = {
+        "C": [Interval(Real, 0.0, None, closed="neither")],
+        "kernel": "no_validation",  # checked by the first pass
+        "degree": [Interval(Integral, 0, None, closed="left")],
+        "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0.0, None, closed="neither")],
+        "coef0": [Interval(Real, None, None, closed="neither")],
+        "conformal": [StrOptions(set(METHODS))],
+        "kappa": [Interval(Real, 0.0, None, closed="neither"), None],
+        "tol": [Interval(Real, 0.0, None, closed="neither")],
+        "shrinking": ["boolean"],
+        "max_iter": [Interval(Integral, -1, None, closed="left")],
+        "working_set_size": [Interval(Integral, 2, None, closed="left"), None],
+        "cache_size": [Interval(Real, 0.0, None, closed="neither"), None],
+        "store": [str, os.PathLike, None],
+        "client": "no_validation",
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, C=1.0, kernel="rbf", degree=ESTIMATOR_DEFAULTS["degree"], gamma=ESTIMATOR_DEFAULTS["gamma"],
+                 coef0=ESTIMATOR_DEFAULTS["coef0"], conformal="williams", kappa=None, tol=1e-3, shrinking=True,
+                 max_iter=-1, working_set_size=None, cache_size=None, store=None, client=None, verbose=False):
+        self.C = C
+        self.kernel = kernel
+        self.degree = degree
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.conformal = conformal
+        self.kappa = kappa
+        self.tol = tol
+        self.shrinking = shrinking
+        self.max_iter = max_iter
+        self.working_set_size = working_set_size
+        self.cache_size = cache_size
+        self.store = store
+        self.client = client
+        self.verbose = verbose
+
+    def _shared(self):
+        return {name: getattr(self, name) for name in _SHARED}
+
+    # -------------------------------------------------------------- fitting
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Train the first pass on ``K``, then the second on ``D K D``.
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,), two classes
+
+        Returns
+        -------
+        self
+        """
+        if isinstance(self.kernel, str) and self.kernel == "precomputed":
+            raise ValueError("ConformalSVC needs a kernel to evaluate D(x) at new points; kernel='precomputed' "
+                             "has none. Use conformal.ConformalGram with SVC(kernel='precomputed') instead.")
+        X, y = validate_data(self, materialize(X), y, dtype=[np.float64, np.float32], order="C")
+        check_classification_targets(y)
+        if np.unique(y).shape[0] != 2:
+            raise ValueError(f"ConformalSVC is a binary classifier (D is built from one decision function f); "
+                             f"y has {np.unique(y).shape[0]} classes.")
+        with client_for(self.client) as client:
+            first = SVC(kernel=self.kernel, degree=self.degree, gamma=self.gamma, coef0=self.coef0,
+                        store=self.store, client=client if client is not None else False, **self._shared())
+            first.fit(X, y)
+            self._fit_second_pass(first, X, y, client)
+        return self
+
+    def fit_from_first_pass(self, first_pass, X, y):
+        """Train only the second pass, on ``D K D`` with ``D`` from ``first_pass``, a :class:`SVC` fitted on ``X, y``.
+
+        The base kernel is the first pass's; several factors (κ, method) can
+        share one first pass this way. Raises
+        :class:`~sklearn.exceptions.NotFittedError` for an unfitted first pass.
+        """
+        ConformalFactor.from_svc(first_pass, self.conformal, 1.0)  # refuses an unfitted or multiclass first pass
+        X, y = validate_data(self, materialize(X), y, dtype=[np.float64, np.float32], order="C")
+        if X.shape[0] != first_pass.shape_fit_[0]:
+            raise ValueError(f"X has {X.shape[0]} rows but the first pass was fitted on {first_pass.shape_fit_[0]}.")
+        with client_for(self.client) as client:
+            self._fit_second_pass(first_pass, X, y, client)
+        return self
+
+    def _fit_second_pass(self, first, X, y, client):
+        factor = ConformalFactor.from_svc(first, self.conformal, self.kappa, X_kappa=X)
+        d = factor(X)
+        view = ConformalGram(self._base_gram(first, X, client), d, factor)
+        second = SVC(kernel="precomputed", client=client if client is not None else False, **self._shared())
+        second.fit(view, y)
+        self.first_pass_, self.second_pass_, self.factor_ = first, second, factor
+        self.kappa_ = factor.kappa
+        self.conformal_factor_ = d
+        self.support_vectors_ = X[second.support_]
+        self._set_second_pass_attributes()
+
+    def _base_gram(self, first, X, client):
+        """The training Gram of the first pass: its store (computed once), else held as :class:`SVC` holds it."""
+        if getattr(first, "store_path_", None) is not None:
+            from ..gram import GramMatrix
+
+            return GramMatrix.open(first.store_path_)
+        from ._training import training_gram
+
+        return training_gram(X, first._kernel, client, cache_size=self.cache_size)[0]
+
+    def _set_second_pass_attributes(self):
+        second = self.second_pass_
+        self.classes_ = second.classes_
+        self.support_ = second.support_
+        self.dual_coef_ = second.dual_coef_
+        self.intercept_ = second.intercept_
+        self._d_support = self.conformal_factor_[second.support_]
+
+    # ----------------------------------------------------------- prediction
+    def conformal_kernel(self, X):
+        """``K̃(x, x_s) = D(x) K(x, x_s) D(x_s)`` between the rows of ``X`` and the second-pass support vectors."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=False)
+        K = np.asarray(self.first_pass_._kernel.block(X, self.support_vectors_), dtype=np.float64)
+        return self.factor_(X)[:, None] * K * self._d_support[None, :]
+
+    def decision_function(self, X):
+        """The second-pass decision values (positive for ``classes_[1]``), blockwise over the rows of ``X``."""
+        check_is_fitted(self)
+        if is_dask_array(X):
+            return X.rechunk({1: -1}).map_blocks(self.decision_function, drop_axis=1, dtype=np.float64)
+        X = np.asarray(X)
+        coef = self.second_pass_._pair_coef[0]
+        out = np.empty(X.shape[0])
+        for start in range(0, X.shape[0], PREDICT_BLOCK_ROWS):
+            stop = min(start + PREDICT_BLOCK_ROWS, X.shape[0])
+            out[start:stop] = self.conformal_kernel(X[start:stop]) @ coef + self.intercept_[0]
+        return out
+
+    def predict(self, X):
+        """Class labels of ``X``: ``classes_[1]`` where the decision value is > 0."""
+        check_is_fitted(self)
+        if is_dask_array(X):
+            return X.rechunk({1: -1}).map_blocks(self.predict, drop_axis=1, dtype=self.classes_.dtype)
+        return self.classes_[(self.decision_function(X) > 0).astype(np.intp)]
+
+    # ----------------------------------------------------------- persistence
+    def save(self, path, *, overwrite=False):
+        """Write the model (both passes, ``D`` at the training points) as zarr + JSON; no pickle.
+
+        ``path`` holds the two passes as :class:`SVC` models (``first_pass``,
+        ``second_pass``) and the arrays ``conformal_factor`` and
+        ``support_vectors``; written beside ``path`` and moved into place when
+        complete. Anything at ``path`` but a dkernel model is refused.
+        """
+        import zarr
+
+        check_is_fitted(self)
+        path = os.path.abspath(os.fspath(path))
+        with artifacts.writing(path, "model", overwrite) as tmp:
+            group = zarr.open_group(tmp, mode="w")
+            group.create_array("conformal_factor", data=self.conformal_factor_)
+            group.create_array("support_vectors", data=np.asarray(self.support_vectors_))
+            params = {k: v for k, v in self.get_params(deep=False).items() if k != "client"}
+            params["store"] = None if params["store"] is None else os.fspath(params["store"])
+            if not isinstance(params["kernel"], str):
+                params["kernel"] = params["kernel"].to_dict()
+            group.attrs.update({"format": MODEL_FORMAT, "version": MODEL_VERSION, "params": params,
+                                "method": self.factor_.method, "kappa": self.kappa_,
+                                "n_features_in": int(self.n_features_in_)})
+            self.first_pass_.save(os.path.join(tmp, "first_pass"))
+            self.second_pass_.save(os.path.join(tmp, "second_pass"))
+        return path
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by :meth:`save`."""
+        import zarr
+
+        from ..kernels._kernels import kernel_from_dict
+
+        path = os.path.abspath(os.fspath(path))
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"no model at {path}.")
+        group = zarr.open_group(path, mode="r")
+        attrs = dict(group.attrs)
+        if attrs.get("format") != MODEL_FORMAT:
+            raise ValueError(f"{path} is not a dkernel ConformalSVC model (format {attrs.get('format')!r}).")
+        params = dict(attrs["params"])
+        if isinstance(params["kernel"], dict):
+            params["kernel"] = kernel_from_dict(params["kernel"])
+        model = cls(**params)
+        model.first_pass_ = SVC.load(os.path.join(path, "first_pass"))
+        model.second_pass_ = SVC.load(os.path.join(path, "second_pass"))
+        model.factor_ = ConformalFactor.from_svc(model.first_pass_, attrs["method"], attrs["kappa"])
+        model.kappa_ = model.factor_.kappa
+        model.conformal_factor_ = np.asarray(group["conformal_factor"][...])
+        model.support_vectors_ = np.asarray(group["support_vectors"][...])
+        model.n_features_in_ = attrs["n_features_in"]
+        model._set_second_pass_attributes()
+        return model
+
+
+def load_conformal_model(path):
+    """Read a :class:`ConformalSVC` written by :meth:`ConformalSVC.save`."""
+    return ConformalSVC.load(path)
