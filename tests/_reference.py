@@ -40,3 +40,16 @@ def translated_gram(Phi, a, Phi_test=None):
 def numpy_target_alignment(K, t):
     """``tᵀKt / (‖t‖² ‖K‖_F)`` on the whole matrix (Kandola et al. eq. 1)."""
     return t @ K @ t / ((t @ t) * np.linalg.norm(K))
+
+
+def assert_rounded_once(narrow, wide):
+    """``narrow`` (float32) is ``wide`` (float64 values, to rounding) rounded once: within half a float32 ulp.
+
+    A float32 kernel value evaluated in float64 and then stored differs from the float64 value by at most half the
+    spacing of float32 numbers there (plus the float64 rounding between two evaluations); evaluated in float32
+    (distances that cancel) it differs by far more.
+    """
+    assert narrow.dtype == np.float32 and narrow.shape == wide.shape
+    error = np.abs(narrow.astype(np.float64) - wide)
+    bound = 0.5 * np.spacing(narrow).astype(np.float64) + 1e-13 * np.abs(wide)
+    assert (error <= bound).all(), f"{int((error > bound).sum())} values differ by more than rounding once"

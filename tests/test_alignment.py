@@ -82,6 +82,29 @@ def test_alignment_of_two_grams_equals_numpy():
     assert alignment(k2, k2) == pytest.approx(1.0)
 
 
+def test_lazy_alignment_of_two_grams_is_computed_only_when_asked():
+    import dask.array as da
+
+    X, _ = _data(90, 30)
+    K1 = RBFKernel(gamma=0.4)(X)
+    evaluated = []
+
+    def counted(block):  # a block of the first Gram, recorded when Dask evaluates it
+        if block.size:
+            evaluated.append(block.shape)
+        return block
+
+    first = da.from_array(K1, chunks=40).map_blocks(counted, dtype=K1.dtype)
+    second = KernelGram(X, "poly", degree=2, gamma=0.5, chunk=30)  # other blocks: rechunked to the first's
+    K2 = second.to_numpy()
+    expected = np.vdot(K1, K2) / np.sqrt(np.vdot(K1, K1) * np.vdot(K2, K2))
+    lazy = alignment(first, second, compute=False)
+    assert isinstance(lazy, da.Array) and lazy.shape == () and evaluated == []
+    assert float(lazy.compute()) == pytest.approx(expected, rel=1e-12)
+    assert sorted(evaluated) == [(40, 40)] * 9  # each block of the 3 x 3 grid read once
+    assert float(lazy.compute()) == pytest.approx(alignment(first, second), rel=1e-12)
+
+
 def test_far_shift_drives_alignment_to_the_class_imbalance_limit():
     # Meilă eq. (34): A(K_a) → (n⁺ − n⁻)² / n² for a far shift; n⁺ = 20 n⁻ gives 0.82.
     n_neg = 15

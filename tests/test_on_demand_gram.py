@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 import scipy.sparse
-from sklearn.datasets import make_blobs, make_classification
+from sklearn.datasets import make_blobs, make_circles, make_classification, make_moons
+from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.svm import SVC as LibSVC
 
 from dkernel import SVC
@@ -12,6 +13,8 @@ from dkernel.gram._on_demand import ON_DEMAND_MIN_SAMPLES, PROMOTE_FRACTION, OnD
 from dkernel.gram._sources import DenseGram
 from dkernel.kernels import PolynomialKernel, RBFKernel
 from dkernel.solver import solve_qp
+
+from _reference import assert_rounded_once
 
 
 def test_rows_on_demand_until_n_over_2_then_the_rest_of_the_gram():
@@ -71,22 +74,66 @@ def test_the_rest_of_the_gram_equals_the_whole_gram(kernel, dtype, sparse):
     np.testing.assert_allclose(gram.rows(np.arange(1300)), whole, rtol=rtol, atol=rtol / 10)
 
 
-@pytest.mark.parametrize("separation", ["apart", "overlap"])
-def test_solution_equals_the_whole_gram(separation):
-    sep, flip = (3.0, 0.0) if separation == "apart" else (0.5, 0.2)
-    X, y = make_classification(n_samples=3000, n_features=8, class_sep=sep, flip_y=flip, random_state=3)
+def _problem(name, n=1500):
+    """Binary problems with few support vectors (rows on demand) and with many (the rest of the Gram computed)."""
+    if name == "apart":
+        X, y = make_classification(n_samples=n, n_features=8, class_sep=3.0, flip_y=0.0, random_state=3)
+        return X, y, RBFKernel(gamma=0.02), "on-demand"
+    if name == "overlap":
+        X, y = make_classification(n_samples=n, n_features=8, class_sep=0.5, flip_y=0.2, random_state=3)
+        return X, y, RBFKernel(gamma=0.02), "float64"
+    if name == "moons":
+        X, y = make_moons(n_samples=n, noise=0.2, random_state=0)
+        return X, y, RBFKernel(gamma=2.0), "on-demand"
+    if name == "circles, polynomial":
+        X, y = make_circles(n_samples=n, noise=0.1, factor=0.5, random_state=0)
+        return X, y, PolynomialKernel(degree=2, gamma=1.0, coef0=1.0), "on-demand"
+    if name == "wide blobs":
+        X, y = make_blobs(n_samples=n, centers=2, n_features=30, cluster_std=6.0, random_state=0)
+        return 3 * X, y, RBFKernel(gamma=1e-3), "float64"
+    X, y = make_classification(n_samples=n, n_features=40, n_informative=10, random_state=1)
+    X[np.abs(X) < 1.0] = 0.0
+    return scipy.sparse.csr_matrix(X), y, RBFKernel(gamma=0.02), "float64"
+
+
+@pytest.mark.parametrize("name", ["apart", "overlap", "moons", "circles, polynomial", "wide blobs", "sparse"])
+def test_a_fit_on_demand_has_the_dual_coefficients_of_a_whole_gram_fit(name):
+    # Rows on demand round in the last bit otherwise than a whole Gram's (other blocks, other threads): the
+    # fit solves the same problem to rounding. Solved tightly (tol 1e-10), the dual coefficients agree to far
+    # better than 1e-7; a row held at the wrong place, or changed under the solver, would move them by far more.
+    X, y, kernel, held = _problem(name)
     y = np.where(y == 1, 1.0, -1.0)
-    kernel = RBFKernel(gamma=0.02)
     gram = OnDemandGram(X, kernel)
-    # A tight tolerance: at 1e-3 the two stop at different points of a flat optimum, whose α differ by up to 0.07
-    # ("overlap") when rows evaluated in other blocks (or by another BLAS kernel) differ in the last bits.
-    on_demand = solve_qp(gram, y, 1.0, tol=1e-6)
-    whole = solve_qp(DenseGram(dense_symmetric_gram(X, kernel)), y, 1.0, tol=1e-6)
-    # Few support vectors need few rows; many (here more than n / 2) have the rest of the Gram computed.
-    assert gram.held == ("on-demand" if separation == "apart" else "float64")
-    assert abs(on_demand.objective - whole.objective) <= 1e-9 * abs(whole.objective)
-    np.testing.assert_array_equal(on_demand.alpha > 0, whole.alpha > 0)
-    np.testing.assert_allclose(on_demand.alpha, whole.alpha, atol=1e-3)
+    on_demand = solve_qp(gram, y, 1.0, tol=1e-10)
+    whole = solve_qp(DenseGram(dense_symmetric_gram(X, kernel)), y, 1.0, tol=1e-10)
+    assert gram.held == held  # few support vectors need few rows; many have the rest of the Gram computed
+    assert on_demand.converged and whole.converged
+    np.testing.assert_allclose(on_demand.alpha, whole.alpha, rtol=0, atol=1e-7 * np.abs(whole.alpha).max())
+    assert abs(on_demand.intercept - whole.intercept) <= 1e-7 * max(1.0, abs(whole.intercept))
+    assert abs(on_demand.objective - whole.objective) <= 1e-12 * abs(whole.objective)
+
+
+def test_values_read_before_the_rest_is_computed_are_kept_and_mirrored():
+    # The solver's gradient holds the values it has read: computing the rest of the Gram changes none of them, and
+    # the remaining samples' values at the columns computed are those values (K[u, s] = K[s, u]), not values
+    # computed again, which BLAS may round otherwise. A row's value at its own sample is the diagonal the solver
+    # reads: large norms make a point's evaluated distance to itself round above zero.
+    X = np.random.default_rng(5).normal(size=(600, 5)) * 30
+    kernel = RBFKernel(gamma=1e-4)
+    gram = OnDemandGram(X, kernel)
+    first = np.random.default_rng(6).permutation(600)[:290]
+    for request in np.array_split(first, 7):  # requests of 41 or 42 rows, each split between threads
+        gram.rows(request)
+    read = gram.rows(first).copy()
+    assert gram.held == "on-demand"
+    np.testing.assert_array_equal(read[np.arange(290), first], gram.diag()[first])
+    full = gram.rows(np.arange(600))  # the rest
+    assert gram.held == "float64"
+    np.testing.assert_array_equal(full[first], read)
+    rest = np.setdiff1d(np.arange(600), first)
+    np.testing.assert_array_equal(full[np.ix_(rest, first)], read[:, rest].T)
+    np.testing.assert_array_equal(np.diag(full), gram.diag())
+    np.testing.assert_allclose(full, rbf_kernel(X, gamma=1e-4), rtol=1e-12)
 
 
 def test_svc_solves_one_large_binary_problem_on_demand_as_libsvm():
@@ -112,13 +159,13 @@ def test_several_problems_and_small_problems_keep_the_whole_gram():
 def test_a_float32_gram_is_the_float64_gram_rounded_once():
     X = np.random.default_rng(4).normal(size=(2100, 5)) * 30  # large norms: float32 distances would cancel
     kernel = RBFKernel(gamma=1e-3)
-    np.testing.assert_array_equal(dense_symmetric_gram(X, kernel, dtype=np.float32),
-                                  dense_symmetric_gram(X, kernel).astype(np.float32))
+    expected = rbf_kernel(X, gamma=1e-3)
+    assert_rounded_once(dense_symmetric_gram(X, kernel, dtype=np.float32), expected)
     gram = OnDemandGram(X, kernel, dtype=np.float32)
     gram.rows(np.arange(0, 2100, 2))  # 1050 rows on demand, then the rest
     gram.rows(np.arange(1, 2100, 2))
     assert gram.held == "float32"
-    np.testing.assert_array_equal(gram.rows(np.arange(2100)), dense_symmetric_gram(X, kernel).astype(np.float32))
+    assert_rounded_once(gram.rows(np.arange(2100)), expected)
 
 
 def test_svc_on_a_float32_gram_matches_libsvm():

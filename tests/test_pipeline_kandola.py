@@ -92,6 +92,52 @@ def test_report_numbers_are_the_records(quick_runs, name):
     assert f"**Overall: {agreeing}/{total} cells agree with the paper**" in report
 
 
+def _records_around_the_paper(dataset, algorithm):
+    """Two repeats per cell of a table, their mean placed against the paper's by the cell's position: equal, apart
+    by more than the paper's sd but within the sum of the two sds, or beyond the sum (either side of the paper's)."""
+    records = []
+    for i, ((matrix, pct), cells) in enumerate(PAPER[(dataset, algorithm)][1].items()):
+        pair = [{"dataset": dataset, "algorithm": algorithm, "matrix": matrix, "train_fraction": pct / 100,
+                 "repeat": repeat} for repeat in (0, 1)]
+        for j, (key, (mean, sd)) in enumerate(cells.items()):
+            half = 0.01 * (1 + j)  # the two values are the mean ± half: their sd is half · √2
+            measured_sd = half * np.sqrt(2)
+            offset = (0.0, sd + 0.9 * measured_sd, sd + 1.1 * measured_sd)[(i + j) % 3] * (-1) ** i
+            pair[0][key], pair[1][key] = mean + offset - half, mean + offset + half
+        records += pair
+    return records
+
+
+@pytest.mark.parametrize("table", [("toy", "transductive"), ("sinc", "transductive")])
+def test_the_crosses_and_the_disagreement_counts_are_cell_agrees_of_the_records(table):
+    from pipelines._kandola import side_by_side
+    from pipelines._kandola_checks import disagreement_line
+    from pipelines._kandola_paper import HEADERS
+
+    dataset, algorithm = table
+    records = _records_around_the_paper(dataset, algorithm)
+    _, rows, verdicts = side_by_side(records, dataset, algorithm)
+    paper = PAPER[table][1]
+    expected, counts = [], {}
+    for row, ((matrix, pct), cells) in zip(rows, paper.items()):
+        assert row[""] == f"{matrix}{pct}"
+        for key, paper_value in cells.items():
+            got = spread(records, key, dataset=dataset, algorithm=algorithm, matrix=matrix, train_fraction=pct / 100)
+            agrees = cell_agrees(paper_value, got)
+            expected.append(agrees)
+            assert row[f"{HEADERS[key]} dkernel"].endswith(" ✗") == (not agrees)
+            differ, total = counts.get(HEADERS[key], (0, 0))
+            counts[HEADERS[key]] = (differ + (not agrees), total + 1)
+            # Within the sum of the two sds but beyond the paper's alone: agreement by the paper's yardstick only.
+            if paper_value[1] < abs(got[0] - paper_value[0]) <= paper_value[1] + got[1]:
+                assert agrees
+    assert verdicts == expected and 0 < sum(expected) < len(expected)
+    line = disagreement_line(records, dataset, algorithm)
+    assert line.startswith(f"**Why {expected.count(False)} of {len(expected)} cells differ**")
+    for header, (differ, total) in counts.items():
+        assert f"{header} {differ}/{total}" in line
+
+
 def test_spread_is_the_sample_standard_deviation():
     records = [{"dataset": "toy", "f1": v} for v in (0.5, 0.7, 0.9)]
     mean, sd, count = spread(records, "f1", dataset="toy")

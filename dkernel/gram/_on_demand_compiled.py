@@ -4,9 +4,12 @@ Rows computed on demand fill the first rows of the on-demand Gram's matrix
 ``M`` (in the order they were computed, each over all columns). The row of a
 remaining sample ``u`` then needs its values at the columns of the samples
 computed, which the Gram's symmetry gives from their rows (``K[u, s] =
-K[s, u]``, :func:`copy_computed_columns`), and at the columns of the
-remaining samples, whose Gram is computed tile by tile, each tile written
-with its mirror (:func:`write_remaining_tile`).
+K[s, u]``, :func:`copy_computed_columns`): copied, not computed again, for
+the solver has read those values already and a value computed in another
+block may differ in the last bit (:mod:`dkernel.kernels._products`). Its
+values at the columns of the remaining samples come from their Gram,
+computed tile by tile, each tile written with its mirror
+(:func:`write_remaining_tile`).
 """
 
 from .._runtime.jit import njit

@@ -40,8 +40,8 @@ def exp_nonpositive(t):
     """``exp(t)`` for ``t <= 0``, in NumPy, by the operations of the compiled loop.
 
     The same IEEE operations in the same order as
-    :func:`dkernel.kernels._rbf_compiled.exp_nonpositive_into`, so the same bits: a
-    kernel value does not depend on the size of the block it was computed in.
+    :func:`dkernel.kernels._rbf_compiled.exp_nonpositive_into`, so the same bits: from
+    the same products, a kernel value does not depend on which of the two its block's size selects.
 
     Examples
     --------

@@ -13,13 +13,14 @@ with it to rounding), clipped at zero, exactly zero for a point and itself
   or more, where NumPy's per-step passes and its scalar float64 ``exp`` cost
   several times the BLAS product.
 
-Both give the same bits: a kernel value is the same whatever the size of the
-block it is computed in (a whole Gram, rows on the fly, a prediction), or
-whether the block is evaluated whole (:meth:`RBFKernel.block
-<dkernel.kernels.RBFKernel.block>`) or strip by strip into a buffer
-(:func:`map_strips`), given the same products: for float64 data under one
-BLAS thread, :func:`dkernel.kernels._products.dot_block` makes them so. float32 data
-keep NumPy's float32 ``exp``.
+Both give the same bits from the same products: the map is element-wise, the
+same operations in the same order, so a value does not depend on the size of
+its block, on which evaluation maps it, or on whether the block is mapped
+whole (:meth:`RBFKernel.block <dkernel.kernels.RBFKernel.block>`) or strip by
+strip into a buffer (:func:`map_strips`). The products themselves are BLAS's,
+whose last bits depend on the block's shape
+(:mod:`dkernel.kernels._products`): kernel values computed in two blocks
+agree to rounding. float32 data keep NumPy's float32 ``exp``.
 """
 
 import numpy as np
@@ -101,12 +102,10 @@ def map_mirrored_tiles(X, Z, x_sq, z_sq, gamma, K, row0, col0, products=None):
     :data:`MIRROR_TILE_COLUMNS` columns, the BLAS product, then one compiled
     pass that maps it and writes both places
     (:func:`dkernel.kernels._rbf_compiled.rbf_tile_into_gram`): no block of the whole band
-    in between, no second pass for the mirror. Dense float64 ``X``, ``Z``. A
-    one-column tile (or a one-row band) is multiplied as in
-    :meth:`~dkernel.kernels.Kernel.block`, so its values have the block's bits.
+    in between, no second pass for the mirror. Dense float64 ``X``, ``Z``.
 
     ``products``: ``dot_block(X, Z)`` computed before, mapped in place in one
-    pass (the products of the whole block have the tiles' bits).
+    pass (the products of the whole block: the tiles' values, to rounding).
     """
     from ._rbf_compiled import rbf_tile_into_gram
 
