@@ -20,16 +20,15 @@ cluster of 2 workers:
 """
 
 import argparse
-import resource
 
 import numpy as np
 
 from _problems import noisy_threshold_labels  # benchmarks/_*.py, beside this script
 from _provenance import print_header
 from _timing import timed
-from bench_out_of_core import WorkerMemory
 from dkernel import KernelGram, RBFKernel
 from dkernel._runtime.client import start_local_cluster
+from dkernel._runtime.memory import PeakMemory
 from dkernel.alignment import transductive_adaptation
 
 MEASURES = (  # the modules these figures depend on: re-run and record when one changes
@@ -89,14 +88,14 @@ def main(argv=None):
     cluster, client = start_local_cluster(n_workers=args.workers, threads_per_worker=1,
                                           memory_limit=args.memory_limit)
     try:
-        with WorkerMemory(client) as memory:
+        with PeakMemory(client) as memory:
             G, seconds = timed(lambda: transductive_adaptation(source, y, rank=args.rank, method="randomized",
                                                                random_state=args.seed, client=client))
-        peaks = ", ".join(f"{rss / 1e9:.2f} GB" for _, rss in sorted(memory.peak.items()))
+        peaks = ", ".join(f"{rss / 1e9:.2f} GB" for _, rss in sorted(memory.worker_bytes.items()))
     finally:
         client.close()
         cluster.close()
-    client_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    client_peak = memory.client_bytes
     print(f"randomized top-{args.rank} at n={args.n} on {args.workers} workers (lazy RBF Gram, chunk {args.chunk}, "
           f"4 passes over K): {seconds:.1f} s; peak worker memory {peaks}; this process {client_peak / 1e9:.2f} GB; "
           f"mass {G.mass:.4f}; training alignment of G {G.alignment(y):.6f}; "

@@ -22,11 +22,11 @@ ran at with the measured slope of log t against log n (printed).
 
 import argparse
 import math
-import os
 
 import numpy as np
 from sklearn.svm import SVC as LibSVC
 
+from dkernel._runtime.memory import peak_memory, reset_peak_memory
 from dkernel.kernels import RBFKernel
 from dkernel.svm import SVC
 from _problems import overlapping_classes  # benchmarks/_*.py, beside this script
@@ -59,25 +59,12 @@ MEASURES = (  # the modules these figures depend on: re-run and record when one 
 N_TEST = 2000
 
 
-def reset_peak_rss():
-    """Start a new peak-memory measurement of this process (Linux: ``/proc/self/clear_refs``)."""
-    if os.path.exists("/proc/self/clear_refs"):
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-
-
-def peak_rss_bytes():
-    """The peak resident memory of this process since :func:`reset_peak_rss` (``VmHWM``)."""
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
-
-
 def fit_dkernel(X_tr, y_tr, X_te, y_te, gamma):
-    reset_peak_rss()
+    reset_peak_memory()
     clf, seconds = timed(lambda: SVC(kernel="rbf", gamma=gamma, C=1.0, tol=1e-3, centering="standard").fit(X_tr, y_tr))
     return {
         "dk_s": seconds,
-        "dk_peak_gb": peak_rss_bytes() / 1e9,
+        "dk_peak_gb": peak_memory() / 1e9,
         "dk_acc": clf.score(X_te, y_te),
         "dk_obj": float(clf.objective_[0]),
         "dk_nsv": int(clf.support_.shape[0]),

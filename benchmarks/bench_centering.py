@@ -25,14 +25,13 @@ worker's peak resident memory and the client's (``VmHWM`` on Linux, as
 """
 
 import argparse
-import os
-import resource
 import tracemalloc
 
 import dask
 import numpy as np
 
 from dkernel._runtime.client import start_local_cluster
+from dkernel._runtime.memory import PeakMemory, peak_memory
 from dkernel.alignment import frobenius_norm, sampled_target_alignment, target_alignment
 from dkernel.centering import Centering, origin_products
 from dkernel import KernelGram
@@ -40,7 +39,6 @@ from dkernel.views import CenteredGram
 from _problems import noisy_threshold_labels  # benchmarks/_*.py, beside this script
 from _provenance import print_header
 from _timing import timed
-from bench_out_of_core import WorkerMemory, _read_peak, _reset_peak
 
 MEASURES = (  # the modules these figures depend on: re-run and record when one changes
     "dkernel/centering/_origins.py",
@@ -97,7 +95,7 @@ def main():
     (h, h0), elapsed = timed(lambda: origin_products(base, centering))
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # kB on Linux → GB
+    maxrss = peak_memory() / 1e9  # since the process started
     rate = args.n * args.n_sample / elapsed
     print(f"sampled h, h0: {elapsed:.2f} s ({rate / 1e6:.1f} M kernel entries/s), h0={h0:.6g}, "
           f"h in [{h.min():.4g}, {h.max():.4g}]")
@@ -140,14 +138,11 @@ def on_cluster(args, base, centering, h_local, h0_local):
     cluster, client = start_local_cluster(n_workers=args.workers, threads_per_worker=1,
                                           memory_limit=args.memory_limit)
     with cluster, client:
-        exact = os.path.exists("/proc/self/clear_refs")
-        if exact:
-            _reset_peak()
-        with WorkerMemory(client) as memory:
+        with PeakMemory(client) as memory:
             (h, h0), elapsed = timed(lambda: origin_products(base, centering, client=client))
-        client_peak = _read_peak() if exact else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        client_peak = memory.client_bytes
     limit = dask.utils.parse_bytes(args.memory_limit)
-    peaks = [rss for _, rss in sorted(memory.peak.items())]
+    peaks = [rss for _, rss in sorted(memory.worker_bytes.items())]
     rate = args.n * args.n_sample / elapsed
     print(f"sampled h, h0 on the cluster: {elapsed:.2f} s ({rate / 1e6:.1f} M kernel entries/s), h0={h0:.6g}")
     print(f"peak worker memory: {', '.join(f'{rss / 1e9:.3f} GB' for rss in peaks)} "

@@ -16,8 +16,8 @@ fit times, the peak resident memory of each worker during the cluster fit,
 the number of support vectors and the largest difference of the decision
 values on the test points (target <= 1e-6).
 
-The peak memory is that of a single worker process (``WorkerMemory``: the
-kernel's ``VmHWM`` on Linux), not the cluster's: ``distributed``'s
+The peak memory is that of a single worker process (``dkernel._runtime.memory.PeakMemory``:
+the kernel's ``VmHWM`` on Linux), not the cluster's: ``distributed``'s
 ``MemorySampler`` samples the scheduler's memory summed over all workers,
 which cannot be compared with one worker's memory limit.
 
@@ -35,6 +35,7 @@ from sklearn.datasets import make_classification
 from sklearn.metrics import pairwise_kernels
 
 from dkernel._runtime.client import start_local_cluster
+from dkernel._runtime.memory import PeakMemory
 from dkernel.gram import GramMatrix, store_size_bytes
 from dkernel.solver._qp import DISTRIBUTED_WORKING_SET_SIZE
 from dkernel.svm import SVC
@@ -60,56 +61,6 @@ MEASURES = (  # the modules these figures depend on: re-run and record when one 
     "dkernel/_runtime/memory.py",
     "dkernel/_runtime/options.py",
 )
-
-
-def _reset_peak():
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
-
-
-def _read_peak():
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
-
-
-def _monitor_count(dask_worker):
-    return dask_worker.monitor.count
-
-
-def _monitor_peak(counts, dask_worker):
-    monitor = dask_worker.monitor
-    recorded = monitor.range_query(counts.get(dask_worker.address, 0))["memory"]
-    return max((rss for rss in recorded if rss is not None), default=monitor.get_process_memory())
-
-
-class WorkerMemory:
-    """Peak resident memory of each worker process during a ``with`` block (``peak``: address -> bytes).
-
-    The figure is per worker, as the acceptance is about one worker's memory
-    limit. ``distributed.diagnostics.MemorySampler`` cannot give it: it
-    records one of the scheduler's memory measures summed over the whole
-    cluster, and only every ``interval`` seconds. On Linux the kernel's own
-    peak of each worker process (``VmHWM``) is reset on entry and read on
-    exit, so no short peak is missed; elsewhere the peak is the largest RSS
-    that each worker's own system monitor (``distributed.system_monitor``,
-    sampled every 0.5 s) recorded during the block.
-    """
-
-    def __init__(self, client):
-        self.client = client
-        self.peak = {}
-        self.exact = os.path.exists("/proc/self/clear_refs")
-        self._counts = {}
-
-    def __enter__(self):
-        if self.exact:
-            self.client.run(_reset_peak)
-        else:
-            self._counts = self.client.run(_monitor_count)
-        return self
-
-    def __exit__(self, *exc):
-        self.peak = self.client.run(_read_peak) if self.exact else self.client.run(_monitor_peak, self._counts)
 
 
 def main(argv=None):
@@ -139,7 +90,7 @@ def main(argv=None):
         path = os.path.join(tmpdir, "K.zarr")
         cluster, client = start_local_cluster(n_workers=2, threads_per_worker=1, memory_limit=args.memory_limit)
         with cluster, client:
-            with WorkerMemory(client) as memory_gram:
+            with PeakMemory(client) as memory_gram:
                 gram, t_gram = timed(lambda: GramMatrix.compute(X, kernel="rbf", gamma=gamma, dtype="float64",
                                                                 store=path, client=client, progress=False))
             size = store_size_bytes(path)
@@ -148,14 +99,14 @@ def main(argv=None):
             del gram
 
             stored = GramMatrix.open(path)
-            with WorkerMemory(client) as memory_fit:
+            with PeakMemory(client) as memory_fit:
                 on_cluster, t_cluster = timed(
                     lambda: SVC(kernel="precomputed", C=1.0, tol=args.tol, client=client).fit(stored, y)
                 )
             print(f"fit on the cluster from the store: {t_cluster:.1f} s, {on_cluster.n_iter_[0]} iterations, "
                   f"{on_cluster.support_.size} support vectors")
             for label, sampler in (("Gram", memory_gram), ("fit", memory_fit)):
-                peaks = ", ".join(f"{rss / 1e9:.2f} GB" for _, rss in sorted(sampler.peak.items()))
+                peaks = ", ".join(f"{rss / 1e9:.2f} GB" for _, rss in sorted(sampler.worker_bytes.items()))
                 print(f"peak worker memory during the {label}: {peaks}")
 
         # The working set of the fit on the cluster (one process defaults to a smaller one) and float64 rows

@@ -23,6 +23,9 @@ __all__ = [
     "CorruptStoreError",
     "UnverifiableStoreError",
     "UnverifiedStoreWarning",
+    "CorruptModelError",
+    "ModelFormatError",
+    "UnverifiedModelWarning",
 ]
 
 
@@ -79,6 +82,29 @@ class UnverifiableStoreError(DKernelError, ValueError):
 
 class UnverifiedStoreWarning(UserWarning):
     """A Gram store written without checksums is read without verifying its data."""
+
+
+class CorruptModelError(DKernelError, OSError):
+    """A saved model is damaged, or the path holds no dkernel model.
+
+    Its arrays or metadata do not match the checksums written with them, a
+    file of it is missing, truncated or cannot be decoded, or the folder is
+    not a model at all. ``path`` is the model and ``detail`` what was found;
+    a damaged model is never used: it must be fitted and saved again.
+    """
+
+    def __init__(self, message, path=None, detail=None):
+        super().__init__(message)
+        self.path = path
+        self.detail = detail
+
+
+class ModelFormatError(DKernelError, ValueError):
+    """A model is read as another estimator than the one it holds, or is of a format version this dkernel lacks."""
+
+
+class UnverifiedModelWarning(UserWarning):
+    """A model written without checksums (by an older dkernel) is loaded without verifying its data."""
 
 
 class InputFileError(DKernelError, OSError):

@@ -23,6 +23,8 @@ from pathlib import Path
 import dask
 import numpy as np
 
+from dkernel._runtime.memory import PeakMemory
+
 __all__ = [
     "RECORD_KEYS",
     "STAGES",
@@ -139,22 +141,6 @@ def not_run(task, stage, reason):
 # --------------------------------------------------------------------------- #
 
 
-def _reset_peak():
-    """Reset this process's peak resident memory (Linux ``VmHWM``)."""
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
-
-
-def _read_peak():
-    """This process's peak resident memory in bytes since the last reset (Linux ``VmHWM``)."""
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
-
-
-def _peak_supported():
-    return os.path.exists("/proc/self/clear_refs")
-
-
 class StagePeaks:
     """Peak memory during a ``with`` block: each worker's, the cluster's and this process's.
 
@@ -170,17 +156,14 @@ class StagePeaks:
     def __init__(self, client):
         self.client = client
         self.worker_bytes = self.cluster_bytes = self.client_bytes = None
-        self._exact = _peak_supported()
+        self._peaks = PeakMemory(client)
         self._sampler = self._sampling = None
 
     def __enter__(self):
-        if self._exact:
-            _reset_peak()
+        self._peaks.__enter__()
         if self.client is not None:
             from distributed.diagnostics import MemorySampler
 
-            if self._exact:
-                self.client.run(_reset_peak)
             self._sampler = MemorySampler()
             self._sampling = self._sampler.sample("stage", client=self.client, measure="process", interval=0.1)
             self._sampling.__enter__()
@@ -191,10 +174,10 @@ class StagePeaks:
             self._sampling.__exit__(*exc)
             samples = self._sampler.samples.get("stage") or []
             self.cluster_bytes = max((int(nbytes) for _, nbytes in samples), default=None)
-            if self._exact:
-                self.worker_bytes = max(self.client.run(_read_peak).values())
-        if self._exact:
-            self.client_bytes = _read_peak()
+        self._peaks.__exit__(*exc)
+        if self._peaks.exact:
+            self.worker_bytes = self._peaks.largest_worker_bytes
+            self.client_bytes = self._peaks.client_bytes
 
     def values(self):
         return {"peak_worker_bytes": self.worker_bytes, "peak_client_bytes": self.client_bytes,

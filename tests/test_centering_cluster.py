@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from dkernel import GramMatrix, KernelGram
+from dkernel._runtime.memory import peak_memory, reset_peak_memory
 from dkernel._runtime.client import start_local_cluster
 from dkernel.alignment import sampled_target_alignment, target_alignment
 from dkernel.centering import Centering, origin_products
@@ -110,21 +111,6 @@ def test_tasks_carry_small_arguments(problem, sources, cluster_client, kind, mon
     assert recorder.sizes[largest] < 4096, f"task {largest} pickles to {recorder.sizes[largest]} bytes"
 
 
-def _reset_peak_rss():
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
-    return _status_bytes("VmRSS")
-
-
-def _peak_rss():
-    return _status_bytes("VmHWM")
-
-
-def _status_bytes(field):
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(field + ":"))
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"), reason="needs Linux /proc")
 def test_sampled_h_at_scale_keeps_worker_memory_bounded(cluster_client):
@@ -137,9 +123,9 @@ def test_sampled_h_at_scale_keeps_worker_memory_bounded(cluster_client):
     centering = Centering.sampled(y, n_sample, random_state=4)
     origin_products(KernelGram(X[:4096], "rbf", gamma=0.1),  # warm up the workers: imports, numba
                     Centering.sampled(y[:4096], 10, random_state=0), client=cluster_client)
-    baseline = cluster_client.run(_reset_peak_rss)
+    baseline = cluster_client.run(reset_peak_memory)
     h, h0 = origin_products(source, centering, client=cluster_client)
-    peaks = cluster_client.run(_peak_rss)
+    peaks = cluster_client.run(peak_memory)
     block_bytes = source.chunks[0] * n_sample * 8  # 16 MB
     for worker, peak in peaks.items():
         assert peak < 600e6, f"{worker}: peak RSS {peak / 1e6:.0f} MB with a 1 GB limit"

@@ -9,7 +9,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from dkernel import SVC
 from dkernel.svm import ConformalSVC, load_conformal_model
-from dkernel.exceptions import ArtifactPathError
+from dkernel.exceptions import ArtifactPathError, ModelFormatError
 from dkernel.kernels import RBFKernel
 
 
@@ -68,8 +68,13 @@ def test_save_refuses_what_is_not_a_model(data, tmp_path):
     with pytest.raises(ArtifactPathError):
         model.save(tmp_path / "mine", overwrite=True)
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
-    with pytest.raises(ValueError, match="not a dkernel ConformalSVC"):
+    with pytest.raises(ModelFormatError, match="holds a dkernel model of an SVC, not a model of ConformalSVC"):
         ConformalSVC.load(model.first_pass_.save(tmp_path / "svc.zarr"))
+    # Its own model it replaces (its format is an artifact kind of its own), and it refuses the SVC model.
+    path = model.save(tmp_path / "conformal.zarr")
+    assert model.save(path, overwrite=True) == path
+    with pytest.raises(ArtifactPathError, match="holds a dkernel model of an SVC, not a dkernel model of a Conformal"):
+        model.save(tmp_path / "svc.zarr", overwrite=True)
 
 
 def test_a_store_holds_the_gram_once_and_gives_the_same_model(data, tmp_path):
@@ -103,6 +108,8 @@ def test_bad_inputs_are_refused(data):
         ConformalSVC().fit(X, np.digitize(X[:, 0], [-0.3, 0.3]))
     with pytest.raises(ValueError, match="precomputed"):
         ConformalSVC(kernel="precomputed").fit(X @ X.T, y)
+    with pytest.raises(ValueError, match="needs a kernel to evaluate D"):
+        ConformalSVC(kernel=lambda A, B: A @ B.T).fit(X, y)
     with pytest.raises(NotFittedError):
         ConformalSVC().predict(Z)
     with pytest.raises(ValueError, match="Amari & Wu's κ has no default"):

@@ -241,3 +241,18 @@ def test_training_gram_in_a_store(tmp_path):
     assert stored.gram_dtype_ == "store"
     assert any(p.name.startswith("gram-") for p in (tmp_path / "grams").iterdir())
     np.testing.assert_allclose(stored.decision_function(X), in_memory.decision_function(X), atol=1e-6)
+
+
+def test_a_precomputed_or_function_kernel_is_refused_before_fitting():
+    X, _, y = _problem(0, n=30)
+    for kernel in ("precomputed", lambda A, B: A @ B.T):
+        with pytest.raises(ValueError, match="evaluates its kernel between test points and support vectors"):
+            GeneralizedBiasSVC(kernel=kernel).fit(X, y)
+
+
+def test_max_iter_minus_one_is_libsvms_limit_as_for_svc():
+    X, _, y = _problem(1, n=40)
+    default = GeneralizedBiasSVC(kernel="rbf", gamma=0.5, tol=1e-9).fit(X, y)
+    libsvm_limit = GeneralizedBiasSVC(kernel="rbf", gamma=0.5, tol=1e-9, max_iter=-1).fit(X, y)
+    assert libsvm_limit.fit_status_ == 0
+    np.testing.assert_allclose(libsvm_limit.decision_function(X), default.decision_function(X), atol=1e-9)

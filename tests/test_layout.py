@@ -44,7 +44,13 @@ PIPELINES = REPO / "pipelines"
 MAX_LINES = 600
 
 #: The modules the solver must never reach: it sees a Gram only through the rows it yields.
-SOLVER_MUST_NOT_IMPORT = ("dkernel.views", "dkernel.centering", "dkernel.svm")
+SOLVER_MUST_NOT_IMPORT = ("dkernel.views", "dkernel.centering", "dkernel.svm", "dkernel.gram", "dkernel.kernels")
+
+#: The modules the root of ``dkernel/`` may hold besides its packages: the public names and the errors.
+ROOT_MODULES = {"__init__.py", "exceptions.py"}
+
+#: Public single-concept modules allowed at the root of ``dkernel/`` beside :data:`ROOT_MODULES`.
+MAX_ROOT_CONCEPT_MODULES = 6
 
 #: The one module that resolves a client and starts a local cluster (its path in the package).
 DASK_MODULE = "_runtime/client.py"
@@ -300,6 +306,43 @@ def test_no_import_cycle_in_the_package():
     assert not cycles, "import cycles in dkernel/:\n" + "\n".join(cycles)
 
 
+def root_modules(root):
+    """The modules at the root of the package folder ``root`` that are neither :data:`ROOT_MODULES` nor public
+    single-concept modules, and the public ones; each a file name."""
+    names = sorted(path.name for path in Path(root).glob("*.py") if path.name not in ROOT_MODULES)
+    return [name for name in names if name.startswith("_")], [name for name in names if not name.startswith("_")]
+
+
+def imports_of(root, prefix):
+    """``module (line N) -> target`` for every import of a module named ``prefix`` or under it, in ``root``."""
+    found = []
+    for path, tree in _python_files([root]):
+        for node in ast.walk(tree):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+            found += [f"{_where(path)} (line {node.lineno}) -> {name}" for name in names
+                      if name == prefix or name.startswith(prefix + ".")]
+    return found
+
+
+def test_the_root_of_the_package_holds_no_plumbing():
+    private, public = root_modules(PACKAGE)
+    assert not private, f"private modules at the root of dkernel/ (move them to the package of their concept, " \
+                        f"plumbing to dkernel/_runtime/): {private}"
+    assert len(public) <= MAX_ROOT_CONCEPT_MODULES, f"more than {MAX_ROOT_CONCEPT_MODULES} modules at the root: {public}"
+
+
+def test_the_library_does_not_import_its_pipelines():
+    found = imports_of(PACKAGE, "pipelines")
+    assert not found, "dkernel/ imports pipelines/ (find them by name: the dkernel.pipelines entry point):\n" + \
+        "\n".join(found)
+
+
+def test_no_import_cycle_in_the_pipelines():
+    cycles = import_cycles(PIPELINES)
+    assert not cycles, "import cycles in pipelines/:\n" + "\n".join(cycles)
+
+
 def test_no_module_is_longer_than_the_limit():
     oversized = oversized_modules(PACKAGE)
     assert not oversized, f"modules over {MAX_LINES} lines (split them by concept):\n" + "\n".join(oversized)
@@ -405,6 +448,18 @@ def test_importing_a_nested_module_imports_its_parents(tmp_path):
     })  # fmt: skip
     assert set(import_graph(root)["pkg.svm._model"]) == {"pkg.solver._qp", "pkg.solver"}
     assert import_cycles(root) == ["pkg.solver (line 1) -> pkg.svm (line 1) -> pkg.svm._model (line 1) -> pkg.solver"]
+
+
+def test_root_modules_tell_plumbing_from_concepts(tmp_path):
+    root = _tree(tmp_path, {"__init__.py": "", "exceptions.py": "", "_io.py": "", "kernels.py": "",
+                            "gram/__init__.py": ""})
+    assert root_modules(root) == (["_io.py"], ["kernels.py"])
+
+
+def test_imports_of_a_package_are_found_anywhere_in_a_module(tmp_path):
+    root = _tree(tmp_path, {"__init__.py": "", "cli.py": "def run():\n    from pipelines._runner import main\n",
+                            "other.py": "import pipelines_extra\nfrom . import pipelines\n"})
+    assert imports_of(root, "pipelines") == [f"{root / 'cli.py'} (line 2) -> pipelines._runner"]
 
 
 def test_oversized_modules_are_listed_with_their_lengths(tmp_path):

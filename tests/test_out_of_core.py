@@ -6,29 +6,11 @@ import pytest
 import dask
 
 from dkernel import GramMatrix
+from dkernel._runtime.memory import peak_memory, reset_peak_memory
 from dkernel._runtime.client import compute_with_progress, resolve_client
 from dkernel._runtime.progress import TextProgress
 from dkernel.exceptions import ClusterStalledError
 from _streams import RecordingStream
-
-
-def _reset_peak_rss():
-    """Reset this process's peak resident memory (VmHWM) to its current RSS; return that RSS in bytes."""
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
-    return _status_kb("VmRSS") * 1024
-
-
-def _peak_rss():
-    return _status_kb("VmHWM") * 1024
-
-
-def _status_kb(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"{field} not in /proc/self/status")
 
 
 @pytest.fixture
@@ -51,10 +33,10 @@ def test_worker_memory_does_not_grow_with_the_number_of_blocks(tmp_path, limited
     # Warm up every worker (imports, zarr, the data's first copy) on a small store of its own.
     GramMatrix.compute(X[:2 * chunk], kernel="rbf", gamma=0.1, chunk=chunk, store=tmp_path / "warm.zarr",
                        client=client, progress=False)
-    baseline = client.run(_reset_peak_rss)
+    baseline = client.run(reset_peak_memory)
     gram = GramMatrix.compute(X, kernel="rbf", gamma=0.1, chunk=chunk, store=tmp_path / "K.zarr", client=client,
                               progress=False)
-    peaks = client.run(_peak_rss)
+    peaks = client.run(peak_memory)
     assert gram.n_blocks_computed == 36 and gram.complete
     # Without a pool per run and worker, each finished block kept its buffer alive: 18 x 12.5 MB per worker.
     for worker, peak in peaks.items():

@@ -12,7 +12,8 @@ from sklearn.svm import SVC as LibSVC
 
 import dkernel
 from dkernel import SVC
-from dkernel.gram._dense import dense_symmetric_gram, mirror_upper_triangle, single_blas_thread
+from dkernel._runtime.threads import single_blas_thread
+from dkernel.gram._dense import dense_symmetric_gram, mirror_upper_triangle
 from dkernel.kernels import PolynomialKernel, RBFKernel
 from dkernel.svm import _multiclass, _small
 

@@ -64,3 +64,13 @@ def test_ridge_regression_is_sklearns_kernel_ridge_on_the_adapted_gram():
     # The dual solution of ridge regression, (G + λI)⁻¹ y.
     dual = np.linalg.solve(G_train + 1e-3 * np.eye(60), y[:60])
     np.testing.assert_allclose(model.predict(G_test), G_test @ dual, rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("bad", [{"class_weight": "uneven"}, {"gamma": -1.0}, {"gamma": "scale"}, {"degree": 0},
+                                 {"coef0": np.nan}, {"kernel": 3}])
+def test_parameters_are_validated_in_the_ranges_of_the_svm_estimators(bad):
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X, y = _data()
+    with pytest.raises(InvalidParameterError, match=f"'{next(iter(bad))}' parameter of ParzenWindowClassifier"):
+        ParzenWindowClassifier(**bad).fit(X, y)

@@ -118,10 +118,13 @@ def test_the_rebuild_reads_a_matrix_in_memory_directly(dtype):
     shrinking_module.weighted_rows_step(K, rows, weights, columns, False, products)
     np.testing.assert_allclose(products, expected, rtol=1e-12)
     index = np.sort(rng.choice(300, 120, replace=False))
-    assert shrinking_module.matrix_in_memory(DenseGram(K))[0] is K
-    held, held_index = shrinking_module.matrix_in_memory(SubsetGram(DenseGram(K), index))
-    assert held is K and np.array_equal(held_index, index)
-    assert shrinking_module.matrix_in_memory(KernelGram(np.eye(3), RBFKernel(gamma=1.0))) is None
+    held, positions, held_columns = shrinking_module.row_source(DenseGram(K), rows)
+    assert held is K and np.array_equal(positions, rows) and held_columns is None
+    held, positions, held_columns = shrinking_module.row_source(SubsetGram(DenseGram(K), index), np.arange(5))
+    assert held is K and np.array_equal(positions, index[:5]) and np.array_equal(held_columns, index)
+    assert shrinking_module.row_source(KernelGram(np.eye(3), RBFKernel(gamma=1.0)), np.arange(2)) is None
+    assert shrinking_module.rows_read_from_memory(SubsetGram(DenseGram(K), index))
+    assert not shrinking_module.rows_read_from_memory(KernelGram(np.eye(3), RBFKernel(gamma=1.0)))
 
 
 def test_a_view_over_a_matrix_in_memory_is_not_shrunk(shrink_log):
@@ -131,7 +134,7 @@ def test_a_view_over_a_matrix_in_memory_is_not_shrunk(shrink_log):
     X, y = _problem(n=1000, seed=6)
     view = CenteredGram(DenseGram(rbf_kernel(X, gamma=0.1)), Centering.standard(1000))
     # Its rows are not the matrix's: the final rebuild would correct every entry of the support rows again.
-    assert shrinking_module.matrix_in_memory(view) is None
+    assert shrinking_module.row_source(view, np.arange(3)) is None
     assert not shrinking_module.rows_read_from_memory(view)
     result = solve_qp(view, y, 1.0, tol=1e-3, shrinking=True, working_set_size=32)
     assert result.converged and all(kind == "unshrink" and not rebuilt for kind, _, rebuilt in shrink_log)

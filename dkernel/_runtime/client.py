@@ -12,6 +12,7 @@ import time
 
 from .clusters import ClusterSpec, parse_cluster_spec
 from .progress import TextProgress, local_progress
+from .validation import is_dask_array
 from ..exceptions import ClusterStalledError, ClusterStartError, SchedulerUnreachableError
 
 __all__ = [
@@ -39,12 +40,6 @@ DEFAULT_STALL_TIMEOUT = "120s"
 #: Seconds to wait for a scheduler given by address before giving up (dask
 #: config ``dkernel.connect-timeout``).
 DEFAULT_CONNECT_TIMEOUT = "10s"
-
-def is_dask_array(x):
-    """Whether ``x`` is a Dask array; Dask is not imported for it (no Dask array exists before ``dask.array`` is)."""
-    module = sys.modules.get("dask.array")
-    return module is not None and isinstance(x, getattr(module, "Array", ()))
-
 
 def resolve_client(client):
     """Return ``(client, owned)`` for a Client, a cluster spec, ``None`` or ``False``.
@@ -194,8 +189,12 @@ def stall_timeout():
 # --------------------------------------------------------------------------- #
 
 
-def compute_with_progress(tasks, client, progress, label="tasks"):
+def compute_with_progress(tasks, client, progress, label="tasks", on_result=None):
     """Compute a list of Delayed objects and return their results in order.
+
+    ``on_result(k, result)``, when given, is called as soon as task ``k``
+    has finished, on this machine (in this process with a cluster or a
+    threaded run), so that a caller can save results as they come.
 
     Without a client, Dask's local scheduler runs them. With one, they run on
     the cluster and each result is gathered, and its future released, as soon
@@ -213,18 +212,25 @@ def compute_with_progress(tasks, client, progress, label="tasks"):
     bar = TextProgress(len(tasks), label, enabled=progress)
     try:
         if client is None:
+            if on_result is not None:
+                tasks = [dask.delayed(_reported, pure=False)(task, k, on_result) for k, task in enumerate(tasks)]
             with local_progress(bar):
                 results = list(dask.compute(*tasks, scheduler=local_scheduler()))
             bar.update(len(results))
             return results
         futures = client.compute(tasks)
         del tasks
-        return gather_as_completed(client, futures, bar)
+        return gather_as_completed(client, futures, bar, on_result)
     finally:
         bar.close()
 
 
-def gather_as_completed(client, futures, progress=None):
+def _reported(result, k, on_result):
+    on_result(k, result)
+    return result
+
+
+def gather_as_completed(client, futures, progress=None, on_result=None):
     """The results of ``futures`` in their order, each gathered and released as it completes.
 
     Takes ownership of the list ``futures`` (it is emptied). ``progress`` is a
@@ -253,6 +259,8 @@ def gather_as_completed(client, futures, progress=None):
             for future, result in batch:
                 _raise_task_error(future, result, len(position))
                 results[position[future.key]] = result
+                if on_result is not None:
+                    on_result(position[future.key], result)
             n_done += len(batch)
             del batch, future, result
             last_finished = time.monotonic()

@@ -4,12 +4,16 @@ The messages name the problem and the fix, e.g. "X has 3 NaN values (first in
 row 17); remove or impute them before computing a Gram matrix."
 """
 
+import sys
+
 import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import EmptyInputError, FeatureMismatchError, InvalidLabelsError, NonFiniteInputError
 
 __all__ = [
+    "is_dask_array",
+    "materialize",
     "check_data",
     "check_finite",
     "check_labels",
@@ -20,6 +24,19 @@ __all__ = [
 ]
 
 FLOAT_DTYPES = (np.float64, np.float32)
+
+
+def is_dask_array(x):
+    """Whether ``x`` is a Dask array; Dask is not imported for it (no Dask array exists before ``dask.array`` is)."""
+    module = sys.modules.get("dask.array")
+    return module is not None and isinstance(x, getattr(module, "Array", ()))
+
+
+def materialize(X):
+    """``X``, a Dask array computed (training data must fit in memory; their Gram need not)."""
+    if is_dask_array(X):
+        return X.compute()
+    return X
 
 
 def first_nonfinite(values):

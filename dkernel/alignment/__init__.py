@@ -20,14 +20,8 @@ Targets (:func:`alignment_target`): ``"classification"`` (``±1``), ``"uneven"``
 from .._runtime.exports import lazy_exports
 
 _EXPORTS = {
-    "._measures": (
-        "AlignmentEstimate",
-        "alignment",
-        "alignment_target",
-        "frobenius_norm",
-        "sampled_target_alignment",
-        "target_alignment",
-    ),
+    "._measures": ("AlignmentEstimate", "alignment", "alignment_target", "frobenius_norm",
+                   "sampled_target_alignment", "target_alignment"),
     "._adapted_gram": ("AdaptedGram",),
     "._inductive": ("AdaptedKernel", "KernelAligner"),
     "._reweighting": ("alignment_weights", "labelled_target", "optimal_alignment", "transductive_adaptation"),

@@ -13,14 +13,8 @@ The centered Gram ``K_a`` itself (eq. 14) is a lazy view: :class:`dkernel.views.
 from .._runtime.exports import lazy_exports
 
 _EXPORTS = {
-    "._origins": (
-        "Centering",
-        "InvalidLabelsError",
-        "InvalidWeightsError",
-        "SampleSizeError",
-        "class_balanced_weights",
-        "origin_products",
-    ),
+    "._origins": ("Centering", "InvalidLabelsError", "InvalidWeightsError", "SampleSizeError",
+                  "class_balanced_weights", "origin_products"),
     "._bias_correction": ("decision_function_original_kernel", "delta_b"),
     "._general": ("CenteringResult", "Criterion", "criterion", "feature_space_gradient", "general_centering"),
 }

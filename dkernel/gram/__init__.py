@@ -52,30 +52,11 @@ from .._runtime.exports import lazy_exports
 
 _EXPORTS = {
     "._matrix": ("GramMatrix",),
-    "._sources": (
-        "DenseGram",
-        "KernelGram",
-        "SubsetGram",
-        "as_gram",
-        "principal_submatrix",
-        "source_columns",
-        "source_dask",
-        "source_diag",
-        "source_n",
-    ),
+    "._sources": ("DenseGram", "KernelGram", "SubsetGram", "as_gram", "principal_submatrix", "source_columns",
+                  "source_dask", "source_diag", "source_n"),
     "._corruption": ("corruption_message", "gram_command", "repair_hint"),
-    "._format": (
-        "STORE_FORMAT",
-        "STORE_VERSION",
-        "data_fingerprint",
-        "describe_operators",
-        "describe_step",
-        "matrix_form",
-        "origin_step",
-        "steps_from_description",
-        "store_size_bytes",
-        "weights_fingerprint",
-    ),
+    "._format": ("STORE_FORMAT", "STORE_VERSION", "data_fingerprint", "describe_operators", "describe_step",
+                 "matrix_form", "origin_step", "steps_from_description", "store_size_bytes", "weights_fingerprint"),
     "._store": ("check_output_store", "check_store_path", "write_view_store"),
 }
 

@@ -8,7 +8,7 @@ than a small Gram. Above, row bands of the upper triangle are evaluated by
 a pool of threads (BLAS and the element-wise maps release the GIL)
 and written in place, each band also writing its mirrored column strip below
 the diagonal: half the kernel work and no second copy of K. Either way BLAS
-runs one thread per evaluation (:func:`single_blas_thread`). A process's
+runs one thread per evaluation (:class:`~dkernel._runtime.threads.BlasThreads`). A process's
 first Gram faults in its memory and computes band products while the compiled
 map loads (:func:`_while_compiled_code_loads`).
 """
@@ -22,8 +22,9 @@ import numpy as np
 
 from .._runtime.memory import empty_on_huge_pages, fault_in
 from .._runtime.progress import TextProgress
+from .._runtime.threads import BlasThreads
 
-__all__ = ["dense_symmetric_gram", "run_bands", "single_blas_thread", "usable_cores"]
+__all__ = ["dense_symmetric_gram", "mirror_upper_triangle", "run_bands"]
 
 #: Rows per band; small enough that bands balance over the threads. A Gram of
 #: at most this many samples is evaluated directly, without a task graph.
@@ -34,45 +35,6 @@ DIAGONAL_ROWS = 256
 
 #: Bytes of products computed ahead while the compiled map loads (:func:`_while_compiled_code_loads`).
 PRODUCTS_AHEAD_BYTES = 256 * 2**20
-
-_controller = None
-_controller_lock = threading.Lock()
-
-
-def _blas_controller():
-    """The process's :class:`threadpoolctl.ThreadpoolController`, found once (finding the libraries reads /proc)."""
-    global _controller
-    with _controller_lock:
-        if _controller is None:
-            from threadpoolctl import ThreadpoolController
-
-            _controller = ThreadpoolController()
-        return _controller
-
-
-def usable_cores():
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
-@contextlib.contextmanager
-def single_blas_thread(enabled=True):
-    """Run the block with BLAS limited to one thread, restoring the previous count after.
-
-    Threads of this process evaluate bands (or solve problems) in parallel,
-    each with a single-threaded BLAS: the cores are already busy, and on small
-    products BLAS's own threads cost more to wake than the product itself.
-    Process-wide: enter it from the thread that starts the parallel work.
-    """
-    if not enabled:
-        yield
-        return
-    with _blas_controller().limit(limits=1, user_api="blas"):
-        yield
-
 
 def mirror_upper_triangle(K):
     """Copy the strict upper triangle of the square ``K`` onto the lower one, in place: ``K`` exactly symmetric.
@@ -123,7 +85,8 @@ def _evaluate_band(K, X, kernel, start, stop, products=None):
     _evaluate_off_diagonal(K, X, kernel, start, stop, K.shape[0], products)
 
 
-def dense_symmetric_gram(X, kernel, *, dtype=np.float64, band_rows=BAND_ROWS, num_workers=None, progress=False):
+def dense_symmetric_gram(X, kernel, *, dtype=np.float64, band_rows=BAND_ROWS, num_workers=None, progress=False,
+                         blas=None):
     """``K(X, X)`` as one C-contiguous ndarray, evaluating only the blocks on and above the diagonal.
 
     Parameters
@@ -140,6 +103,8 @@ def dense_symmetric_gram(X, kernel, *, dtype=np.float64, band_rows=BAND_ROWS, nu
     progress : bool, default=False
         Show the bands done on stderr (:class:`dkernel._runtime.progress.TextProgress`: an
         updating bar on a terminal, plain lines every few seconds otherwise).
+    blas : BlasThreads, default=None
+        The BLAS libraries of the computation this Gram is part of (a fit); a new one when None.
 
     Returns
     -------
@@ -150,19 +115,20 @@ def dense_symmetric_gram(X, kernel, *, dtype=np.float64, band_rows=BAND_ROWS, nu
     # The kernel is evaluated in the wider of the two precisions (float64 data, float32 Gram: squared
     # distances without float32's cancellation), then stored in ``dtype``.
     X = X.astype(np.result_type(X.dtype, dtype), copy=False)
+    blas = blas or BlasThreads()
     if n <= band_rows:
         bar = TextProgress(1, "row bands of the Gram", enabled=progress)
         try:
-            with single_blas_thread():
+            with blas.single():
                 K = _evaluate_whole(X, kernel, dtype)
             bar.update(1)
         finally:
             bar.close()
         return K
-    return _banded_gram(X, kernel, dtype, band_rows, num_workers, progress)
+    return _banded_gram(X, kernel, dtype, band_rows, num_workers, progress, blas)
 
 
-def _banded_gram(X, kernel, dtype, band_rows, num_workers, progress):
+def _banded_gram(X, kernel, dtype, band_rows, num_workers, progress, blas):
     """The Gram of :func:`dense_symmetric_gram` from row bands computed in parallel by a pool of threads.
 
     The bands are independent and write disjoint parts of ``K``: a thread
@@ -172,13 +138,13 @@ def _banded_gram(X, kernel, dtype, band_rows, num_workers, progress):
     """
     n = X.shape[0]
     K = empty_on_huge_pages((n, n), dtype)
-    ahead = _while_compiled_code_loads(K, X, kernel, band_rows)
+    ahead = _while_compiled_code_loads(K, X, kernel, band_rows, blas)
     run_bands(lambda start: _evaluate_band(K, X, kernel, start, min(start + band_rows, n), ahead.pop(start, None)),
-              range(0, n, band_rows), num_workers or os.cpu_count() or 1, "row bands of the Gram", progress)
+              range(0, n, band_rows), num_workers or os.cpu_count() or 1, "row bands of the Gram", progress, blas)
     return K
 
 
-def _while_compiled_code_loads(K, X, kernel, band_rows):
+def _while_compiled_code_loads(K, X, kernel, band_rows, blas=None):
     """Where the compiled code that maps the kernel's products is not loaded yet (a process's first Gram), load it
     on another thread (:func:`_load_compiled_map`) and meanwhile fault in ``K``'s pages and compute the products of
     the widest bands on this one; ``{band start: the band's products with the columns right of it}``.
@@ -193,7 +159,7 @@ def _while_compiled_code_loads(K, X, kernel, band_rows):
     (:func:`dkernel.kernels._products.dot_block`). Empty, and nothing done, where
     the kernel maps without compiled code or it is loaded already.
 
-    The BLAS controller (:func:`_blas_controller`: threadpoolctl reads the
+    The BLAS libraries (:meth:`BlasThreads.controller`: threadpoolctl reads the
     path of each library loaded, in Python) is found before the loading
     starts: beside numba's imports, which hold the GIL, it took 0.15 s of a
     fresh USPS fit instead of 0.02 s.
@@ -201,13 +167,14 @@ def _while_compiled_code_loads(K, X, kernel, band_rows):
     module = kernel.mirrored_compiled_module(X)
     if module is None or module in sys.modules:
         return {}
-    _blas_controller()
+    blas = blas or BlasThreads()
+    blas.controller()
     loading = threading.Thread(target=_load_compiled_map, args=(kernel, X, K.dtype),
                                name="dkernel-load-compiled", daemon=True)
     loading.start()
     fault_in(K)
     n, ahead, held = X.shape[0], {}, 0
-    with single_blas_thread():
+    with blas.single():
         for start in range(0, n - band_rows, band_rows):
             stop = start + band_rows
             held += band_rows * (n - stop) * X.itemsize
@@ -231,14 +198,15 @@ def _load_compiled_map(kernel, X, dtype):
         _evaluate_band(np.empty((n, n), dtype), X[:n], kernel, 0, n - 1)
 
 
-def run_bands(band, starts, threads, description, progress=False):
+def run_bands(band, starts, threads, description, progress=False, blas=None):
     """``band(start)`` for each of ``starts`` (the first first) on a pool of ``threads`` threads, one BLAS thread
-    each (the bands themselves run in parallel), the bands done shown on a bar (:class:`TextProgress`)."""
+    each (the bands themselves run in parallel; ``blas``: a :class:`BlasThreads`, a new one when None), the bands
+    done shown on a bar (:class:`TextProgress`)."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
     bar = TextProgress(len(starts), description, enabled=progress)
     try:
-        with single_blas_thread(), ThreadPoolExecutor(max_workers=max(1, min(threads, len(starts)))) as pool:
+        with (blas or BlasThreads()).single(), ThreadPoolExecutor(max_workers=max(1, min(threads, len(starts)))) as pool:
             for done, finished in enumerate(as_completed([pool.submit(band, start) for start in starts]), 1):
                 finished.result()
                 bar.update(done)

@@ -122,7 +122,21 @@ def _kernel_slices(X, rows, Z, cols, kernel, symmetric):
     return np.asarray(kernel.block(X[rows[0]:rows[1]], Z[cols[0]:cols[1]], symmetric=symmetric))
 
 
-class KernelGram:
+class _RebuildsItsCache:
+    """Pickled without the caches named by ``_transient`` (rows computed in this process), rebuilt empty on arrival
+    (:meth:`_reset_cache`): a worker receives the small spec, not the rows."""
+
+    _transient = ("_cache",)
+
+    def __getstate__(self):
+        return {key: value for key, value in self.__dict__.items() if key not in self._transient}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._reset_cache()
+
+
+class KernelGram(_RebuildsItsCache):
     """The Gram matrix ``K(X, X)`` of a kernel, evaluated on the fly (nothing stored).
 
     Rows are kernel evaluations served through an LRU row cache: the rows of
@@ -155,6 +169,8 @@ class KernelGram:
     n_computed : int
         Number of rows computed by ``rows`` so far (cache misses).
     """
+
+    _transient = ("_cache", "_Xd")
 
     def __init__(self, X, kernel="rbf", *, chunk=DEFAULT_CHUNK, cache_bytes=DEFAULT_CACHE_BYTES, **kernel_params):
         self.X = check_data(X, name="X")
@@ -295,20 +311,11 @@ class KernelGram:
         kernel = None if self.kernel is None else self.kernel.to_dict()
         return {"name": "kernel", "kernel": kernel, "n": self.n}
 
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        del state["_cache"], state["_Xd"]
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._reset_cache()
-
     def __repr__(self):
         return f"KernelGram({self._evaluator!r}, n={self.n})"
 
 
-class KernelColumnSlab:
+class KernelColumnSlab(_RebuildsItsCache):
     """The columns ``start:stop`` of a :class:`KernelGram`, their rows served through a row cache of that width.
 
     A worker of the distributed solver owns the gradient of ``start:stop``
@@ -359,15 +366,6 @@ class KernelColumnSlab:
 
     def diag(self):
         return self.gram.diag()
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        del state["_cache"]
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._reset_cache()
 
     def __repr__(self):
         return f"KernelColumnSlab(columns={self.start}:{self.stop}, gram={self.gram!r})"

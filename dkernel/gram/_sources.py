@@ -16,12 +16,16 @@ A *Gram source* is any object with
     The whole matrix as a lazy Dask array.
 
 and optionally ``submatrix(idx, start, stop)`` (``K[idx, start:stop]``, what a
-solver worker reads of the columns it owns) and ``column_slab(start, stop)``
+solver worker reads of the columns it owns), ``column_slab(start, stop)``
 (a small picklable source of the columns ``start:stop`` only, shipped to that
-worker instead of the whole matrix).
+worker instead of the whole matrix), and, for a source whose rows lie in a
+matrix held in memory, ``rows_in_memory = True`` and ``row_source(idx)``
+(where the rows lie: ``(M, positions, columns)``, the rows being
+``M[positions][:, columns]``, ``columns`` None for all; None where they do not
+lie in ``M`` yet), which let the solver read rows in place.
 
 The same objects are the row providers of :mod:`dkernel.solver`, which reads
-only ``n``, ``rows``, ``diag`` and ``submatrix``: :class:`DenseGram` wraps a
+only ``n``, ``rows``, ``diag``, ``submatrix`` and ``row_source``: :class:`DenseGram` wraps a
 matrix held in memory, :class:`KernelGram` evaluates a kernel on the fly from
 ``X`` through a row cache (:mod:`dkernel.gram._on_the_fly`), :class:`SubsetGram` is a principal submatrix of
 another source. :class:`dkernel.gram.GramMatrix` (a zarr store) and the lazy
@@ -171,10 +175,18 @@ class DenseGram:
     n = property(lambda self: self.K.shape[0])
     shape = property(lambda self: self.K.shape)
     dtype = property(lambda self: self.K.dtype)
+    rows_in_memory = True
 
     def rows(self, idx):
         """``K[idx, :]``."""
         return self.K[np.asarray(idx, dtype=np.intp)]
+
+    def row_source(self, idx):
+        """The rows ``idx`` lie in ``K`` itself: ``(K, idx, None)``; None for a subclass that reads its rows
+        otherwise (its rows are not ``K``'s)."""
+        if type(self).rows is not DenseGram.rows:
+            return None
+        return self.K, np.asarray(idx, dtype=np.intp), None
 
     def submatrix(self, idx, start, stop):
         """``K[idx, start:stop]``."""
@@ -281,11 +293,25 @@ class SubsetGram:
     def kernel(self):
         return getattr(self.base, "kernel", None)
 
+    @property
+    def rows_in_memory(self):
+        return getattr(self.base, "rows_in_memory", False)
+
     def rows(self, idx):
         base_rows = self.index[np.asarray(idx, dtype=np.intp)]
         if isinstance(self.base, DenseGram):  # one gather of the requested entries, no whole base rows
             return self.base.K[np.ix_(base_rows, self.index)]
         return np.asarray(self.base.rows(base_rows))[:, self.index]
+
+    def row_source(self, idx):
+        """Where the base's rows ``index[idx]`` lie, restricted to the columns ``index``; None where the base's do
+        not lie in a matrix in memory."""
+        source = getattr(self.base, "row_source", None)
+        found = None if source is None else source(self.index[np.asarray(idx, dtype=np.intp)])
+        if found is None:
+            return None
+        matrix, positions, columns = _with_columns(found)
+        return matrix, positions, self.index if columns is None else columns[self.index]
 
     def diag(self):
         if self._diag is None:
@@ -329,3 +355,8 @@ class SubsetGram:
 
     def __repr__(self):
         return f"SubsetGram(n={self.n}, base={self.base!r})"
+
+
+def _with_columns(found):
+    """``(M, positions, columns)`` of a ``row_source`` answer (one of two items has every column)."""
+    return found if len(found) == 3 else (*found, None)

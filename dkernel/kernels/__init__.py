@@ -8,7 +8,7 @@ narrow interface (:mod:`._kernels`), user-defined kernels included.
 =================== ==========================================================================
 ``_kernels``        :class:`Kernel` and the linear, polynomial, RBF, sigmoid and normalized
                     kernels; the registry (:func:`register_kernel`, :func:`get_kernel`)
-``_products``       inner-product blocks ``X Zᵀ`` whose bits do not depend on the block's shape
+``_products``       inner-product blocks ``X Zᵀ`` (BLAS), and why no kernel value's last bits are promised
 ``_rbf_map``        the RBF map from inner products to kernel values, in place
 ``_rbf_exp``        ``exp(t)``, ``t <= 0``, as a polynomial that compiles to vector code
 ``_rbf_compiled``   the RBF map compiled with numba
@@ -19,21 +19,9 @@ narrow interface (:mod:`._kernels`), user-defined kernels included.
 from .._runtime.exports import lazy_exports
 
 _EXPORTS = {
-    "._kernels": (
-        "KERNELS",
-        "Kernel",
-        "LinearKernel",
-        "NormalizedKernel",
-        "PolynomialKernel",
-        "RBFKernel",
-        "SigmoidKernel",
-        "describe_kernel",
-        "gamma_from_sigma2",
-        "get_kernel",
-        "kernel_from_dict",
-        "output_dtype",
-        "register_kernel",
-    ),
+    "._kernels": ("KERNELS", "Kernel", "LinearKernel", "NormalizedKernel", "PolynomialKernel", "RBFKernel",
+                  "SigmoidKernel", "describe_kernel", "gamma_from_sigma2", "get_kernel", "kernel_from_dict",
+                  "output_dtype", "register_kernel"),
 }
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

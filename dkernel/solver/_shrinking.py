@@ -22,7 +22,6 @@ them: the stopping test is always made on the whole problem, as libsvm's.
 import numpy as np
 
 from .._runtime.jit import njit
-from ..gram._sources import DenseGram, SubsetGram
 from ._gradient import GRADIENT_BLOCK_ROWS, initial_gradient, starting_support
 from ._gradient_compiled import add_gradient_step, weighted_rows_step
 from ._rows import raise_nonfinite_rows
@@ -41,56 +40,26 @@ MIN_SHRINK_GAIN = 0.9
 
 
 def rows_read_from_memory(rows):
-    """Whether the solver shrinks on ``rows``: its rows are those of a matrix in memory (:func:`matrix_in_memory`).
+    """Whether the solver shrinks on ``rows``: a provider whose rows lie in a matrix in memory (``rows_in_memory``).
 
     Shrinking pays for itself only where the support vectors' rows are read
     again cheaply at the end; from a store on disk, rows computed from the
     data or a view that corrects every entry (a centered Gram) they cost more
     than the updates it saves (a centered fit at n = 20000 took 13.4 s
-    shrinking against 9.6 s without). A provider that says
-    ``rows_in_memory`` (the on-demand Gram of ``SVC``, its rows kept in one
-    array) counts as one.
+    shrinking against 9.6 s without).
     """
-    base = rows.base if isinstance(rows, SubsetGram) else rows
-    return matrix_in_memory(rows) is not None or getattr(base, "rows_in_memory", False)
-
-
-def matrix_in_memory(rows):
-    """``(K, index)`` where the rows of ``rows`` are those of an in-memory matrix ``K`` (restricted to ``index``).
-
-    A :class:`~dkernel.DenseGram` or a promoted on-demand Gram (``index``
-    None), or a :class:`~dkernel.gram._sources.SubsetGram` of one; None for any
-    other provider (a view, a store, rows computed on the fly).
-    """
-    index = None
-    if isinstance(rows, SubsetGram):
-        rows, index = rows.base, rows.index
-    K = getattr(rows, "K", None)
-    if isinstance(K, np.ndarray) and K.ndim == 2 and K.shape == (rows.n, rows.n):
-        return K, index
-    return None
+    return bool(getattr(rows, "rows_in_memory", False))
 
 
 def row_source(rows, idx):
-    """``(M, positions, index)``: the rows ``idx`` of ``rows`` lie in the matrix in memory ``M`` at ``positions``.
-
-    ``M``'s columns are those of the provider, or of its base restricted to
-    ``index`` (a :class:`~dkernel.gram._sources.SubsetGram`). The matrix of a
-    :class:`~dkernel.DenseGram` (not a subclass that reads its rows
-    otherwise), or where a provider says its rows lie (``row_source(idx)``:
-    the on-demand Gram's rows computed so far, then its whole Gram); None for
-    any other provider.
-    """
-    index = None
-    if isinstance(rows, SubsetGram):
-        rows, index = rows.base, rows.index
-        idx = index[idx]
-    if hasattr(rows, "row_source"):
-        source = rows.row_source(idx)
-        return None if source is None else (*source, index)
-    if isinstance(rows, DenseGram) and type(rows).rows is DenseGram.rows and matrix_in_memory(rows) is not None:
-        return rows.K, idx, index
-    return None
+    """``(M, positions, columns)``: the rows ``idx`` of ``rows`` are ``M[positions][:, columns]`` (all columns when
+    None), ``M`` a matrix in memory; None where the provider has no such matrix (the Gram protocol's optional
+    ``row_source``: :mod:`dkernel.gram._sources`)."""
+    source = getattr(rows, "row_source", None)
+    found = None if source is None else source(np.asarray(idx, dtype=np.intp))
+    if found is None:
+        return None
+    return found if len(found) == 3 else (*found, None)
 
 
 @njit(cache=True, nogil=True)

@@ -14,20 +14,23 @@ one-vs-rest binary problems (:mod:`._multiclass`).
 ``_generalized_bias`` :class:`GeneralizedBiasSVC`, predefined features left unregularized
                     (Li, Leung & Lee); ``_bias_features`` builds such features
 ``_parzen``         :class:`ParzenWindowClassifier` (Kandola et al. §4)
-``_learner_models`` model files of the Parzen window and kernel ridge learners
-``_persist``        a fitted model on disk: arrays in zarr, the rest JSON; never pickle
+``_learner_models`` the Parzen window and kernel ridge learners of ``dkernel fit --learner``
+``_base``           the estimators' shared parameter constraints, kernel checks, save and load
+``_persist``        every fitted model on disk: a registry of model formats, one writer, one
+                    reader, checksums checked at load; arrays in zarr, the rest JSON, never pickle
 =================== ==========================================================================
 """
 
 from .._runtime.exports import lazy_exports
 
 _EXPORTS = {
-    "._classes": ("EXPECTED_FAILED_CHECKS", "SVC", "load_model"),
+    "._classes": ("SVC",),
+    "._base": ("EXPECTED_FAILED_CHECKS", "expected_failed_checks"),
     "._conformal": ("ConformalSVC", "load_conformal_model"),
     "._generalized_bias": ("GeneralizedBiasSVC",),
     "._parzen": ("ParzenWindowClassifier",),
     "._bias_features": ("GeodesicNeighbourFeatures", "PLSATopicFeatures", "class_presence"),
-    "._persist": ("MODEL_FORMAT", "MODEL_VERSION"),
+    "._persist": ("FORMATS", "MODEL_FORMAT", "MODEL_VERSION", "load_model"),
     "._predict": ("PREDICT_BLOCK_BYTES", "PREDICT_BLOCK_ROWS"),
     "._training": ("GRAM_MEMORY_FRACTION",),
 }

@@ -6,17 +6,16 @@ operator views (normalization, Graf & Borer eq. 2; centering, Meilă eq. 14)
 → block-coordinate solver → corrected intercepts → prediction through the
 original kernel (Meilă eq. 16, Graf & Borer eq. 3). The training Gram and
 the binary problems are in :mod:`._training`, the multiclass schemes in
-:mod:`._multiclass`, prediction in :mod:`._predict`, the model store in
-:mod:`._persist`.
+:mod:`._multiclass`, prediction in :mod:`._predict`; the parameters shared
+with the other SVM estimators, and the model files, in :mod:`._base`.
 """
 
 import contextlib
-import os
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import _fit_context
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
@@ -30,9 +29,10 @@ with contextlib.suppress(ImportError):
 
 from .._runtime.client import client_for, is_dask_array
 from ..centering._origins import Centering
-from ..kernels._kernels import Kernel, LinearKernel, NormalizedKernel
+from ..kernels._kernels import LinearKernel, NormalizedKernel
+from ._base import EXPECTED_FAILED_CHECKS, BaseSVM
 from ._kernel import ESTIMATOR_DEFAULTS
-from . import _multiclass, _persist, _probability
+from . import _multiclass, _probability
 from ._inputs import callable_gram, check_labels, class_weights, kept_samples, seed_from
 from ._inputs import check_params_consistency, single_class_message, sklearn_sparse, validate_fit_data, validate_predict_data
 from ._inputs import upper_bounds as _upper_bounds  # noqa: F401 (its former home)
@@ -41,22 +41,10 @@ from ._predict import map_row_blocks, pairwise_decision
 from ._training import _row_provider, centering_for, fit_binary, problem_checkpoints, resolve_kernel, store_path
 from ._training import training_gram
 
-__all__ = ["SVC", "load_model"]
-
-#: scikit-learn common checks that SVC does not pass, with the reason (also
-#: listed in the README). scikit-learn's own SVC marks the same check.
-EXPECTED_FAILED_CHECKS = {
-    "check_sample_weight_equivalence_on_dense_data": (
-        "a weight w and w repeated samples give the same optimum only up to the solver tolerance "
-        "(tol=1e-3), not to the check's rtol=1e-7"
-    ),
-    "check_sample_weight_equivalence_on_sparse_data": (
-        "as check_sample_weight_equivalence_on_dense_data: equal only up to the solver tolerance"
-    ),
-}
+__all__ = ["SVC"]
 
 
-class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
+class SVC(PlattProbabilityMixin, BaseSVM):
     """C-Support Vector Classification on Dask, with feature-space centering and normalization.
 
     The dual problem is solved by dkernel's block-coordinate solver on a Gram
@@ -245,16 +233,9 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "C": [Interval(Real, 0.0, None, closed="right")],
-        "kernel": [StrOptions({"linear", "poly", "rbf", "sigmoid", "precomputed"}), Kernel, dict, callable],
-        "degree": [Interval(Integral, 1, None, closed="left")],
-        "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0.0, None, closed="neither")],
-        "coef0": [Interval(Real, None, None, closed="neither")],
-        "shrinking": ["boolean"],
+        **BaseSVM._parameter_constraints,
         "probability": ["boolean", Hidden(StrOptions({"deprecated"}))],
-        "tol": [Interval(Real, 0.0, None, closed="neither")],
         "class_weight": [StrOptions({"balanced"}), dict, None],
-        "max_iter": [Interval(Integral, -1, None, closed="left")],
         "decision_function_shape": [StrOptions({"ovo", "ovr"})],
         "break_ties": ["boolean"],
         "multiclass": [StrOptions({"ovo", "ovr"})],
@@ -262,14 +243,10 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
         "centering_sample": [Interval(Integral, 2, None, closed="left"), None],
         "normalize": ["boolean"],
         "normalize_bias_correction": ["boolean"],
-        "store": [str, os.PathLike, None],
-        "working_set_size": [Interval(Integral, 2, None, closed="left"), None],
-        "cache_size": [Interval(Real, 0.0, None, closed="neither"), None],
-        "client": "no_validation",
         "random_state": ["random_state"],
-        "verbose": ["verbose"],
         "checkpoint": "no_validation",  # a path or a dkernel.solver.Checkpoint, checked when fitting
     }
+    _expected_failed_checks = EXPECTED_FAILED_CHECKS
 
     def __init__(
         self,
@@ -329,20 +306,6 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
         tags.input_tags.pairwise = self.kernel == "precomputed"
         tags.input_tags.sparse = self.kernel != "precomputed"
         return tags
-
-    @property
-    def _precomputed(self):
-        return isinstance(self.kernel, str) and self.kernel == "precomputed"
-
-    @property
-    def _callable_kernel(self):
-        """A user function ``kernel(A, B)`` (scikit-learn's callable kernel), not a dkernel :class:`Kernel`."""
-        return callable(self.kernel) and not isinstance(self.kernel, Kernel)
-
-    @property
-    def _gram_given(self):
-        """The training Gram comes from the user (precomputed, or a kernel function): no kernel object."""
-        return self._precomputed or self._callable_kernel
 
     # -------------------------------------------------------------- fitting
     @_fit_context(prefer_skip_nested_validation=True)
@@ -561,45 +524,3 @@ class SVC(PlattProbabilityMixin, ClassifierMixin, BaseEstimator):
         if self.break_ties and self._is_ovo_multiclass:
             return self.classes_[np.argmax(_multiclass.ovr_decision(dec, n_classes), axis=1)]
         return self.classes_[_multiclass.predicted_class(dec, n_classes, self.multiclass)]
-
-    # ----------------------------------------------------------- persistence
-    def save(self, path, *, overwrite=False):
-        """Write the fitted model to a zarr store (arrays) with JSON attributes; no pickle.
-
-        The store is written to a folder beside ``path`` and renamed into
-        place when complete (:mod:`dkernel._runtime.artifacts`), so an interrupted
-        save never leaves a half-written model and never loses the model it
-        replaces.
-
-        Parameters
-        ----------
-        path : str or path-like
-        overwrite : bool, default=False
-            Replace a dkernel model at ``path``. Anything else (a Gram store,
-            a folder of other files, a file) is refused and left as is.
-
-        Raises
-        ------
-        ArtifactPathError
-            A ``FileExistsError``: ``path`` holds anything but a model, or a
-            model without ``overwrite``.
-        ValueError
-            The kernel is a Python function, which a JSON model cannot hold.
-        """
-        check_is_fitted(self)
-        if self._callable_kernel:
-            raise ValueError(
-                f"a model whose kernel is a Python function ({self.kernel!r}) cannot be saved as zarr + JSON; "
-                f"fit with kernel='precomputed' on its Gram matrix, or with a dkernel Kernel, to save it."
-            )
-        return _persist.write_model(self, path, overwrite)
-
-    @classmethod
-    def load(cls, path):
-        """Read a model written by :meth:`save`."""
-        return _persist.read_model(path, cls)
-
-
-def load_model(path):
-    """Read an :class:`SVC` written by :meth:`SVC.save`."""
-    return SVC.load(path)

@@ -14,40 +14,37 @@ evaluated through the first-pass support vectors (for ``D(x)``) and the
 second-pass ones: no training Gram is read at prediction.
 """
 
-import os
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._runtime import artifacts
 from .._runtime.client import client_for, is_dask_array
 from ..views._conformal import METHODS, ConformalFactor, ConformalGram
+from ._base import BaseSVM
 from ._classes import SVC
 from ._kernel import ESTIMATOR_DEFAULTS
-from ._predict import PREDICT_BLOCK_ROWS, materialize
+from .._runtime.validation import materialize
+from ._predict import PREDICT_BLOCK_ROWS
 
 __all__ = ["ConformalSVC", "load_conformal_model"]
-
-MODEL_FORMAT = "dkernel-conformal-svc"
-MODEL_VERSION = 1
 
 #: The parameters shared by both passes (passed to each :class:`SVC`).
 _SHARED = ("C", "tol", "shrinking", "max_iter", "working_set_size", "cache_size", "verbose")
 
 
-class ConformalSVC(ClassifierMixin, BaseEstimator):
+class ConformalSVC(BaseSVM):
     """Binary SVM trained twice: on ``K``, then on ``D(x) K(x, z) D(z)`` (Williams et al. eq. 5).
 
     Parameters
     ----------
     C : float, default=1.0
-        Soft-margin parameter of both passes.
+        Soft-margin parameter of both passes, in (0, inf]; ``np.inf`` is the hard margin.
     kernel, degree, gamma, coef0 :
-        The base kernel, as in :class:`dkernel.SVC` (not ``"precomputed"``).
+        The base kernel, as in :class:`dkernel.SVC` (not ``"precomputed"`` nor a kernel function: ``D`` is
+        evaluated at new points through it).
     conformal : {"williams", "amari-wu"}, default="williams"
         ``D(x) = exp(-κ f(x)²)`` (Williams eq. 8) or
         ``Σ_{i∈SV} exp(-κ‖x - x_i‖²)`` (Amari & Wu, Williams eq. 7).
@@ -87,21 +84,9 @@ class ConformalSVC(ClassifierMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "C": [Interval(Real, 0.0, None, closed="neither")],
-        "kernel": "no_validation",  # checked by the first pass
-        "degree": [Interval(Integral, 0, None, closed="left")],
-        "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0.0, None, closed="neither")],
-        "coef0": [Interval(Real, None, None, closed="neither")],
+        **BaseSVM._parameter_constraints,
         "conformal": [StrOptions(set(METHODS))],
         "kappa": [Interval(Real, 0.0, None, closed="neither"), None],
-        "tol": [Interval(Real, 0.0, None, closed="neither")],
-        "shrinking": ["boolean"],
-        "max_iter": [Interval(Integral, -1, None, closed="left")],
-        "working_set_size": [Interval(Integral, 2, None, closed="left"), None],
-        "cache_size": [Interval(Real, 0.0, None, closed="neither"), None],
-        "store": [str, os.PathLike, None],
-        "client": "no_validation",
-        "verbose": ["verbose"],
     }
 
     def __init__(self, C=1.0, kernel="rbf", degree=ESTIMATOR_DEFAULTS["degree"], gamma=ESTIMATOR_DEFAULTS["gamma"],
@@ -140,14 +125,13 @@ class ConformalSVC(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        if isinstance(self.kernel, str) and self.kernel == "precomputed":
-            raise ValueError("ConformalSVC needs a kernel to evaluate D(x) at new points; kernel='precomputed' "
-                             "has none. Use conformal.ConformalGram with SVC(kernel='precomputed') instead.")
+        self._check_kernel_object("needs a kernel to evaluate D(x) at new points (with a Gram matrix of your own, "
+                                  "train SVC(kernel='precomputed') on a dkernel.views.ConformalGram instead)")
         X, y = validate_data(self, materialize(X), y, dtype=[np.float64, np.float32], order="C")
-        check_classification_targets(y)
-        if np.unique(y).shape[0] != 2:
+        classes, _ = self._training_classes(y)
+        if classes.shape[0] != 2:
             raise ValueError(f"ConformalSVC is a binary classifier (D is built from one decision function f); "
-                             f"y has {np.unique(y).shape[0]} classes.")
+                             f"y has {classes.shape[0]} classes.")
         with client_for(self.client) as client:
             first = SVC(kernel=self.kernel, degree=self.degree, gamma=self.gamma, coef0=self.coef0,
                         store=self.store, client=client if client is not None else False, **self._shared())
@@ -227,62 +211,6 @@ class ConformalSVC(ClassifierMixin, BaseEstimator):
         if is_dask_array(X):
             return X.rechunk({1: -1}).map_blocks(self.predict, drop_axis=1, dtype=self.classes_.dtype)
         return self.classes_[(self.decision_function(X) > 0).astype(np.intp)]
-
-    # ----------------------------------------------------------- persistence
-    def save(self, path, *, overwrite=False):
-        """Write the model (both passes, ``D`` at the training points) as zarr + JSON; no pickle.
-
-        ``path`` holds the two passes as :class:`SVC` models (``first_pass``,
-        ``second_pass``) and the arrays ``conformal_factor`` and
-        ``support_vectors``; written beside ``path`` and moved into place when
-        complete. Anything at ``path`` but a dkernel model is refused.
-        """
-        import zarr
-
-        check_is_fitted(self)
-        path = os.path.abspath(os.fspath(path))
-        with artifacts.writing(path, "model", overwrite) as tmp:
-            group = zarr.open_group(tmp, mode="w")
-            group.create_array("conformal_factor", data=self.conformal_factor_)
-            group.create_array("support_vectors", data=np.asarray(self.support_vectors_))
-            params = {k: v for k, v in self.get_params(deep=False).items() if k != "client"}
-            params["store"] = None if params["store"] is None else os.fspath(params["store"])
-            if not isinstance(params["kernel"], str):
-                params["kernel"] = params["kernel"].to_dict()
-            group.attrs.update({"format": MODEL_FORMAT, "version": MODEL_VERSION, "params": params,
-                                "method": self.factor_.method, "kappa": self.kappa_,
-                                "n_features_in": int(self.n_features_in_)})
-            self.first_pass_.save(os.path.join(tmp, "first_pass"))
-            self.second_pass_.save(os.path.join(tmp, "second_pass"))
-        return path
-
-    @classmethod
-    def load(cls, path):
-        """Read a model written by :meth:`save`."""
-        import zarr
-
-        from ..kernels._kernels import kernel_from_dict
-
-        path = os.path.abspath(os.fspath(path))
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"no model at {path}.")
-        group = zarr.open_group(path, mode="r")
-        attrs = dict(group.attrs)
-        if attrs.get("format") != MODEL_FORMAT:
-            raise ValueError(f"{path} is not a dkernel ConformalSVC model (format {attrs.get('format')!r}).")
-        params = dict(attrs["params"])
-        if isinstance(params["kernel"], dict):
-            params["kernel"] = kernel_from_dict(params["kernel"])
-        model = cls(**params)
-        model.first_pass_ = SVC.load(os.path.join(path, "first_pass"))
-        model.second_pass_ = SVC.load(os.path.join(path, "second_pass"))
-        model.factor_ = ConformalFactor.from_svc(model.first_pass_, attrs["method"], attrs["kappa"])
-        model.kappa_ = model.factor_.kappa
-        model.conformal_factor_ = np.asarray(group["conformal_factor"][...])
-        model.support_vectors_ = np.asarray(group["support_vectors"][...])
-        model.n_features_in_ = attrs["n_features_in"]
-        model._set_second_pass_attributes()
-        return model
 
 
 def load_conformal_model(path):

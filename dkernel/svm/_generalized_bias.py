@@ -21,15 +21,14 @@ unit vectors, the box ``0 ≤ α ≤ 1/m`` and the linear term ``-2γ``, λ from
 eq. (25).
 """
 
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 from scipy.optimize import nnls
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
+from sklearn.base import clone
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._runtime.client import client_for
@@ -37,10 +36,12 @@ from ..gram._sources import DenseGram, SubsetGram
 from .._runtime.validation import check_finite
 from ..solver._bias import linear_program
 from . import _multiclass
+from ._base import BaseSVM
 from ._kernel import ESTIMATOR_DEFAULTS
 from ._training import (
     _principal_submatrix,
     _row_provider,
+    outer_iteration_cap,
     resolve_kernel,
     solver_client,
     store_path,
@@ -327,7 +328,7 @@ def virtual_samples_solution(K, F, y, gamma, *, tol=1e-8):
     return coef, lam, objective
 
 
-class GeneralizedBiasSVC(ClassifierMixin, BaseEstimator):
+class GeneralizedBiasSVC(BaseSVM):
     """SVM whose bias is generalized to ℓ unregularized predefined features (Li, Leung & Lee 2007).
 
     ``f(x) = Σ_i c_i y_i Φ(x_i, x) + Σ_k λ_k φ_k(x)`` (eq. 7): the kernel Φ
@@ -340,9 +341,11 @@ class GeneralizedBiasSVC(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     C : float, default=1.0
-        Upper bound of the dual variables (``1 / (2 γ m)``).
-    kernel : {"linear", "poly", "rbf", "sigmoid"} or Kernel, default="rbf"
-        Φ, with scikit-learn's SVC parameter conventions.
+        Upper bound of the dual variables (``1 / (2 γ m)``), finite: the linear program of eq. (25) weighs
+        each training point's hinge loss by it.
+    kernel : {"linear", "poly", "rbf", "sigmoid"}, Kernel or dict, default="rbf"
+        Φ, with scikit-learn's SVC parameter conventions (not ``"precomputed"`` nor a kernel function: Φ is
+        evaluated between test points and support vectors).
     degree, gamma, coef0
         Kernel parameters, as :class:`dkernel.SVC`.
     features : transformer, callable or None, default=None
@@ -354,7 +357,7 @@ class GeneralizedBiasSVC(ClassifierMixin, BaseEstimator):
     tol : float, default=1e-3
         Solver tolerance (maximal KKT violation).
     max_iter : int, default=100000
-        Solver outer iterations per binary problem.
+        Solver outer iterations per binary problem; -1 for libsvm's limit, as :class:`dkernel.SVC`.
     store, cache_size, client
         Where the training Gram lives and where the solver runs, as
         :class:`dkernel.SVC`.
@@ -378,26 +381,26 @@ class GeneralizedBiasSVC(ClassifierMixin, BaseEstimator):
     lambda_from_ : list of str
         Per problem, ``"multipliers"`` or ``"linear program"`` (eq. 25).
 
+    Notes
+    -----
+    :meth:`save` writes a model with ``features=None``; fitted feature transformers and functions have no JSON
+    form, so a model with them is refused (``ValueError``) and stays in memory only.
+
     References
     ----------
     W. Li, K.-S. Leung and K.-H. Lee, "Generalizing the bias term of support
     vector machines", IJCAI 2007.
     """
 
-    _parameter_constraints = {
+    _parameter_constraints: dict = {
+        **BaseSVM._parameter_constraints,
+        # Finite: C weighs the slacks of the linear program of eq. (25), which an infinite weight leaves undefined.
         "C": [Interval(Real, 0.0, None, closed="neither")],
-        "kernel": "no_validation",  # a name or a dkernel Kernel, checked by resolve_kernel
-        "degree": [Interval(Integral, 0, None, closed="left")],
-        "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0.0, None, closed="neither")],
-        "coef0": [Real],
-        "features": "no_validation",
-        "tol": [Interval(Real, 0.0, None, closed="neither")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "store": "no_validation",
-        "cache_size": [Interval(Real, 0.0, None, closed="neither"), None],
-        "client": "no_validation",
-        "verbose": ["verbose"],
+        "features": "no_validation",  # a transformer, a callable or None, checked when fitting
     }
+    # The solver of the equality-constrained dual (eqs. 23-24) has neither shrinking nor a working-set setting.
+    _parameter_constraints.pop("shrinking")
+    _parameter_constraints.pop("working_set_size")
 
     def __init__(self, C=1.0, kernel="rbf", degree=ESTIMATOR_DEFAULTS["degree"], gamma=ESTIMATOR_DEFAULTS["gamma"],
                  coef0=ESTIMATOR_DEFAULTS["coef0"], features=None, tol=1e-3, max_iter=100_000, store=None,
@@ -461,11 +464,9 @@ class GeneralizedBiasSVC(ClassifierMixin, BaseEstimator):
         self
         """
         self._validate_params()
+        self._check_kernel_object("evaluates its kernel between test points and support vectors")
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
-        check_classification_targets(y)
-        classes, y_index = np.unique(y, return_inverse=True)
-        if classes.shape[0] < 2:
-            raise ValueError(f"the training labels hold a single class ({classes[0]!r}); an SVM needs two or more.")
+        classes, y_index = self._training_classes(y)
         self.classes_ = classes
         self.features_, F = self._fit_features(X, y)
         self.n_predefined_features_ = F.shape[1]
@@ -490,7 +491,8 @@ class GeneralizedBiasSVC(ClassifierMixin, BaseEstimator):
 
     def _fit_problem(self, base, index, y_pm, F, client):
         rows = _row_provider(_principal_submatrix(base, index))
-        return solve_generalized_bias(rows, y_pm, self.C, F[index], tol=self.tol, max_iter=self.max_iter,
+        max_iter = outer_iteration_cap(index.shape[0], None) if self.max_iter == -1 else self.max_iter
+        return solve_generalized_bias(rows, y_pm, self.C, F[index], tol=self.tol, max_iter=max_iter,
                                       client=solver_client(rows, client), verbose=bool(self.verbose))
 
     # ----------------------------------------------------------- prediction

@@ -14,8 +14,12 @@ import scipy.sparse as sp
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, validate_data
 
-from .._runtime.validation import check_finite
-from ._predict import is_gram_source, materialize
+from .._runtime.validation import check_finite, materialize
+
+
+def is_gram_source(X):
+    """A Gram matrix read by rows (:class:`~dkernel.gram.GramMatrix` or an operator view), not an array."""
+    return hasattr(X, "rows") and hasattr(X, "shape") and not isinstance(X, np.ndarray) and not sp.issparse(X)
 
 
 def class_weights(class_weight, classes, y):

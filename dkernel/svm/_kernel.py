@@ -7,7 +7,7 @@
 """
 
 from ..exceptions import InvalidKernelParameterError
-from ..kernels._kernels import get_kernel
+from ..kernels._kernels import Kernel, get_kernel
 
 #: The parameters each named kernel takes.
 KERNEL_PARAMS = {"linear": (), "rbf": ("gamma",), "sigmoid": ("gamma", "coef0"), "poly": ("gamma", "coef0", "degree")}
@@ -52,3 +52,12 @@ def estimator_kernel(name, X, gamma=ESTIMATOR_DEFAULTS["gamma"], coef0=ESTIMATOR
         raise InvalidKernelParameterError(f"unknown kernel {name!r}; use one of {sorted(KERNEL_PARAMS)}.")
     values = {"gamma": gamma, "coef0": coef0, "degree": degree}
     return get_kernel(name, **{param: values[param] for param in KERNEL_PARAMS[name]})
+
+
+def resolve_kernel(kernel, X, *, gamma, coef0, degree):
+    """The kernel object of the estimator's ``kernel`` parameters on ``X``; ``None`` for ``"precomputed"``."""
+    if isinstance(kernel, str) and kernel == "precomputed":
+        return None
+    if isinstance(kernel, (Kernel, dict)):
+        return get_kernel(kernel).resolve(X.shape[1])
+    return estimator_kernel(kernel, X, gamma=gamma, coef0=coef0, degree=degree)

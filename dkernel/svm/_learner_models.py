@@ -3,19 +3,17 @@
 Kandola et al. (§6) measure a kernel by a Parzen window estimator, an SVM and
 ridge regression. ``dkernel fit --learner parzen|ridge`` trains the first or
 the last (:class:`dkernel.svm.ParzenWindowClassifier`, scikit-learn's
-``KernelRidge``) and saves it here as a zarr group with JSON attributes, never
-pickle (``format: "dkernel-learner"``): the training points ``X_fit``, the
-dual coefficients (``f(x) = Σ_i c_i K(x, x_i)``), the kernel's JSON spec and,
-for the classifier, its classes. :func:`load_learner` rebuilds a predictor.
+``KernelRidge``) as a :class:`KernelExpansion`, saved through the one model
+persistence (:mod:`._persist`, format ``"dkernel-learner"``, with checksums):
+the training points ``X_fit``, the dual coefficients (``f(x) = Σ_i c_i K(x,
+x_i)``), the kernel's JSON spec and, for the classifier, its classes.
+:func:`load_learner` (or :func:`dkernel.load_model`) rebuilds a predictor.
 """
-
-import json
-import os
 
 import numpy as np
 
 from .._runtime import artifacts
-from ..kernels._kernels import kernel_from_dict
+from . import _persist
 
 __all__ = ["LEARNERS", "KernelExpansion", "fit_learner", "is_learner_model", "load_learner", "save_learner"]
 
@@ -45,6 +43,15 @@ class KernelExpansion:
         f = self.decision_function(X)
         return f if self.classes is None else self.classes[(f >= 0).astype(int)]
 
+    def save(self, path, *, overwrite=False):
+        """Write the model to the folder ``path`` (replacing only a learner model, with ``overwrite``)."""
+        return _persist.save_model(self, path, overwrite)
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by :meth:`save`, after checking its checksums."""
+        return _persist.read_model(path, cls)
+
 
 def fit_learner(learner, X, y, kernel, *, alpha=1.0, class_weight="balanced"):
     """Train ``"parzen"`` (unequal class weights of eq. 9 by default) or ``"ridge"`` (``KernelRidge(alpha)``)."""
@@ -70,19 +77,8 @@ def fit_learner(learner, X, y, kernel, *, alpha=1.0, class_weight="balanced"):
 
 
 def save_learner(model, path, *, overwrite=False):
-    """Write ``model`` to the zarr group ``path`` (replacing only a learner model, with ``overwrite``)."""
-    import zarr
-
-    if not isinstance(model.X_fit, np.ndarray):
-        raise ValueError("only learners trained on dense data can be saved; convert X with X.toarray().")
-    with artifacts.writing(path, "learner", overwrite) as tmp:
-        root = zarr.open_group(tmp, mode="w")
-        root.create_array("X_fit", data=model.X_fit)
-        root.create_array("dual_coef", data=model.dual_coef)
-        root.attrs.update({"format": artifacts.KINDS["learner"][0], "learner": model.learner,
-                           "kernel": model.kernel.to_dict(),
-                           "classes": None if model.classes is None else model.classes.tolist()})
-    return os.path.abspath(os.fspath(path))
+    """Write ``model`` to the folder ``path`` (replacing only a learner model, with ``overwrite``)."""
+    return model.save(path, overwrite=overwrite)
 
 
 def is_learner_model(path):
@@ -91,12 +87,5 @@ def is_learner_model(path):
 
 
 def load_learner(path):
-    """The :class:`KernelExpansion` saved at ``path``."""
-    import zarr
-
-    if not is_learner_model(path):
-        raise ValueError(f"{path} is not a Parzen window or ridge model written by 'dkernel fit --learner'.")
-    root = zarr.open_group(path, mode="r")
-    attrs = json.loads(json.dumps(dict(root.attrs)))
-    return KernelExpansion(attrs["learner"], kernel_from_dict(attrs["kernel"]), np.asarray(root["X_fit"][:]),
-                           np.asarray(root["dual_coef"][:]), attrs["classes"])
+    """The :class:`KernelExpansion` saved at ``path``, verified."""
+    return KernelExpansion.load(path)

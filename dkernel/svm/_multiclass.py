@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..gram._dense import single_blas_thread, usable_cores
+from .._runtime.threads import BlasThreads, usable_cores
 
 #: Samples from which a binary problem is worth a thread of its own: below,
 #: the work is mostly Python holding the GIL, and threads only add switching.
@@ -37,20 +37,20 @@ def binary_problems(y_index, n_classes, keep, multiclass):
     return problems
 
 
-def solve_problems(solve, problems, parallel):
+def solve_problems(solve, problems, parallel, blas=None):
     """``[solve(k) for k in range(len(problems))]``, in threads when ``parallel`` and the problems are large.
 
     The binary problems share one Gram and are independent; each thread
     solves whole problems (its BLAS calls and row gathers release the GIL),
     the largest first so that the threads finish together, each with a
-    single-threaded BLAS (:func:`dkernel.gram._dense.single_blas_thread`).
+    single-threaded BLAS (``blas``: the fit's :class:`~dkernel._runtime.threads.BlasThreads`).
     """
     sizes = [index.shape[0] for index, _ in problems]
     threads = min(usable_cores(), sum(size >= PARALLEL_PROBLEM_SIZE for size in sizes))
     if not parallel or threads < 2:
         return [solve(k) for k in range(len(problems))]
     order = sorted(range(len(problems)), key=lambda k: -sizes[k])
-    with single_blas_thread(), ThreadPoolExecutor(max_workers=threads) as pool:
+    with (blas or BlasThreads()).single(), ThreadPoolExecutor(max_workers=threads) as pool:
         futures = {k: pool.submit(solve, k) for k in order}
         try:
             return [futures[k].result() for k in range(len(problems))]

@@ -14,14 +14,16 @@ Ridge regression, the paper's other learner, is scikit-learn's
 """
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import unique_labels
 from sklearn.utils.validation import check_is_fitted
 
 from .._runtime.validation import check_data, check_labels
 from ..alignment._measures import alignment_target
 from ..exceptions import InvalidLabelsError
-from ..kernels._kernels import get_kernel
+from ..kernels._kernels import Kernel, get_kernel
+from ._base import KERNEL_PARAMETER_RANGES
 
 __all__ = ["ParzenWindowClassifier"]
 
@@ -36,7 +38,8 @@ class ParzenWindowClassifier(ClassifierMixin, BaseEstimator):
         shape is used) and ``predict`` takes ``K(X, X_train)``. A callable
         ``k(A, B)`` returns the Gram between two sets of samples (e.g. an
         :class:`~dkernel.alignment.AdaptedKernel`).
-    gamma, coef0, degree : kernel parameters (scikit-learn's names)
+    gamma, coef0, degree : kernel parameters (scikit-learn's names and ranges, as :class:`dkernel.SVC`), default=None
+        ``None``: the kernel's own default.
     class_weight : {None, "balanced"}, default="balanced"
         ``None``: ``t_i = ±1``; ``"balanced"``: ``t_i = 1/n₊`` or ``-1/n₋`` (Kandola eq. 9).
 
@@ -46,6 +49,13 @@ class ParzenWindowClassifier(ClassifierMixin, BaseEstimator):
     dual_coef_ : ndarray of shape (n_train,)
         ``t``.
     """
+
+    # The kernel parameters in the SVM estimators' ranges; the kernel is any name dkernel knows, or a callable.
+    _parameter_constraints: dict = {
+        "kernel": [str, dict, Kernel, callable],
+        **{name: [valid, None] for name, valid in KERNEL_PARAMETER_RANGES.items()},
+        "class_weight": [StrOptions({"balanced"}), None],
+    }
 
     def __init__(self, kernel="rbf", *, gamma=None, coef0=None, degree=None, class_weight="balanced"):
         self.kernel = kernel
@@ -57,10 +67,9 @@ class ParzenWindowClassifier(ClassifierMixin, BaseEstimator):
     def _is_precomputed(self):
         return isinstance(self.kernel, str) and self.kernel == "precomputed"
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Keep the training points (or the Gram's size) and the weights ``t``."""
-        if self.class_weight not in (None, "balanced"):
-            raise ValueError(f"class_weight must be None or 'balanced'; got {self.class_weight!r}.")
         n = np.shape(X)[0]
         y = check_labels(y, n)
         self.classes_ = unique_labels(y)

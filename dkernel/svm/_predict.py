@@ -6,28 +6,15 @@ dask array stays lazy and is evaluated blockwise over its row chunks.
 """
 
 import numpy as np
-import scipy.sparse as sp
 
-from .._runtime.client import is_dask_array
 from .._runtime.validation import check_finite
+from ._inputs import is_gram_source
 
 #: Test rows evaluated per block in prediction.
 PREDICT_BLOCK_ROWS = 4096
 
 #: Bytes of a stored test kernel ``K(X_test, X_train)`` read at once in prediction.
 PREDICT_BLOCK_BYTES = 2**28
-
-
-def is_gram_source(X):
-    """A Gram matrix read by rows (:class:`~dkernel.gram.GramMatrix` or an operator view), not an array."""
-    return hasattr(X, "rows") and hasattr(X, "shape") and not isinstance(X, np.ndarray) and not sp.issparse(X)
-
-
-def materialize(X):
-    """Compute a dask array (training data must fit in memory; its Gram need not)."""
-    if is_dask_array(X):
-        return X.compute()
-    return X
 
 
 def pairwise_decision(X, kernel, support_vectors, support, pair_coef, intercept):

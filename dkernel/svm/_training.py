@@ -18,13 +18,13 @@ import warnings
 import numpy as np
 
 from .._runtime import artifacts
-from ..gram._dense import dense_symmetric_gram, single_blas_thread
+from .._runtime.threads import BlasThreads
+from ..gram._dense import dense_symmetric_gram
 from ..gram._on_demand import ON_DEMAND_MIN_SAMPLES, OnDemandGram
 from ..gram._sources import DenseGram, KernelGram, SubsetGram
 from ..centering._origins import Centering, delta_b
-from ..kernels._kernels import Kernel, get_kernel
 from ..views._graf import graf_intercept
-from ._kernel import estimator_kernel
+from ._kernel import resolve_kernel  # noqa: F401 (the estimators import it from here)
 from ._small import SMALL_PROBLEM_SIZE, libsvm_pair_cap, solve_small, solves_whole
 
 #: Fraction of the available memory that a whole in-memory training Gram may
@@ -39,15 +39,6 @@ DEFAULT_ROW_CACHE_BYTES = 2**30
 #: without asking how much memory is available (a question that costs more than a
 #: small fit); a larger one is held in float32.
 SMALL_GRAM_BYTES = 2**24
-
-
-def resolve_kernel(kernel, X, *, gamma, coef0, degree):
-    """The kernel object of the estimator's ``kernel`` parameters on ``X``; ``None`` for ``"precomputed"``."""
-    if isinstance(kernel, str) and kernel == "precomputed":
-        return None
-    if isinstance(kernel, (Kernel, dict)):
-        return get_kernel(kernel).resolve(X.shape[1])
-    return estimator_kernel(kernel, X, gamma=gamma, coef0=coef0, degree=degree)
 
 
 def gram_memory_budget(cache_size_mb):
@@ -79,7 +70,7 @@ def store_path(store, X, kernel):
 
 
 def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progress=False, on_demand=False,
-                  single_precision=True):
+                  single_precision=True, blas=None):
     """The Gram source of the training data, before views, and how it is held.
 
     Returns ``(gram, held)``, ``held`` being ``"store"`` (zarr at
@@ -111,7 +102,7 @@ def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progre
         if n * n * dtype.itemsize <= budget:
             if on_demand and n >= ON_DEMAND_MIN_SAMPLES:
                 return OnDemandGram(X, kernel, dtype=dtype, progress=progress), "on-demand"
-            return dense_symmetric_gram(X, kernel, dtype=dtype, progress=progress), dtype.name
+            return dense_symmetric_gram(X, kernel, dtype=dtype, progress=progress, blas=blas), dtype.name
     # On a cluster without a store, each worker computes the kernel columns of its own
     # row range from X (shipped once), so no Gram matrix travels over the network.
     return KernelGram(X, kernel, cache_bytes=row_cache_bytes(cache_size)), "on-the-fly"
@@ -244,7 +235,7 @@ def problem_checkpoints(checkpoint, n_problems):
 
 
 def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, tol, working_set_size, max_iter,
-               client, verbose, shrinking=True, checkpoint=None):
+               client, verbose, shrinking=True, checkpoint=None, blas=None):
     """Solve one binary problem on the samples ``index`` of ``base`` and correct its intercept.
 
     ``centering`` (a :class:`Centering` or ``None``) moves the origin of the
@@ -259,7 +250,8 @@ def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, 
     Gram cannot travel to the workers a :class:`UserWarning` says so and the
     solver runs here (:func:`solver_client`). ``checkpoint`` (a solver
     :class:`~dkernel.solver.Checkpoint`) keeps the solver's state on disk and
-    resumes from it.
+    resumes from it. ``blas``: the fit's :class:`~dkernel._runtime.threads.BlasThreads`, which limits BLAS to
+    one thread while a Gram held in memory is solved here.
 
     Returns a dict: ``coef`` (α y), ``intercept`` (corrected),
     ``uncorrected``, ``delta_b``, ``objective``, ``n_iter``, ``converged``.
@@ -281,7 +273,7 @@ def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, 
     # cost more than they gain, 2-4x on a busy machine. Kernel rows computed on the fly keep them.
     in_memory = (client is None and rows.n > SMALL_PROBLEM_SIZE
                  and isinstance(_gram_root(rows), (np.ndarray, DenseGram, OnDemandGram)))
-    with single_blas_thread(enabled=in_memory):
+    with (blas or BlasThreads()).single(enabled=in_memory):
         result = solve_qp(rows, y_pm, C, client=client, checkpoint=checkpoint, **kwargs)
     coef = result.alpha * y_pm
     b = float(result.intercept)

@@ -20,16 +20,8 @@ from .._runtime.exports import lazy_exports
 _EXPORTS = {
     "._operators": ("CenteredGram", "NormalizedGram", "ShiftedGram", "operator_chain"),
     "._graf": ("GrafThresholdError", "graf_intercept", "graf_threshold", "weight_norm"),
-    "._conformal": (
-        "METHODS",
-        "ConformalFactor",
-        "ConformalGram",
-        "amari_wu_factor",
-        "check_kappa",
-        "kappa_rule",
-        "magnification_ratio",
-        "williams_factor",
-    ),
+    "._conformal": ("METHODS", "ConformalFactor", "ConformalGram", "amari_wu_factor", "check_kappa", "kappa_rule",
+                    "magnification_ratio", "williams_factor"),
 }
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

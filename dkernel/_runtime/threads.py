@@ -1,0 +1,66 @@
+"""Threads: the cores a process may use, and the BLAS thread count limited for the length of a block.
+
+Where this process runs its own threads over one shared array (the row
+bands of a Gram, the binary problems of a fit), each thread calls BLAS on
+small products: BLAS's own threads would then oversubscribe the cores and
+cost more to wake than the products take. :class:`BlasThreads` limits BLAS
+to one thread for the length of a ``with`` block and restores it after.
+
+Finding the BLAS libraries of a process (threadpoolctl reads the path of
+every library loaded, in Python) takes 3 to 11 ms; a fit that limits BLAS
+several times (once per binary problem) holds one :class:`BlasThreads` for
+its length, which finds them once. Nothing is kept from one fit to the next.
+"""
+
+import contextlib
+import os
+import threading
+
+__all__ = ["BlasThreads", "single_blas_thread", "usable_cores"]
+
+
+def usable_cores():
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+class BlasThreads:
+    """The BLAS libraries of this process, found when first limited, and their thread count limited on demand.
+
+    One object serves one computation (a fit, a Gram); its :meth:`single`
+    blocks may be entered from any thread.
+    """
+
+    def __init__(self):
+        self._controller = None
+        self._lock = threading.Lock()
+
+    def controller(self):
+        """The :class:`threadpoolctl.ThreadpoolController` of this process's libraries, found once per object."""
+        with self._lock:
+            if self._controller is None:
+                from threadpoolctl import ThreadpoolController
+
+                self._controller = ThreadpoolController()
+            return self._controller
+
+    @contextlib.contextmanager
+    def single(self, enabled=True):
+        """Run the block with BLAS limited to one thread, restoring the previous count after.
+
+        Process-wide: enter it from the thread that starts the parallel work.
+        ``enabled=False`` leaves BLAS as it is (and finds no library).
+        """
+        if not enabled:
+            yield
+            return
+        with self.controller().limit(limits=1, user_api="blas"):
+            yield
+
+
+def single_blas_thread(enabled=True, blas=None):
+    """:meth:`BlasThreads.single` of ``blas``, or of a new :class:`BlasThreads` when None."""
+    return (blas or BlasThreads()).single(enabled)

@@ -1,0 +1,159 @@
+"""The base of dkernel's SVM estimators: one table of parameter constraints, the kernel checks, the model files.
+
+:class:`~dkernel.svm.SVC`, :class:`~dkernel.svm.ConformalSVC` and :class:`~dkernel.svm.GeneralizedBiasSVC` take
+the kernel (``kernel``, ``degree``, ``gamma``, ``coef0``), the soft margin ``C`` and the solver settings (``tol``,
+``shrinking``, ``max_iter``, ``working_set_size``, ``cache_size``, ``verbose``) under the names and in the ranges of
+:class:`sklearn.svm.SVC`, and where the training Gram lives and runs (``store``, ``client``). Their constraints are
+one table, :attr:`BaseSVM._parameter_constraints`; each estimator merges it into its own and drops or narrows what
+does not apply, as scikit-learn's ``NuSVC`` does with ``BaseSVC``'s. Two ranges are narrower than scikit-learn's
+because dkernel's kernels refuse the values: ``gamma = 0`` (a constant kernel) and ``degree = 0``
+(:data:`KERNEL_PARAMETER_RANGES`, which the Parzen window classifier takes too).
+
+Each estimator is saved and loaded through the one model persistence (:mod:`._persist`): ``save(path)`` writes a
+zarr + JSON model with checksums, ``load(path)`` reads it back verified, and :func:`dkernel.load_model` reads any.
+"""
+
+import os
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
+
+from ..kernels._kernels import Kernel
+from . import _persist
+from ._inputs import single_class_message
+
+__all__ = ["EXPECTED_FAILED_CHECKS", "KERNEL_PARAMETER_RANGES", "BaseSVM", "expected_failed_checks"]
+
+#: The ranges of the numeric kernel parameters: scikit-learn's SVC ones, without ``gamma = 0`` (a constant kernel)
+#: and ``degree = 0``, which dkernel's kernels refuse.
+KERNEL_PARAMETER_RANGES = {
+    "degree": Interval(Integral, 1, None, closed="left"),
+    "gamma": Interval(Real, 0.0, None, closed="neither"),
+    "coef0": Interval(Real, None, None, closed="neither"),
+}
+
+#: scikit-learn common checks that :class:`~dkernel.svm.SVC` does not pass with its defaults, with the reason;
+#: scikit-learn's own SVC is expected to fail the same two. With a fixed ``gamma`` and ``tol=1e-10`` both pass.
+EXPECTED_FAILED_CHECKS = {
+    "check_sample_weight_equivalence_on_dense_data": (
+        "gamma='scale' comes from the variance of X, which repeating samples changes and a weight does not; and "
+        "the optimum is reached to the solver tolerance (tol=1e-3), not to the check's rtol=1e-7"
+    ),
+    "check_sample_weight_equivalence_on_sparse_data": (
+        "as check_sample_weight_equivalence_on_dense_data: gamma='scale' and the solver tolerance"
+    ),
+}
+
+
+def expected_failed_checks(estimator):
+    """The scikit-learn common checks ``estimator`` is expected to fail, ``{check name: reason}``.
+
+    scikit-learn (since 1.6) reads expected failures only from the ``expected_failed_checks`` argument of its check
+    runners, no longer from an estimator tag: pass this function to ``parametrize_with_checks`` as it is, or its
+    value to ``check_estimator``, which then reports those checks as ``"xfail"`` instead of raising::
+
+        check_estimator(SVC(), expected_failed_checks=expected_failed_checks(SVC()))
+    """
+    return dict(getattr(estimator, "_expected_failed_checks", {}))
+
+
+class BaseSVM(ClassifierMixin, BaseEstimator):
+    """The shared parameters, kernel checks and model files of dkernel's SVM estimators (not used on its own)."""
+
+    _parameter_constraints: dict = {
+        "C": [Interval(Real, 0.0, None, closed="right")],
+        "kernel": [StrOptions({"linear", "poly", "rbf", "sigmoid", "precomputed"}), Kernel, dict, callable],
+        "degree": [KERNEL_PARAMETER_RANGES["degree"]],
+        "gamma": [StrOptions({"scale", "auto"}), KERNEL_PARAMETER_RANGES["gamma"]],
+        "coef0": [KERNEL_PARAMETER_RANGES["coef0"]],
+        "tol": [Interval(Real, 0.0, None, closed="neither")],
+        "shrinking": ["boolean"],
+        "max_iter": [Interval(Integral, -1, None, closed="left")],
+        "working_set_size": [Interval(Integral, 2, None, closed="left"), None],
+        "cache_size": [Interval(Real, 0.0, None, closed="neither"), None],
+        "store": [str, os.PathLike, None],
+        "client": "no_validation",
+        "verbose": ["verbose"],
+    }
+
+    #: scikit-learn common checks this estimator is expected to fail (:func:`expected_failed_checks`).
+    _expected_failed_checks: dict = {}
+
+    # ------------------------------------------------------------ the kernel
+    @property
+    def _precomputed(self):
+        return isinstance(self.kernel, str) and self.kernel == "precomputed"
+
+    @property
+    def _callable_kernel(self):
+        """A user function ``kernel(A, B)`` (scikit-learn's callable kernel), not a dkernel :class:`Kernel`."""
+        return callable(self.kernel) and not isinstance(self.kernel, Kernel)
+
+    @property
+    def _gram_given(self):
+        """The training Gram comes from the user (precomputed, or a kernel function): no kernel object."""
+        return self._precomputed or self._callable_kernel
+
+    def _check_kernel_object(self, why):
+        """Refuse ``"precomputed"`` and kernel functions where the estimator evaluates its kernel itself (``why``)."""
+        if self._gram_given:
+            raise ValueError(f"{type(self).__name__} {why}; kernel={self.kernel!r} gives no kernel to evaluate. Pass "
+                             f"a kernel name ('rbf', 'linear', 'poly', 'sigmoid') or a dkernel Kernel.")
+
+    # ------------------------------------------------------------ the labels
+    @staticmethod
+    def _training_classes(y):
+        """The classes of the training labels and each label's index in them; one class is refused."""
+        check_classification_targets(y)
+        classes, y_index = np.unique(y, return_inverse=True)
+        if classes.shape[0] < 2:
+            raise ValueError(single_class_message(classes[0]))
+        return classes, y_index
+
+    # ----------------------------------------------------------- persistence
+    def save(self, path, *, overwrite=False):
+        """Write the fitted model to the folder ``path``: arrays in zarr, the rest JSON, with checksums; no pickle.
+
+        The model is written beside ``path`` and moved into place when complete
+        (:mod:`dkernel._runtime.artifacts`), so an interrupted save never leaves a half-written model and never
+        loses the model it replaces. :meth:`load` and :func:`dkernel.load_model` read it back, verified.
+
+        Parameters
+        ----------
+        path : str or path-like
+        overwrite : bool, default=False
+            Replace a model of this estimator at ``path``. Anything else (a model of another estimator, a Gram
+            store, a folder of other files, a file) is refused and left as it is.
+
+        Returns
+        -------
+        str
+            The absolute path of the model.
+
+        Raises
+        ------
+        ArtifactPathError
+            A ``FileExistsError``: ``path`` holds anything but a model of this estimator, or one without
+            ``overwrite``.
+        ValueError
+            The model holds something JSON cannot (a kernel given as a Python function).
+        """
+        check_is_fitted(self)
+        return _persist.save_model(self, path, overwrite)
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by :meth:`save`, after checking its checksums.
+
+        Raises
+        ------
+        CorruptModelError
+            The model is damaged, or ``path`` holds no dkernel model.
+        ModelFormatError
+            ``path`` holds the model of another estimator (:func:`dkernel.load_model` reads any).
+        """
+        return _persist.read_model(path, cls)
