@@ -180,7 +180,10 @@ def test_a_killed_fit_resumes_from_its_checkpoint(tmp_path, solver_log, mode, n_
         assert any("holds the solution" in m for m in solver_log)
     assert _resumed_iterations(solver_log)[0] >= 3
     np.testing.assert_allclose(resumed.decision_function(X), single.decision_function(X), atol=1e-6)
-    np.testing.assert_array_equal(resumed.n_iter_, uninterrupted.n_iter_)
+    # The same optimum as the uninterrupted fit. Not the same steps to the bit: kernel rows computed in blocks of
+    # other shapes after the resume may differ in their last bits (BLAS), which can change a later working set.
+    np.testing.assert_allclose(resumed.decision_function(X), uninterrupted.decision_function(X), atol=1e-6)
+    np.testing.assert_array_equal(resumed.support_, uninterrupted.support_)
 
 
 def test_dkernel_fit_resumes_with_resume_and_names_the_flag_otherwise(tmp_path, solver_log, capsys):

@@ -125,7 +125,7 @@ def test_rbf_block_evaluated_into_a_buffer_is_its_block_to_the_bit(dtype, symmet
     kernel = RBFKernel(gamma=0.3)
     out = np.full((len(X), len(Z)), np.nan, dtype=dtype)
     strips = []
-    assert kernel.evaluate_into(X, Z, out, symmetric=symmetric, on_strip=lambda a, S: strips.append((a, S.copy())))
+    kernel.evaluate_into(X, Z, out, symmetric=symmetric, on_strip=lambda a, S: strips.append((a, S.copy())))
     expected = kernel.block(X, Z, symmetric=symmetric)
     assert out.dtype == expected.dtype
     assert np.array_equal(out.view(np.uint8), expected.view(np.uint8))  # same bits, signs of zeros included
@@ -140,15 +140,31 @@ class _OwnBlockRBFKernel(RBFKernel):
         return super().block(X, Z, symmetric=symmetric, **kwargs)
 
 
-def test_only_the_builtin_rbf_on_dense_data_is_evaluated_into_a_buffer():
-    X = np.ones((4, 2))
-    out = np.empty((4, 4))
-    assert RBFKernel(gamma=1.0).evaluate_into(X, X, out)
-    assert not _OwnBlockRBFKernel(gamma=1.0).evaluate_into(X, X, out)  # subclasses keep their block()
-    assert not PolynomialKernel(gamma=1.0).evaluate_into(X, X, out)
-    assert not RBFKernel(gamma=1.0).evaluate_into(sp.csr_matrix(X), sp.csr_matrix(X), out)
-    X32 = X.astype(np.float32)
-    assert not RBFKernel(gamma=1.0).evaluate_into(X32, X32, out)
+@pytest.mark.parametrize("case", ["rbf", "rbf subclass", "poly", "sparse rbf", "float32 rbf into float64"])
+def test_every_kernel_evaluates_into_a_buffer_as_its_block(case):
+    rng = np.random.default_rng(4)
+    X, Z = rng.normal(size=(150, 5)), rng.normal(size=(40, 5))
+    kernel = {"rbf subclass": _OwnBlockRBFKernel(gamma=0.4), "poly": PolynomialKernel(gamma=0.5, degree=2)}.get(
+        case, RBFKernel(gamma=0.4))
+    if case == "sparse rbf":
+        X, Z = sp.csr_matrix(X), sp.csr_matrix(Z)
+    if case == "float32 rbf into float64":
+        X, Z = X.astype(np.float32), Z.astype(np.float32)
+    out = np.full((150, 40), np.nan)
+    strips = []
+    kernel.evaluate_into(X, Z, out, on_strip=lambda a, S: strips.append(a))
+    np.testing.assert_allclose(out, kernel.block(X, Z), rtol=1e-6 if case.startswith("float32") else 1e-15)
+    # The built-in RBF kernel on dense data of the buffer's dtype maps strip by strip; every other case is one block.
+    assert strips == ([0, 64, 128] if case == "rbf" else [0])
+
+
+@pytest.mark.parametrize("kernel", [RBFKernel(gamma=0.4), PolynomialKernel(gamma=0.5, degree=2), LinearKernel()])
+def test_every_kernel_writes_a_block_and_its_mirror(kernel):
+    X = np.random.default_rng(5).normal(size=(90, 4))
+    K = np.full((90, 90), np.nan)
+    kernel.evaluate_mirrored_into(X[:30], X[30:], K, 0, 30)
+    np.testing.assert_allclose(K[:30, 30:], kernel.block(X[:30], X[30:]), rtol=1e-12)
+    assert np.array_equal(K[30:, :30], K[:30, 30:].T) and np.isnan(K[:30, :30]).all()
 
 
 @pytest.mark.parametrize(

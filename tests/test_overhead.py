@@ -187,9 +187,9 @@ def test_large_one_vs_one_problems_run_in_threads_with_the_result_of_a_sequentia
     threads = []
     real = _multiclass.solve_problems
 
-    def recording(solve, problems, parallel):
+    def recording(solve, problems, parallel, blas=None):
         threads.append(parallel)
-        return real(solve, problems, parallel)
+        return real(solve, problems, parallel, blas)
 
     monkeypatch.setattr(_multiclass, "solve_problems", recording)
     parallel = SVC(kernel="rbf", gamma=0.1).fit(X, y)

@@ -5,24 +5,18 @@ import gc
 import mmap
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 from sklearn.metrics.pairwise import rbf_kernel
 
-from dkernel.gram import _dense as dense
-from dkernel._runtime.threads import BlasThreads
-from dkernel.gram._dense import dense_symmetric_gram
-from dkernel._runtime import memory as huge_pages
-from dkernel._runtime.memory import HUGE_PAGE_MIN_BYTES, KEPT_BYTES, MAPPED_MIN_BYTES, empty_on_huge_pages
+from dkernel.gram._dense import HUGE_PAGE_MIN_BYTES, dense_symmetric_gram, empty_gram
 from dkernel.kernels._products import dot_block
 from dkernel.kernels._rbf_compiled import exp_nonpositive_into
 from dkernel.kernels._rbf_exp import UNDERFLOW, exp_nonpositive
 from dkernel.kernels._rbf_map import FUSED_MIN_VALUES, map_block
-from dkernel.kernels import PolynomialKernel, RBFKernel
+from dkernel.kernels import RBFKernel
 
-from _reference import assert_rounded_once
 
 
 def _compiled_exp(t):
@@ -94,7 +88,7 @@ def test_large_block_evaluated_into_a_buffer_is_its_block_to_the_bit(dtype):
     kernel = RBFKernel(gamma=0.3)
     out = np.full((300, 300), np.nan, dtype=dtype)
     assert out.size >= FUSED_MIN_VALUES
-    assert kernel.evaluate_into(X, X, out, symmetric=True)
+    kernel.evaluate_into(X, X, out, symmetric=True)
     assert np.array_equal(out, kernel.block(X, X, symmetric=True))
     assert np.array_equal(np.diag(out), np.ones(300))
 
@@ -105,13 +99,11 @@ def test_mirrored_tiles_write_the_block_and_its_transpose(dtype):
     X = rng.normal(size=(700, 5))
     kernel = RBFKernel(gamma=0.2)
     K = np.full((700, 700), np.nan, dtype=dtype)
-    assert kernel.evaluate_mirrored_into(X[:100], X[100:], K, 0, 100)  # 600 columns: 3 tiles, the last partial
+    kernel.evaluate_mirrored_into(X[:100], X[100:], K, 0, 100)  # 600 columns: 3 tiles, the last partial
     expected = rbf_kernel(X[:100], X[100:], gamma=0.2).astype(dtype)
     np.testing.assert_allclose(K[:100, 100:], expected, rtol=1e-15 if dtype == np.float64 else 1e-7)
     assert np.array_equal(K[100:, :100], K[:100, 100:].T)
     assert np.isnan(K[:100, :100]).all() and np.isnan(K[100:, 100:]).all()  # nothing else written
-    assert not PolynomialKernel(gamma=1.0).evaluate_mirrored_into(X[:100], X[100:], K, 0, 100)
-    assert not kernel.evaluate_mirrored_into(X[:100].astype(np.float32), X[100:].astype(np.float32), K, 0, 100)
 
 
 def test_a_one_column_tile_or_one_row_band_holds_its_block_and_its_mirror():
@@ -123,7 +115,7 @@ def test_a_one_column_tile_or_one_row_band_holds_its_block_and_its_mirror():
     np.testing.assert_allclose(K[:256, 256:], kernel.block(X[:256], X[256:]), rtol=1e-12)
     np.testing.assert_allclose(K[:256, 256:], rbf_kernel(X[:256], X[256:], gamma=0.01), rtol=1e-12)
     row = np.full((513, 513), np.nan)
-    assert kernel.evaluate_mirrored_into(X[:1], X[1:], row, 0, 1)
+    kernel.evaluate_mirrored_into(X[:1], X[1:], row, 0, 1)
     np.testing.assert_allclose(row[0, 1:], kernel.block(X[:1], X[1:])[0], rtol=1e-12)
     assert np.array_equal(row[1:, 0], row[0, 1:])  # the mirror is a copy
     assert np.isnan(row[0, 0]) and np.isnan(row[1:, 1:]).all()  # nothing else written
@@ -144,7 +136,7 @@ def test_a_row_agrees_to_rounding_in_blocks_of_any_number_of_rows(n_features):
         assert (np.abs(dot_block(X[a:b], X) - products[a:b]) <= bound).all()
         np.testing.assert_allclose(kernel.block(X[a:b], X), whole[a:b], rtol=1e-12)
         out = np.empty((b - a, 900))
-        assert kernel.evaluate_into(X[a:b], X, out)
+        kernel.evaluate_into(X[a:b], X, out)
         np.testing.assert_allclose(out, whole[a:b], rtol=1e-12)
 
 
@@ -156,10 +148,10 @@ def test_banded_gram_on_huge_pages_matches_scikit_learn(dtype):
     np.testing.assert_allclose(K, rbf_kernel(X, gamma=0.1), rtol=1e-14 if dtype == np.float64 else 1e-7)
 
 
-def test_huge_page_arrays_are_plain_writable_arrays():
-    small = empty_on_huge_pages((10, 10))
+def test_gram_arrays_are_plain_writable_arrays():
+    small = empty_gram((10, 10))
     assert small.shape == (10, 10) and small.flags.owndata  # below the threshold: numpy.empty
-    big = empty_on_huge_pages((HUGE_PAGE_MIN_BYTES // 4 + 3,), np.float32)
+    big = empty_gram((HUGE_PAGE_MIN_BYTES // 4 + 3,), np.float32)
     assert big.flags.c_contiguous and big.flags.writeable and big.dtype == np.float32
     big[:] = 2.0
     view = big[5:9]
@@ -179,89 +171,22 @@ def _resident_bytes(address, length):
 
 @pytest.mark.skipif(not (hasattr(mmap, "MADV_HUGEPAGE") and sys.platform.startswith("linux")),
                     reason="huge-page mappings (and mincore's accounting of them) are Linux's")
-def test_a_released_mapping_serves_the_next_array_its_first_pages_kept_never_a_live_one(monkeypatch):
-    gc.collect()  # no garbage left whose arrays' mappings could be released meanwhile
-    monkeypatch.setattr(huge_pages, "_kept", [])
-    values = (KEPT_BYTES + 2 * HUGE_PAGE_MIN_BYTES) // 8  # past what stays faulted in
-    big = empty_on_huge_pages((values,))
+def test_a_gram_mapping_is_given_back_with_its_last_view_and_never_shared():
+    gc.collect()
+    values = 2 * HUGE_PAGE_MIN_BYTES // 8
+    big = empty_gram((values,))
     address = big.ctypes.data
+    assert address % 2**21 == 0  # a mapping of its own, aligned on a huge page
     big[:] = 1.0
     view = big[10:20]
     del big
-    other = empty_on_huge_pages((values,))  # the first array lives on in its view: never shared
+    other = empty_gram((values,))  # the first array lives on in its view: never shared
     assert not np.shares_memory(other, view) and other.ctypes.data != address
-    del view  # now the mapping is released, kept with its first KEPT_BYTES faulted in
-    assert _resident_bytes(address, values * 8) <= KEPT_BYTES < values * 8
-    again = empty_on_huge_pages((values // 2,), np.float32)
-    assert again.ctypes.data == address and again.flags.writeable and again.dtype == np.float32
-    too_big = empty_on_huge_pages((values + 2**21,))  # a larger array gets a mapping of its own
-    assert too_big.ctypes.data not in (address, other.ctypes.data)
-
-
-@pytest.mark.skipif(not hasattr(mmap, "MADV_HUGEPAGE"), reason="mappings of their own are Linux's")
-def test_kept_mappings_serve_the_smallest_fit_and_hold_at_most_kept_bytes(monkeypatch):
+    assert _resident_bytes(address, values * 8) == values * 8
+    del view
     gc.collect()
-    monkeypatch.setattr(huge_pages, "_kept", [])
-    small = empty_on_huge_pages((MAPPED_MIN_BYTES // 8,))  # a tiny fit's Gram: a mapping of its own
-    assert not small.flags.owndata and empty_on_huge_pages((MAPPED_MIN_BYTES // 8 - 1,)).flags.owndata
-    gram, q = empty_on_huge_pages((400, 400)), empty_on_huge_pages((300, 300))
-    addresses = {gram.ctypes.data, q.ctypes.data}
-    del gram, q
-    again = [empty_on_huge_pages((300, 300)), empty_on_huge_pages((400, 400))]  # each the smallest that fits
-    assert {array.ctypes.data for array in again} == addresses and again[0].ctypes.data != again[1].ctypes.data
-    del again, small
-    big = empty_on_huge_pages((KEPT_BYTES // 8,))  # as large as all that is kept: the others are unmapped
-    del big
-    assert len(huge_pages._kept) == 1 and len(huge_pages._kept[0]) == KEPT_BYTES
-
-
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_bands_mapped_from_products_computed_before_give_the_gram(dtype, monkeypatch):
-    # A process's first Gram maps products computed while the compiled map loaded: a band's products in one
-    # block, not tile by tile (the same values to rounding).
-    X = np.random.default_rng(12).normal(size=(650, 9))  # three bands of 256 rows, the last partial
-    kernel = RBFKernel(gamma=0.3)
-    expected = rbf_kernel(X, gamma=0.3)
-    computed = []
-
-    def while_loading(K, X, kernel, band_rows, *args):
-        ahead = {start: kernel.mirrored_products(X[start:start + band_rows], X[start + band_rows:])
-                 for start in range(0, X.shape[0] - band_rows, band_rows)}
-        computed.extend(ahead)
-        return ahead
-
-    monkeypatch.setattr(dense, "_while_compiled_code_loads", while_loading)
-    K = dense_symmetric_gram(X, kernel, dtype=dtype, band_rows=256)
-    assert computed == [0, 256]
-    assert K.dtype == dtype and np.array_equal(K, K.T)
-    if dtype == np.float64:
-        np.testing.assert_allclose(K, expected, rtol=1e-12)
-    else:
-        assert_rounded_once(K, expected)
-
-
-def test_products_are_computed_while_the_compiled_map_loads_within_their_budget(monkeypatch):
-    X = np.random.default_rng(13).normal(size=(3500, 4))
-    kernel = RBFKernel(gamma=0.5)
-    K = np.full((3500, 3500), np.nan, dtype=np.float32)
-    loads = []  # (the kernel, whether the BLAS controller was found before the loading started)
-    monkeypatch.delitem(sys.modules, "dkernel.kernels._rbf_compiled")
-    blas = BlasThreads()
-    monkeypatch.setattr(dense, "_load_compiled_map",
-                        lambda kernel, X, dtype: (loads.append((kernel, blas._controller is not None)),
-                                                  time.sleep(1.0)))
-    # Room for the first two bands' products (1024 × 2476 and 1024 × 1452 float64 values), not the third's.
-    monkeypatch.setattr(dense, "PRODUCTS_AHEAD_BYTES", 8 * 1024 * (2476 + 1452 + 100))
-    ahead = dense._while_compiled_code_loads(K, X, kernel, 1024, blas)
-    assert loads == [(kernel, True)] and list(ahead) == [0, 1024]
-    np.testing.assert_allclose(ahead[1024], X[1024:2048] @ X[2048:].T, rtol=1e-12, atol=1e-12)
-    flat = K.reshape(-1)  # its pages faulted in: one value of each page written, nothing else
-    assert (flat[:: mmap.PAGESIZE // 4] == 0).all() and np.isnan(flat[1 :: mmap.PAGESIZE // 4]).all()
-    # Loaded already, or a kernel without a compiled map: nothing is done.
-    monkeypatch.undo()
-    assert dense._while_compiled_code_loads(K, X, kernel, 1024) == {}
-    assert dense._while_compiled_code_loads(K, X, PolynomialKernel(gamma=1.0), 1024) == {}
-    assert dense._while_compiled_code_loads(K, X.astype(np.float32), kernel, 1024) == {}
+    with pytest.raises(OSError):  # unmapped: nothing is kept for a later array
+        _resident_bytes(address, values * 8)
 
 
 def test_a_process_first_gram_equals_its_later_ones():
@@ -270,41 +195,11 @@ def test_a_process_first_gram_equals_its_later_ones():
         "import dkernel.gram._dense as dense\n"
         "from dkernel.kernels import RBFKernel\n"
         "X = np.random.default_rng(3).normal(size=(3100, 40))\n"
-        "run, ahead = dense._while_compiled_code_loads, []\n"
-        "def counted(*args):\n"
-        "    products = run(*args)\n"
-        "    ahead.append(len(products))\n"
-        "    return products\n"
-        "dense._while_compiled_code_loads = counted\n"
         "first = dense.dense_symmetric_gram(X, RBFKernel(gamma=0.05), dtype=np.float32)\n"
         "later = dense.dense_symmetric_gram(X, RBFKernel(gamma=0.05), dtype=np.float32)\n"
-        "print(*ahead, bool((np.abs(first - later) <= np.spacing(np.maximum(first, later))).all()))\n"
+        "print(bool((np.abs(first - later) <= np.spacing(np.maximum(first, later))).all()))\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                          timeout=120).stdout.split()
-    # Products computed while numba loaded, the first time only; float32 Grams rounded from float64 values that
-    # agree to rounding: at most one float32 ulp apart.
-    assert int(out[0]) >= 1 and out[1:] == ["0", "True"]
-
-
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_the_compiled_code_a_gram_calls_is_loaded_while_its_products_are_computed(dtype):
-    # The loading thread has numba load every compiled function the Gram's bands call, with the Gram's types:
-    # the Gram itself then loads nothing more.
-    script = (
-        "import numpy as np\n"
-        "import dkernel.gram._dense as dense\n"
-        "from dkernel.kernels import RBFKernel\n"
-        "X, kernel = np.random.default_rng(4).normal(size=(2200, 30)), RBFKernel(gamma=0.05)\n"
-        f"K = np.empty((2200, 2200), np.{dtype})\n"
-        "dense._while_compiled_code_loads(K, X, kernel, 1024)\n"
-        "from dkernel.kernels._mirror_compiled import mirror_upper_into_lower\n"
-        "from dkernel.kernels._rbf_compiled import rbf_tile_into_gram, rbf_values_into\n"
-        "functions = (mirror_upper_into_lower, rbf_tile_into_gram, rbf_values_into)\n"
-        "loaded = [len(f.signatures) for f in functions]\n"
-        f"dense.dense_symmetric_gram(X, kernel, dtype=np.{dtype})\n"
-        "print(*loaded, *[len(f.signatures) for f in functions])\n"
-    )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                         timeout=120).stdout.split()
-    assert out == ["1"] * 6
+    # float32 Grams rounded from float64 values that agree to rounding: at most one float32 ulp apart.
+    assert out == ["True"]

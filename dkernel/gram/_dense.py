@@ -8,23 +8,31 @@ than a small Gram. Above, row bands of the upper triangle are evaluated by
 a pool of threads (BLAS and the element-wise maps release the GIL)
 and written in place, each band also writing its mirrored column strip below
 the diagonal: half the kernel work and no second copy of K. Either way BLAS
-runs one thread per evaluation (:class:`~dkernel._runtime.threads.BlasThreads`). A process's
-first Gram faults in its memory and computes band products while the compiled
-map loads (:func:`_while_compiled_code_loads`).
+runs one thread per evaluation (:class:`~dkernel._runtime.threads.BlasThreads`).
+
+Memory
+------
+A whole Gram is written once, then read many times; its first write touches
+every page. With 4 KiB pages that is one page fault per 4 KiB, and on a
+virtual machine a fault costs microseconds: a 12000² float32 Gram (576 MB)
+spends about 0.75 s faulting, longer than evaluating its kernel. Anonymous
+memory mapped with ``MADV_HUGEPAGE`` is faulted 2 MiB at a time (0.16 s for
+the same array). NumPy asks for huge pages on its own large allocations, but
+through ``malloc``, whose mappings do not start on a 2 MiB boundary, and the
+kernel then gives none; a mapping of our own does (:func:`empty_gram`).
+Nothing is kept from one array to the next: the mapping is unmapped with
+the last view of its array.
 """
 
-import contextlib
+import mmap
 import os
-import sys
-import threading
 
 import numpy as np
 
-from .._runtime.memory import empty_on_huge_pages, fault_in
 from .._runtime.progress import TextProgress
 from .._runtime.threads import BlasThreads
 
-__all__ = ["dense_symmetric_gram", "mirror_upper_triangle", "run_bands"]
+__all__ = ["HUGE_PAGE_MIN_BYTES", "dense_symmetric_gram", "empty_gram", "mirror_upper_triangle", "run_bands"]
 
 #: Rows per band; small enough that bands balance over the threads. A Gram of
 #: at most this many samples is evaluated directly, without a task graph.
@@ -33,8 +41,41 @@ BAND_ROWS = 1024
 #: Rows of the sub-bands of a band's diagonal block (:func:`_evaluate_band`).
 DIAGONAL_ROWS = 256
 
-#: Bytes of products computed ahead while the compiled map loads (:func:`_while_compiled_code_loads`).
-PRODUCTS_AHEAD_BYTES = 256 * 2**20
+#: Arrays of at least this many bytes are mappings of their own, on huge pages (:func:`empty_gram`).
+HUGE_PAGE_MIN_BYTES = 2**23
+
+_HUGE_PAGE_BYTES = 2**21
+
+
+def empty_gram(shape, dtype=np.float64):
+    """An uninitialized C-contiguous array, on transparent huge pages where it is large enough and the OS allows.
+
+    From :data:`HUGE_PAGE_MIN_BYTES` the memory is an anonymous private
+    mapping advised ``MADV_HUGEPAGE``, unmapped when the array and every view
+    of it are gone; smaller arrays, and every array where the platform has no
+    ``MADV_HUGEPAGE`` (macOS, Windows) or refuses the mapping, come from
+    :func:`numpy.empty`.
+
+    Examples
+    --------
+    >>> K = empty_gram((4096, 4096), np.float32)
+    >>> K.shape, K.dtype, K.flags.c_contiguous, K.flags.writeable
+    ((4096, 4096), dtype('float32'), True, True)
+    """
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    advice = getattr(mmap, "MADV_HUGEPAGE", None)
+    if nbytes < HUGE_PAGE_MIN_BYTES or advice is None or not hasattr(mmap, "MAP_ANONYMOUS"):
+        return np.empty(shape, dtype=dtype)
+    length = -(-nbytes // _HUGE_PAGE_BYTES) * _HUGE_PAGE_BYTES
+    try:
+        mapping = mmap.mmap(-1, length, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        mapping.madvise(advice)
+    except (OSError, ValueError):
+        return np.empty(shape, dtype=dtype)
+    # The array holds the mapping (its buffer's owner): it is unmapped when the last view of the array is gone.
+    return np.frombuffer(mapping, dtype=dtype, count=nbytes // dtype.itemsize).reshape(shape)
+
 
 def mirror_upper_triangle(K):
     """Copy the strict upper triangle of the square ``K`` onto the lower one, in place: ``K`` exactly symmetric.
@@ -49,40 +90,30 @@ def mirror_upper_triangle(K):
 
 
 def _evaluate_whole(X, kernel, dtype):
-    """``K(X, X)`` as one symmetric block, written straight into the array where the kernel can."""
+    """``K(X, X)`` as one symmetric block, written straight into the array."""
     n = X.shape[0]
-    K = empty_on_huge_pages((n, n), dtype)
-    if not kernel.evaluate_into(X, X, K, symmetric=True):
-        K[...] = kernel.block(X, X, symmetric=True)
+    K = empty_gram((n, n), dtype)
+    kernel.evaluate_into(X, X, K, symmetric=True)
     # Exact symmetry: rounding may differ between K_ij and K_ji.
     return mirror_upper_triangle(K)
 
 
-def _evaluate_off_diagonal(K, X, kernel, start, stop, end, products=None):
-    """Write ``K[start:stop, stop:end]`` (above the diagonal) and its mirror ``K[stop:end, start:stop]``
-    (from their ``products`` where computed before: :func:`_while_compiled_code_loads`)."""
-    if stop < end and not kernel.evaluate_mirrored_into(X[start:stop], X[stop:end], K, start, stop,
-                                                        products=products):
-        right = kernel.block(X[start:stop], X[stop:end])
-        K[start:stop, stop:end] = right
-        K[stop:end, start:stop] = right.T
-
-
-def _evaluate_band(K, X, kernel, start, stop, products=None):
+def _evaluate_band(K, X, kernel, start, stop):
     """Write rows ``start:stop`` of the upper triangle and their mirror below the diagonal.
 
     The band's diagonal block is itself evaluated in sub-bands of
     :data:`DIAGONAL_ROWS` rows, so that of its lower triangle only the small
-    diagonal blocks are computed (and overwritten by the mirror). ``products``:
-    those of the band with the columns right of it, computed before.
+    diagonal blocks are computed (and overwritten by the mirror).
     """
     for a in range(start, stop, DIAGONAL_ROWS):
         b = min(a + DIAGONAL_ROWS, stop)
         K[a:b, a:b] = kernel.block(X[a:b], X[a:b], symmetric=True)
         # Exact symmetry of the diagonal block: rounding may differ between K_ij and K_ji.
         mirror_upper_triangle(K[a:b, a:b])
-        _evaluate_off_diagonal(K, X, kernel, a, b, stop)
-    _evaluate_off_diagonal(K, X, kernel, start, stop, K.shape[0], products)
+        if b < stop:
+            kernel.evaluate_mirrored_into(X[a:b], X[b:stop], K, a, b)
+    if stop < K.shape[0]:
+        kernel.evaluate_mirrored_into(X[start:stop], X[stop:], K, start, stop)
 
 
 def dense_symmetric_gram(X, kernel, *, dtype=np.float64, band_rows=BAND_ROWS, num_workers=None, progress=False,
@@ -137,65 +168,10 @@ def _banded_gram(X, kernel, dtype, band_rows, num_workers, progress, blas):
     a few thousand samples). The widest bands (the first) start first.
     """
     n = X.shape[0]
-    K = empty_on_huge_pages((n, n), dtype)
-    ahead = _while_compiled_code_loads(K, X, kernel, band_rows, blas)
-    run_bands(lambda start: _evaluate_band(K, X, kernel, start, min(start + band_rows, n), ahead.pop(start, None)),
+    K = empty_gram((n, n), dtype)
+    run_bands(lambda start: _evaluate_band(K, X, kernel, start, min(start + band_rows, n)),
               range(0, n, band_rows), num_workers or os.cpu_count() or 1, "row bands of the Gram", progress, blas)
     return K
-
-
-def _while_compiled_code_loads(K, X, kernel, band_rows, blas=None):
-    """Where the compiled code that maps the kernel's products is not loaded yet (a process's first Gram), load it
-    on another thread (:func:`_load_compiled_map`) and meanwhile fault in ``K``'s pages and compute the products of
-    the widest bands on this one; ``{band start: the band's products with the columns right of it}``.
-
-    Importing numba and loading its compiled code from the cache takes about
-    0.6 s, most of it numba's own registries built on a process's first call
-    of compiled code; neither the first writes of fresh memory (about 1 ms per
-    MB here) nor the BLAS products need it. The products are computed, the
-    widest bands first, for as long as the loading runs and up to
-    :data:`PRODUCTS_AHEAD_BYTES` in all;
-    they have the bits of the tiles they replace
-    (:func:`dkernel.kernels._products.dot_block`). Empty, and nothing done, where
-    the kernel maps without compiled code or it is loaded already.
-
-    The BLAS libraries (:meth:`BlasThreads.controller`: threadpoolctl reads the
-    path of each library loaded, in Python) is found before the loading
-    starts: beside numba's imports, which hold the GIL, it took 0.15 s of a
-    fresh USPS fit instead of 0.02 s.
-    """
-    module = kernel.mirrored_compiled_module(X)
-    if module is None or module in sys.modules:
-        return {}
-    blas = blas or BlasThreads()
-    blas.controller()
-    loading = threading.Thread(target=_load_compiled_map, args=(kernel, X, K.dtype),
-                               name="dkernel-load-compiled", daemon=True)
-    loading.start()
-    fault_in(K)
-    n, ahead, held = X.shape[0], {}, 0
-    with blas.single():
-        for start in range(0, n - band_rows, band_rows):
-            stop = start + band_rows
-            held += band_rows * (n - stop) * X.itemsize
-            if not loading.is_alive() or held > PRODUCTS_AHEAD_BYTES:
-                break
-            ahead[start] = kernel.mirrored_products(X[start:stop], X[stop:])
-    loading.join()
-    return ahead
-
-
-def _load_compiled_map(kernel, X, dtype):
-    """Evaluate a band of the Gram of ``X``'s first samples into a ``dtype`` array of its own: its module of
-    compiled code is imported, and numba loads the code that the Gram's bands call (a diagonal block of
-    :data:`DIAGONAL_ROWS` rows and a block beside it: the same types of arguments) and builds its registries on
-    the way.
-
-    An error is left to the Gram's own evaluation, which meets it again.
-    """
-    n = min(DIAGONAL_ROWS + 1, X.shape[0])
-    with contextlib.suppress(Exception):
-        _evaluate_band(np.empty((n, n), dtype), X[:n], kernel, 0, n - 1)
 
 
 def run_bands(band, starts, threads, description, progress=False, blas=None):

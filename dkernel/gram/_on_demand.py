@@ -53,8 +53,7 @@ import numpy as np
 from sklearn.utils.extmath import row_norms
 
 from .._runtime.threads import usable_cores
-from ._dense import run_bands
-from .._runtime.memory import empty_on_huge_pages
+from ._dense import empty_gram, run_bands
 
 __all__ = ["ON_DEMAND_MIN_SAMPLES", "PROMOTE_FRACTION", "OnDemandGram"]
 
@@ -124,7 +123,7 @@ class OnDemandGram:
         self.progress = progress
         n = X.shape[0]
         self.threshold = max(1, int(np.ceil(PROMOTE_FRACTION * n)))
-        self.M = empty_on_huge_pages((n, n), self.whole_dtype)
+        self.M = empty_gram((n, n), self.whole_dtype)
         self._position = np.full(n, -1, dtype=np.intp)
         self.n_computed = 0
         self._sq_norms = None
@@ -205,8 +204,7 @@ class OnDemandGram:
             out[a : a + part.shape[0]] = part
 
     def _evaluate_into(self, idx, out):
-        if not self.kernel.evaluate_into(self.X[idx], self.X, out, z_sq_norms=self._sq_norms):
-            out[...] = np.asarray(self.kernel.block(self.X[idx], self.X))
+        self.kernel.evaluate_into(self.X[idx], self.X, out, z_sq_norms=self._sq_norms)
 
     def _compute_rest(self):
         """The rows of the samples not computed yet, after those computed, in bands of rows split between threads.

@@ -212,34 +212,31 @@ class Kernel:
         raise NotImplementedError
 
     def evaluate_into(self, X, Z, out, *, symmetric=False, on_strip=None, z_sq_norms=None):
-        """Evaluate :meth:`block` into ``out`` where this kernel has a fast path for it; False where it has none.
+        """Write :meth:`block` ``(X, Z, symmetric=symmetric)`` into ``out``, a C-contiguous array of its shape.
 
-        ``out`` is a C-contiguous array of the block's shape. A kernel with a
-        fast path fills ``out`` with the values of ``block(X, Z,
-        symmetric=symmetric)``, bit for bit, calls ``on_strip(a, S)`` with each
-        finished strip ``S`` of rows ``a:a + len(S)`` while it is in cache,
-        and returns True. ``z_sq_norms``: the squared norms of ``Z``'s rows
+        ``on_strip(a, S)``, when given, is called with each finished strip
+        ``S`` of rows ``a:a + len(S)`` of ``out`` (the whole of it here) while
+        it is in cache; ``z_sq_norms``: the squared norms of ``Z``'s rows
         where the caller holds them (rows of one ``Z`` asked for again and
-        again), used by a kernel that needs them. The base kernel has none.
+        again), for a kernel that uses them. Here the block is evaluated, then
+        copied into ``out`` (in ``out``'s dtype); a kernel with a faster path
+        (:class:`RBFKernel`: the product written into ``out``, then mapped
+        strip by strip) overrides it.
         """
-        return False
+        out[...] = self.block(X, Z, symmetric=symmetric)
+        if on_strip is not None:
+            on_strip(0, out)
 
-    def evaluate_mirrored_into(self, X, Z, K, row0, col0, products=None):
-        """Write ``K(X, Z)`` at ``K[row0:, col0:]`` and its transpose at ``K[col0:, row0:]`` where this kernel has
-        a fast path for it (one pass, no intermediate block); False where it has none. The base kernel has none.
+    def evaluate_mirrored_into(self, X, Z, K, row0, col0):
+        """Write ``K(X, Z)`` at ``K[row0:, col0:]`` and its transpose at ``K[col0:, row0:]`` (a symmetric Gram's
+        block above the diagonal and its mirror below).
 
-        ``products``: the block's :meth:`mirrored_products`, computed before (mapped in place).
+        Here from one evaluated block; a kernel with a faster path (:class:`RBFKernel`: one compiled pass
+        per tile, no block in between) overrides it.
         """
-        return False
-
-    def mirrored_products(self, X, Z):
-        """The products ``X Zᵀ`` that :meth:`evaluate_mirrored_into` maps, computed apart (BLAS, no compiled
-        code), or None where it has no fast path for ``X`` and ``Z``. The base kernel has none."""
-        return None
-
-    def mirrored_compiled_module(self, X):
-        """The module of compiled code that :meth:`evaluate_mirrored_into` imports for blocks of ``X``, or None."""
-        return None
+        block = self.block(X, Z)
+        K[row0 : row0 + block.shape[0], col0 : col0 + block.shape[1]] = block
+        K[col0 : col0 + block.shape[1], row0 : row0 + block.shape[0]] = block.T
 
     def diag(self, X):
         """The diagonal ``K(x_i, x_i)`` for each row of ``X``, without forming a block."""
@@ -363,43 +360,31 @@ class RBFKernel(_GammaKernel):
         return map_block(dot_block(X, Z), x_sq, z_sq, self._gamma(X.shape[1]), diagonal_offset=0 if symmetric else -1)
 
     def evaluate_into(self, X, Z, out, *, symmetric=False, on_strip=None, z_sq_norms=None):
-        """:meth:`block` computed into ``out``, the same values bit for bit: dense X and Z of ``out``'s dtype only.
+        """:meth:`block` computed into ``out``: the BLAS product written into ``out``, then the element-wise map of
+        :meth:`block` on strips of rows, the whole map on one strip while it is in cache
+        (:func:`dkernel.kernels._rbf_map.map_strips`).
 
-        The BLAS product is written straight into ``out``, then the
-        element-wise map of :meth:`block` runs on strips of rows, the whole
-        map on one strip while it is in cache (:func:`dkernel.kernels._rbf_map.map_strips`).
-        (Bit for bit under the same BLAS thread count: BLAS products may differ
-        in the last bit between thread counts.) A subclass evaluates through its
-        own :meth:`block` (False here), as do sparse data and other dtypes.
+        Dense ``X`` and ``Z`` of ``out``'s dtype (float32 or float64) and this
+        class itself; a subclass, sparse data and other dtypes go through
+        :meth:`Kernel.evaluate_into`.
         """
         if not (self._own_dense_path(X, Z) and X.dtype == Z.dtype == out.dtype
                 and out.dtype in (np.float32, np.float64) and out.flags.c_contiguous):
-            return False
+            return super().evaluate_into(X, Z, out, symmetric=symmetric, on_strip=on_strip)
         x_sq = self._sq_norms(X).astype(out.dtype, copy=False)
         z_sq = x_sq if symmetric else (self._sq_norms(Z) if z_sq_norms is None else z_sq_norms).astype(
             out.dtype, copy=False)
-        dot_block_into(X, Z, out)  # the products of block(), bit for bit
-        map_strips(out, x_sq, z_sq, self._gamma(X.shape[1]), symmetric=symmetric,
-                   on_strip=on_strip)
-        return True
+        dot_block_into(X, Z, out)
+        map_strips(out, x_sq, z_sq, self._gamma(X.shape[1]), symmetric=symmetric, on_strip=on_strip)
 
-    def evaluate_mirrored_into(self, X, Z, K, row0, col0, products=None):
+    def evaluate_mirrored_into(self, X, Z, K, row0, col0):
         """``K(X, Z)`` at ``K[row0:, col0:]`` and its transpose at ``K[col0:, row0:]`` in one compiled pass per tile
-        (:func:`dkernel.kernels._rbf_map.map_mirrored_tiles`): dense float64 X and Z only, a ``K`` of float32 or float64."""
-        if not (self._mirrored_path(X, Z) and K.dtype in (np.float32, np.float64)):
-            return False
-        map_mirrored_tiles(X, Z, self._sq_norms(X), self._sq_norms(Z), self._gamma(X.shape[1]), K, row0, col0,
-                           products=products)
-        return True
-
-    def mirrored_products(self, X, Z):
-        return dot_block(X, Z) if self._mirrored_path(X, Z) else None
-
-    def mirrored_compiled_module(self, X):
-        return "dkernel.kernels._rbf_compiled" if self._mirrored_path(X, X) else None
-
-    def _mirrored_path(self, X, Z):
-        return self._own_dense_path(X, Z) and X.dtype == Z.dtype == np.float64
+        (:func:`dkernel.kernels._rbf_map.map_mirrored_tiles`): dense float64 X and Z, a ``K`` of float32 or
+        float64; otherwise through :meth:`Kernel.evaluate_mirrored_into`."""
+        if not (self._own_dense_path(X, Z) and X.dtype == Z.dtype == np.float64
+                and K.dtype in (np.float32, np.float64)):
+            return super().evaluate_mirrored_into(X, Z, K, row0, col0)
+        map_mirrored_tiles(X, Z, self._sq_norms(X), self._sq_norms(Z), self._gamma(X.shape[1]), K, row0, col0)
 
     def _own_dense_path(self, X, Z):
         """Dense data and this class itself (a subclass evaluates through its own :meth:`block`)."""

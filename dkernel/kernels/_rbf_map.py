@@ -95,7 +95,7 @@ def map_strips(D, x_sq, z_sq, gamma, *, symmetric=False, on_strip=None):
     return D
 
 
-def map_mirrored_tiles(X, Z, x_sq, z_sq, gamma, K, row0, col0, products=None):
+def map_mirrored_tiles(X, Z, x_sq, z_sq, gamma, K, row0, col0):
     """``K(X, Z)`` written at ``K[row0:, col0:]`` and its transpose at ``K[col0:, row0:]``, tile by tile.
 
     For a Gram's blocks off the diagonal: per tile of
@@ -103,16 +103,10 @@ def map_mirrored_tiles(X, Z, x_sq, z_sq, gamma, K, row0, col0, products=None):
     pass that maps it and writes both places
     (:func:`dkernel.kernels._rbf_compiled.rbf_tile_into_gram`): no block of the whole band
     in between, no second pass for the mirror. Dense float64 ``X``, ``Z``.
-
-    ``products``: ``dot_block(X, Z)`` computed before, mapped in place in one
-    pass (the products of the whole block: the tiles' values, to rounding).
     """
     from ._rbf_compiled import rbf_tile_into_gram
 
     x_sq, z_sq = _as_float64(x_sq), _as_float64(z_sq)
-    if products is not None:
-        rbf_tile_into_gram(products, x_sq, z_sq, -gamma, K, row0, col0)
-        return
     for c in range(0, Z.shape[0], MIRROR_TILE_COLUMNS):
         P = dot_block(X, Z[c : c + MIRROR_TILE_COLUMNS])
         rbf_tile_into_gram(P, x_sq, z_sq[c : c + MIRROR_TILE_COLUMNS], -gamma, K, row0, col0 + c)

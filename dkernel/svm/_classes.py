@@ -27,6 +27,7 @@ from sklearn.utils.validation import check_is_fitted
 with contextlib.suppress(ImportError):
     import sklearn.callback._callback_support  # noqa: F401
 
+from .._runtime.threads import BlasThreads
 from .._runtime.client import client_for, is_dask_array
 from ..centering._origins import Centering
 from ..kernels._kernels import LinearKernel, NormalizedKernel
@@ -355,14 +356,16 @@ class SVC(PlattProbabilityMixin, BaseSVM):
         problems = _multiclass.binary_problems(y_index, classes.shape[0], keep, self.multiclass)
         checkpoints = problem_checkpoints(self.checkpoint, len(problems))
         rng = np.random.default_rng(seed_from(self.random_state))
+        blas = BlasThreads()  # this fit's BLAS libraries, found once when first limited
         with client_for(self.client) as client:
-            base = self._training_gram(X, kernel, client, on_demand=len(problems) == 1 and self.centering is None)
+            base = self._training_gram(X, kernel, client, blas,
+                                       on_demand=len(problems) == 1 and self.centering is None)
             if self.normalize:
                 from ..views._operators import NormalizedGram  # imported when used: the operators bring in the zarr store
 
                 base = NormalizedGram(base)
-            fits = self._fit_problems(base, problems, C_i, client, rng, checkpoints)
-            self._probA, self._probB = (self._platt_parameters(base, problems, C_i, client, rng)
+            fits = self._fit_problems(base, problems, C_i, client, blas, rng, checkpoints)
+            self._probA, self._probB = (self._platt_parameters(base, problems, C_i, client, blas, rng)
                                         if self._wants_probability else (np.empty(0), np.empty(0)))
         self._store_fits(X, problems, fits, y_index)
         self.shape_fit_ = shape_fit
@@ -371,7 +374,7 @@ class SVC(PlattProbabilityMixin, BaseSVM):
             self._support_data = _safe_indexing(X_given, self.support_)
         return self
 
-    def _training_gram(self, X, kernel, client, on_demand=False):
+    def _training_gram(self, X, kernel, client, blas, on_demand=False):
         """The Gram source of the training data, before views; records how it is held in ``gram_dtype_``."""
         if self._gram_given:
             self.gram_dtype_ = "precomputed"
@@ -381,21 +384,21 @@ class SVC(PlattProbabilityMixin, BaseSVM):
             path = self.store_path_ = store_path(self.store, X, kernel)
         gram, self.gram_dtype_ = training_gram(X, kernel, client, store_path=path, cache_size=self.cache_size,
                                                progress=bool(self.verbose), on_demand=on_demand and not self.normalize,
-                                               single_precision=self.centering is None)
+                                               single_precision=self.centering is None, blas=blas)
         return gram
 
-    def _fit_problems(self, base, problems, C_i, client, rng, checkpoints):
+    def _fit_problems(self, base, problems, C_i, client, blas, rng, checkpoints):
         """Every binary problem, in threads over the shared Gram in this process; origins drawn first, in order."""
         origins = [centering_for(self.centering, self.centering_sample, y_pm, rng) for _, y_pm in problems]
 
         def solve(k):
             index, y_pm = problems[k]
-            return self._fit_binary(base, index, y_pm, C_i[index], client, rng, origin=origins[k],
+            return self._fit_binary(base, index, y_pm, C_i[index], client, blas, rng, origin=origins[k],
                                     checkpoint=checkpoints[k])
 
-        return _multiclass.solve_problems(solve, problems, parallel=client is None and not self.verbose)
+        return _multiclass.solve_problems(solve, problems, parallel=client is None and not self.verbose, blas=blas)
 
-    def _fit_binary(self, base, index, y_pm, C, client, rng, origin=None, checkpoint=None):
+    def _fit_binary(self, base, index, y_pm, C, client, blas, rng, origin=None, checkpoint=None):
         """One binary problem on the samples ``index``, with this estimator's views, solver settings and corrections.
 
         ``origin``: the problem's centering, else drawn here (:func:`centering_for`).
@@ -406,13 +409,13 @@ class SVC(PlattProbabilityMixin, BaseSVM):
             base, index, y_pm, C, centering=origin,
             normalized=self.normalize, bias_correction=self.normalize_bias_correction, tol=self.tol,
             working_set_size=self.working_set_size, max_iter=self.max_iter,
-            client=client, verbose=self.verbose, shrinking=self.shrinking, checkpoint=checkpoint,
+            client=client, verbose=self.verbose, shrinking=self.shrinking, checkpoint=checkpoint, blas=blas,
         )
 
-    def _platt_parameters(self, base, problems, C_i, client, rng):
+    def _platt_parameters(self, base, problems, C_i, client, blas, rng):
         """libsvm's probability model: a sigmoid per problem on 5-fold cross-validated decision values."""
         def fit_on(index, y_pm, C):
-            return self._fit_binary(base, index, y_pm, C, client, rng)
+            return self._fit_binary(base, index, y_pm, C, client, blas, rng)
 
         return _probability.platt_parameters(problems, C_i, fit_on, _row_provider(base).rows, rng,
                                              binary=self.classes_.shape[0] == 2)

@@ -15,7 +15,6 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .._runtime.memory import empty_on_huge_pages
 
 __all__ = ["SMALL_PROBLEM_SIZE", "solve_small", "solves_whole"]
 
@@ -73,7 +72,7 @@ def solve_small(rows, y, C, *, tol):
     n = y.shape[0]
     y = np.asarray(y, dtype=np.float64)
     C = np.broadcast_to(np.asarray(C, dtype=np.float64), (n,)).copy()
-    Q = np.multiply.outer(y, y, out=empty_on_huge_pages((n, n)))  # memory kept from one fit to the next
+    Q = np.multiply.outer(y, y)  # Q = y yᵀ ∘ K, at most 512 × 512 (2 MB)
     Q *= K
     alpha = np.zeros(n)
     G = -np.ones(n)  # Q α + p with α = 0, p = -1
