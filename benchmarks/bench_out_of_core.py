@@ -47,7 +47,7 @@ MEASURES = (  # the modules these figures depend on: re-run and record when one 
     "dkernel/svm",
     "dkernel/solver",
     "dkernel/gram/_sources.py",
-    "dkernel/gram/_on_demand.py",
+    "dkernel/gram/_in_memory.py",
     "dkernel/gram/_on_demand_compiled.py",
     "dkernel/gram/_on_the_fly.py",
     "dkernel/_runtime/client.py",

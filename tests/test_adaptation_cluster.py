@@ -6,7 +6,8 @@ import pytest
 
 from dkernel import KernelGram, RBFKernel
 from dkernel.alignment import top_eigenpairs
-from dkernel.alignment._spectrum import gram_on_workers, gram_product
+from dkernel.alignment._spectrum import gram_product
+from dkernel.gram import source_dask
 
 distributed = pytest.importorskip("distributed")
 
@@ -30,7 +31,7 @@ def test_a_pass_at_n_20000_sends_only_its_random_matrix(client, in_memory):
     if in_memory:  # an in-memory Gram, 20000 × 20000 would not fit here: the same size of blocks from 4000 rows
         X = X[:4000]
         source = RBFKernel(gamma=0.1).block(X, X, symmetric=True).astype(np.float64)
-    K = gram_on_workers(source, client)
+    K = source_dask(source, client)
     Q = np.random.default_rng(1).normal(size=(len(X), 30))
     # Each pass sends Q (queued on the workers, see gram_product) and nothing of the Gram's inputs.
     assert _graph_bytes(gram_product(K, Q, client)) < Q.nbytes + 100_000

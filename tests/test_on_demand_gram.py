@@ -8,8 +8,8 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.svm import SVC as LibSVC
 
 from dkernel import SVC
-from dkernel.gram._dense import dense_symmetric_gram
-from dkernel.gram._on_demand import ON_DEMAND_MIN_SAMPLES, PROMOTE_FRACTION, OnDemandGram
+from dkernel.gram._in_memory import dense_symmetric_gram
+from dkernel.gram._in_memory import ON_DEMAND_MIN_SAMPLES, PROMOTE_FRACTION, OnDemandGram
 from dkernel.gram._sources import DenseGram
 from dkernel.kernels import PolynomialKernel, RBFKernel
 from dkernel.solver import solve_qp
@@ -26,13 +26,14 @@ def test_rows_on_demand_until_n_over_2_then_the_rest_of_the_gram():
     order = np.random.default_rng(1).permutation(400)
     first = order[:199]
     np.testing.assert_allclose(gram.rows(first), whole[first], rtol=1e-12, atol=1e-14)
-    matrix, positions = gram.row_source(first)
+    matrix, positions, columns = gram.row_source(first)
+    assert columns is None
     np.testing.assert_array_equal(positions, np.arange(199))  # the first rows of one array, in the order asked
     assert gram.held == "on-demand" and gram.n_computed == 199
     # Two more rows would pass n / 2: the rest of the Gram is computed into the same array.
     np.testing.assert_allclose(gram.rows(order[[199, 7, 200]]), whole[order[[199, 7, 200]]], rtol=1e-12, atol=1e-14)
     assert gram.held == "float64" and gram.n_computed == 199  # the rest is not counted as rows on demand
-    again, kept = gram.row_source(first)
+    again, kept, _ = gram.row_source(first)
     assert again is matrix and np.array_equal(kept, positions)  # rows held by the solver stay where they were
     np.testing.assert_allclose(gram.rows(np.arange(400)), whole, rtol=1e-12, atol=1e-14)
     np.testing.assert_array_equal(np.sort(gram.row_source(np.arange(400))[1]), np.arange(400))

@@ -13,7 +13,8 @@ from sklearn.svm import SVC as LibSVC
 import dkernel
 from dkernel import SVC
 from dkernel._runtime.threads import single_blas_thread
-from dkernel.gram._dense import dense_symmetric_gram, mirror_upper_triangle
+from dkernel.gram._in_memory import dense_symmetric_gram
+from dkernel.kernels._mirror_compiled import mirror_upper_into_lower
 from dkernel.kernels import PolynomialKernel, RBFKernel
 from dkernel.svm import _multiclass, _small
 
@@ -103,12 +104,13 @@ def test_a_sparse_small_gram_equals_the_dense_one():
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_mirror_copies_the_upper_triangle_onto_the_lower(n, dtype):
     A = np.random.default_rng(n).normal(size=(n, n)).astype(dtype)  # tiles of 64: one, a partial one, several
-    M = mirror_upper_triangle(A.copy())
+    M = A.copy()
+    mirror_upper_into_lower(M)
     np.testing.assert_array_equal(np.triu(M), np.triu(A))
     np.testing.assert_array_equal(M, M.T)
     B = np.zeros((n + 9, n + 9), dtype=dtype)
     B[4 : 4 + n, 4 : 4 + n] = A
-    mirror_upper_triangle(B[4 : 4 + n, 4 : 4 + n])  # a band's diagonal block: a view
+    mirror_upper_into_lower(B[4 : 4 + n, 4 : 4 + n])  # a band's diagonal block: a view
     np.testing.assert_array_equal(B[4 : 4 + n, 4 : 4 + n], M)
     assert not B[:4].any() and not B[:, :4].any() and not B[4 + n :].any()
 

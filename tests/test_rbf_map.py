@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sklearn.metrics.pairwise import rbf_kernel
 
-from dkernel.gram._dense import HUGE_PAGE_MIN_BYTES, dense_symmetric_gram, empty_gram
+from dkernel.gram._in_memory import HUGE_PAGE_MIN_BYTES, dense_symmetric_gram, empty_gram
 from dkernel.kernels._products import dot_block
 from dkernel.kernels._rbf_compiled import exp_nonpositive_into
 from dkernel.kernels._rbf_exp import UNDERFLOW, exp_nonpositive
@@ -192,7 +192,7 @@ def test_a_gram_mapping_is_given_back_with_its_last_view_and_never_shared():
 def test_a_process_first_gram_equals_its_later_ones():
     script = (
         "import numpy as np\n"
-        "import dkernel.gram._dense as dense\n"
+        "import dkernel.gram._in_memory as dense\n"
         "from dkernel.kernels import RBFKernel\n"
         "X = np.random.default_rng(3).normal(size=(3100, 40))\n"
         "first = dense.dense_symmetric_gram(X, RBFKernel(gamma=0.05), dtype=np.float32)\n"

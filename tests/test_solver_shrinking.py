@@ -178,7 +178,7 @@ def test_the_gradient_step_reads_the_rows_of_nonzero_weight_in_place(dtype):
 
 
 def test_held_rows_stay_in_place_when_the_rest_of_an_on_demand_gram_is_computed():
-    from dkernel.gram._on_demand import OnDemandGram
+    from dkernel.gram._in_memory import OnDemandGram
     from dkernel.solver._qp import prepare_problem
 
     X, y = _problem(n=400, seed=10)

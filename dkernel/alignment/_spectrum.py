@@ -35,7 +35,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from .._runtime.client import client_for, local_scheduler
-from ..gram._sources import DEFAULT_CHUNK, source_columns, source_dask, source_diag, source_n
+from ..gram._sources import source_columns, source_dask, source_diag, source_n
 from .._runtime.validation import random_generator
 
 __all__ = ["Spectrum", "top_eigenpairs", "METHODS"]
@@ -120,39 +120,9 @@ def _exact(source):
     return values[::-1], vectors[:, ::-1]
 
 
-def gram_on_workers(source, client):
-    """The Gram as a Dask array whose inputs are sent to ``client``'s workers once per fit.
-
-    A lazy kernel Gram scatters its data (:meth:`KernelGram.lazy`) and an
-    in-memory matrix is scattered in row blocks, so that each pass's graph
-    refers to them by key; a zarr store is read by the workers themselves.
-    Without a client, the Gram's own ``.dask``.
-    """
-    if client is not None and isinstance(source, np.ndarray):
-        n = source.shape[0]
-        return _scattered_rows(np.asarray(source, dtype=np.float64), _row_chunks(n, DEFAULT_CHUNK), client)
-    return source_dask(source, client)
-
-
-def _row_chunks(n, size):
-    return tuple(min(size, n - start) for start in range(0, n, size))
-
-
-def _scattered_rows(A, chunks, client):
-    """The 2-d ``A`` as a Dask array of row blocks ``chunks``, each scattered to ``client``'s workers.
-
-    For a Gram held in this process: its blocks are data, nothing is computed from them before the products.
-    """
-    import dask.array as da
-
-    bounds = np.cumsum((0, *chunks))
-    parts = client.scatter([A[a:b] for a, b in zip(bounds[:-1], bounds[1:])], hash=False)
-    return da.concatenate([da.from_delayed(part, shape=(b - a, A.shape[1]), dtype=A.dtype)
-                           for part, a, b in zip(parts, bounds[:-1], bounds[1:])])
-
-
 def gram_product(K, Q, client):
-    """Lazy ``K Q`` for the Dask Gram ``K``, whose inputs are on the workers already (:func:`gram_on_workers`).
+    """Lazy ``K Q`` for the Dask Gram ``K``, whose inputs are on the workers already
+    (:func:`~dkernel.gram.source_dask` with the client).
 
     ``Q`` (``n × (k + p)``, tens of MB at n = 50000) travels in the graph,
     once per pass: tasks that depend on data scattered to the cluster are not
@@ -176,7 +146,7 @@ def _times_gram(K, Q, client):
 
 def _randomized(source, n_vectors, power_iterations, rng, client):
     n = source_n(source)
-    K = gram_on_workers(source, client)
+    K = source_dask(source, client)
     Q = np.linalg.qr(rng.standard_normal((n, n_vectors)))[0]
     for _ in range(power_iterations + 1):
         Q = np.linalg.qr(_times_gram(K, Q, client))[0]

@@ -31,9 +31,8 @@ The package, one concept per module, in the order they build on each other:
 ``_sources``        the Gram protocol; in-memory and subset sources
 ``_on_the_fly``     :class:`KernelGram`: rows evaluated from ``X`` as asked,
                     through a row cache
-``_dense``          a whole symmetric Gram in one in-memory array, in bands
-``_on_demand``      a training Gram that starts as rows on demand and
-                    computes the rest of itself when that is cheaper
+``_in_memory``      a training Gram held in memory: whole, in row bands, or
+                    rows on demand until the rest of it is cheaper
 ``_format``         the store format: layout, version, attributes, provenance,
                     data fingerprint
 ``_corruption``     how a damaged store is reported, and the repair it names

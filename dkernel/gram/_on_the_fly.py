@@ -256,10 +256,8 @@ class KernelGram(_RebuildsItsCache):
     def dask(self):
         return self._lazy_blocks(self._X_key(), self._bounds(), symmetric=True)
 
-    def lazy(self, client=None):
-        """The whole matrix as a lazy Dask array; with a distributed ``client``, ``X`` is scattered to it once."""
-        if client is None:
-            return self.dask
+    def on_workers(self, client):
+        """The whole matrix as a lazy Dask array, ``X`` scattered to the distributed ``client`` once."""
         X = put_data(self.X, client, name="kernel-gram-X")
         return self._lazy_blocks(X, self._bounds(), symmetric=True, X=X)
 

@@ -14,6 +14,9 @@ A *Gram source* is any object with
     The columns ``K[:, indices]``, lazily, in row blocks (no ``n × n`` array).
 ``.dask``
     The whole matrix as a lazy Dask array.
+``on_workers(client)`` (optional)
+    The same, its inputs sent to a distributed ``client``'s workers once
+    (scattered) rather than carried in every graph that reads it.
 
 and optionally ``submatrix(idx, start, stop)`` (``K[idx, start:stop]``, what a
 solver worker reads of the columns it owns), ``column_slab(start, stop)``
@@ -76,18 +79,21 @@ def source_n(source):
 def source_dask(source, client=None):
     """The whole matrix as a lazy Dask array.
 
-    With a distributed ``client``, a Gram computed on the fly scatters its
-    data to the workers once (:meth:`KernelGram.lazy`) rather than carrying
-    them in the graph.
+    With a distributed ``client``, a source's inputs are sent to the workers
+    once (its ``on_workers``: a Gram computed on the fly scatters its data, a
+    matrix in memory its row blocks) rather than carried in the graph; a
+    zarr store is read by the workers themselves.
     """
     import dask.array as da
 
     if is_dask_array(source):
         return source
     if isinstance(source, np.ndarray):
+        if client is not None:
+            return DenseGram(source).on_workers(client)
         return da.from_array(source, chunks=(min(source.shape[0], DEFAULT_CHUNK),) * 2)
-    if client is not None and hasattr(source, "lazy"):
-        return source.lazy(client)
+    if client is not None and hasattr(source, "on_workers"):
+        return source.on_workers(client)
     return source.dask
 
 
@@ -205,6 +211,17 @@ class DenseGram:
 
         return da.from_array(self.K, chunks=self.chunks)
 
+    def on_workers(self, client):
+        """The matrix as a Dask array of row blocks, each scattered to ``client``'s workers once: the graphs that
+        read it refer to them by key."""
+        import dask.array as da
+
+        n = self.n
+        bounds = list(range(0, n, self.chunks[0])) + [n]
+        parts = client.scatter([self.K[a:b] for a, b in zip(bounds[:-1], bounds[1:])], hash=False)
+        return da.concatenate([da.from_delayed(part, shape=(b - a, n), dtype=self.dtype)
+                               for part, a, b in zip(parts, bounds[:-1], bounds[1:])])
+
     def principal_submatrix(self, indices):
         return self.K[np.ix_(indices, indices)]
 
@@ -310,7 +327,7 @@ class SubsetGram:
         found = None if source is None else source(self.index[np.asarray(idx, dtype=np.intp)])
         if found is None:
             return None
-        matrix, positions, columns = _with_columns(found)
+        matrix, positions, columns = found
         return matrix, positions, self.index if columns is None else columns[self.index]
 
     def diag(self):
@@ -356,7 +373,3 @@ class SubsetGram:
     def __repr__(self):
         return f"SubsetGram(n={self.n}, base={self.base!r})"
 
-
-def _with_columns(found):
-    """``(M, positions, columns)`` of a ``row_source`` answer (one of two items has every column)."""
-    return found if len(found) == 3 else (*found, None)

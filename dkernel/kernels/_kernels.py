@@ -201,12 +201,14 @@ class Kernel:
     def block(self, X, Z, *, symmetric=False):
         """Evaluate ``K(X, Z)`` on already validated inputs (no checks).
 
-        ``symmetric=True`` states that ``Z`` is ``X``, which lets kernels make
-        the diagonal exact (RBF: exactly 1.0) and the block exactly symmetric.
+        ``symmetric=True`` states that ``Z`` is ``X``: the block is then made
+        exactly symmetric (its upper triangle copied onto the lower one:
+        rounding may make ``K_ij`` and ``K_ji`` differ in the last bit), and
+        kernels may make its diagonal exact (RBF: exactly 1.0).
         """
         K = dot_block(X, Z)
         self._map_dot(K, X.shape[1])
-        return K
+        return _symmetric(K) if symmetric else K
 
     def _map_dot(self, K, n_features):
         raise NotImplementedError
@@ -214,9 +216,12 @@ class Kernel:
     def evaluate_into(self, X, Z, out, *, symmetric=False, on_strip=None, z_sq_norms=None):
         """Write :meth:`block` ``(X, Z, symmetric=symmetric)`` into ``out``, a C-contiguous array of its shape.
 
+        ``symmetric=True`` states that ``Z`` is ``X``: ``out`` is then made
+        exactly symmetric (its upper triangle copied onto the lower one:
+        rounding may make ``K_ij`` and ``K_ji`` differ in the last bit).
         ``on_strip(a, S)``, when given, is called with each finished strip
-        ``S`` of rows ``a:a + len(S)`` of ``out`` (the whole of it here) while
-        it is in cache; ``z_sq_norms``: the squared norms of ``Z``'s rows
+        ``S`` of rows ``a:a + len(S)`` of ``out`` (the whole of it here, and
+        for a symmetric block) while it is in cache; ``z_sq_norms``: the squared norms of ``Z``'s rows
         where the caller holds them (rows of one ``Z`` asked for again and
         again), for a kernel that uses them. Here the block is evaluated, then
         copied into ``out`` (in ``out``'s dtype); a kernel with a faster path
@@ -224,8 +229,7 @@ class Kernel:
         strip by strip) overrides it.
         """
         out[...] = self.block(X, Z, symmetric=symmetric)
-        if on_strip is not None:
-            on_strip(0, out)
+        _finish_into(out, symmetric, on_strip)
 
     def evaluate_mirrored_into(self, X, Z, K, row0, col0):
         """Write ``K(X, Z)`` at ``K[row0:, col0:]`` and its transpose at ``K[col0:, row0:]`` (a symmetric Gram's
@@ -249,6 +253,22 @@ class Kernel:
     @staticmethod
     def _sq_norms(X):
         return np.asarray(row_norms(X, squared=True))
+
+
+def _symmetric(K):
+    """``K`` (a block ``K(X, X)``) made exactly symmetric, in place: its upper triangle copied onto the lower one."""
+    from ._mirror_compiled import mirror_upper_into_lower
+
+    mirror_upper_into_lower(K)
+    return K
+
+
+def _finish_into(out, symmetric, on_strip):
+    """A block evaluated into ``out``: made exactly symmetric where it is ``K(X, X)``, then handed to ``on_strip``."""
+    if symmetric:
+        _symmetric(out)
+    if on_strip is not None:
+        on_strip(0, out)
 
 
 def _check_gamma(gamma):
@@ -357,7 +377,8 @@ class RBFKernel(_GammaKernel):
     def block(self, X, Z, *, symmetric=False, x_sq_norms=None, z_sq_norms=None):
         x_sq = self._sq_norms(X) if x_sq_norms is None else x_sq_norms
         z_sq = x_sq if symmetric else (self._sq_norms(Z) if z_sq_norms is None else z_sq_norms)
-        return map_block(dot_block(X, Z), x_sq, z_sq, self._gamma(X.shape[1]), diagonal_offset=0 if symmetric else -1)
+        K = map_block(dot_block(X, Z), x_sq, z_sq, self._gamma(X.shape[1]), diagonal_offset=0 if symmetric else -1)
+        return _symmetric(K) if symmetric else K
 
     def evaluate_into(self, X, Z, out, *, symmetric=False, on_strip=None, z_sq_norms=None):
         """:meth:`block` computed into ``out``: the BLAS product written into ``out``, then the element-wise map of
@@ -375,7 +396,10 @@ class RBFKernel(_GammaKernel):
         z_sq = x_sq if symmetric else (self._sq_norms(Z) if z_sq_norms is None else z_sq_norms).astype(
             out.dtype, copy=False)
         dot_block_into(X, Z, out)
-        map_strips(out, x_sq, z_sq, self._gamma(X.shape[1]), symmetric=symmetric, on_strip=on_strip)
+        map_strips(out, x_sq, z_sq, self._gamma(X.shape[1]), symmetric=symmetric,
+                   on_strip=None if symmetric else on_strip)
+        if symmetric:
+            _finish_into(out, symmetric, on_strip)
 
     def evaluate_mirrored_into(self, X, Z, K, row0, col0):
         """``K(X, Z)`` at ``K[row0:, col0:]`` and its transpose at ``K[col0:, row0:]`` in one compiled pass per tile
@@ -474,6 +498,7 @@ class NormalizedKernel(Kernel):
         K *= inv_z.reshape(1, -1)
         if symmetric:
             np.fill_diagonal(K, (dx > 0).astype(K.dtype))
+            _symmetric(K)  # the scaled triangles may differ in the last bit again
         return K
 
     def _diag(self, X):

@@ -19,7 +19,7 @@ So dkernel promises no bits: a kernel value computed in two blocks agrees to
 rounding (about ``1e-15`` relative), and nothing depends on more. What a
 solver needs is that the values it reads do not change under it: a Gram held
 in memory computes each value once (the on-demand Gram too:
-:mod:`dkernel.gram._on_demand`), and rows computed again on the fly differ
+:mod:`dkernel.gram._in_memory`), and rows computed again on the fly differ
 from the first by rounding, as the solver's own updates of the gradient do.
 A fit's result depends on the kernel values to rounding, and on the solver's
 tolerance far more.

@@ -56,10 +56,7 @@ def row_source(rows, idx):
     None), ``M`` a matrix in memory; None where the provider has no such matrix (the Gram protocol's optional
     ``row_source``: :mod:`dkernel.gram._sources`)."""
     source = getattr(rows, "row_source", None)
-    found = None if source is None else source(np.asarray(idx, dtype=np.intp))
-    if found is None:
-        return None
-    return found if len(found) == 3 else (*found, None)
+    return None if source is None else source(np.asarray(idx, dtype=np.intp))
 
 
 @njit(cache=True, nogil=True)

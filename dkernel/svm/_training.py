@@ -19,8 +19,8 @@ import numpy as np
 
 from .._runtime import artifacts
 from .._runtime.threads import BlasThreads
-from ..gram._dense import dense_symmetric_gram
-from ..gram._on_demand import ON_DEMAND_MIN_SAMPLES, OnDemandGram
+from ..gram._in_memory import dense_symmetric_gram
+from ..gram._in_memory import ON_DEMAND_MIN_SAMPLES, OnDemandGram
 from ..gram._sources import DenseGram, KernelGram, SubsetGram
 from ..centering._origins import Centering, delta_b
 from ..views._graf import graf_intercept
@@ -82,15 +82,20 @@ def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progre
     centered Gram (Meilă eq. 14) subtracts means of K, which would amplify
     float32's rounding), both only without a client, ``"on-demand"``
     (with ``on_demand``, for one binary problem of at least
-    :data:`~dkernel.gram._on_demand.ON_DEMAND_MIN_SAMPLES` samples whose whole
+    :data:`~dkernel.gram._in_memory.ON_DEMAND_MIN_SAMPLES` samples whose whole
     Gram fits: rows computed as the solver asks, the rest of the Gram once
-    they would pass ``n / 2``, :class:`~dkernel.gram._on_demand.OnDemandGram`) or
+    they would pass ``n / 2``, :class:`~dkernel.gram._in_memory.OnDemandGram`) or
     ``"on-the-fly"`` (rows computed as needed, with a row cache).
     """
     if store_path is not None:
+        from ..exceptions import StoreMismatchError
         from ..gram import GramMatrix
+        from ..gram._store import kept_store_error
 
-        return GramMatrix.compute(X, kernel=kernel, store=store_path, client=client, progress=progress), "store"
+        try:
+            return GramMatrix.compute(X, kernel=kernel, store=store_path, client=client, progress=progress), "store"
+        except StoreMismatchError as exc:  # a fit never replaces a store: its own advice, not "pass overwrite"
+            raise kept_store_error(exc) from None
     n = X.shape[0]
     # A large Gram in float32: the solver's row reads and gradient updates are memory-bound, and half
     # the bytes take about half the time (as libsvm, whose kernel cache is single precision).
