@@ -31,6 +31,12 @@ when complete. ``results.json`` records ``format: "dkernel-results"`` and the
 list of files the run wrote. Each task draws its randomness from
 ``numpy.random.SeedSequence(seed).spawn`` by task index, so that the same seed
 gives the same results wherever the tasks run.
+
+A run resumes: the records of each finished task are saved as it finishes
+(:mod:`pipelines._resume`), so that the same command run again after an
+interruption (Ctrl-C, a kill) runs only the tasks without saved records and
+gives the results of an uninterrupted run. They are deleted once the results
+are in place.
 """
 
 import argparse
@@ -47,6 +53,9 @@ import numpy as np
 
 from dkernel.cli._arguments import _add_cluster_arguments, _check_cluster, _cluster_choice, _in_flags
 from dkernel.exceptions import DKernelError
+
+from ._resume import PipelineInterrupted, ResumableTask, TaskRecords
+from ._resume import json_default as _json_default
 
 __all__ = [
     "PipelineConfig",
@@ -227,13 +236,29 @@ def _run_unit(run_task, task):
 
 
 def _run_tasks(client, run_task, tasks, progress):
-    """Run the tasks on ``client`` (None: threads in this process); results are gathered as they finish."""
+    """Run the tasks on ``client`` (None: threads in this process); results are gathered as they finish.
+
+    ``run_task`` may be a :class:`ResumableTask`: the tasks whose records it
+    holds are not run again, and the records of the others are saved as
+    each finishes.
+    """
     import dask
 
     from dkernel._runtime.client import compute_with_progress
 
-    delayed = [dask.delayed(_run_unit, pure=False)(run_task, task) for task in tasks]
-    return compute_with_progress(delayed, client, progress, label="tasks")
+    saved = getattr(run_task, "saved", None)
+    if saved is None:
+        delayed = [dask.delayed(_run_unit, pure=False)(run_task, task) for task in tasks]
+        return compute_with_progress(delayed, client, progress, label="tasks")
+    results = [saved.load(task) for task in tasks]
+    pending = [k for k, records in enumerate(results) if records is None]
+
+    def keep(k, records):
+        results[pending[k]] = saved.save(tasks[pending[k]], records)
+
+    delayed = [dask.delayed(_run_unit, pure=False)(run_task.run_task, tasks[k]) for k in pending]
+    compute_with_progress(delayed, client, progress, label="tasks", on_result=keep)
+    return results
 
 
 def execute(run_task, tasks, config):
@@ -294,18 +319,6 @@ def _is_number(value):
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _json_default(value):
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, Path):
-        return str(value)
-    raise TypeError(f"cannot write {type(value).__name__} to JSON")
-
-
 def _clean(value):
     """JSON has no NaN: write non-finite numbers as null."""
     if isinstance(value, (float, np.floating)) and not math.isfinite(value):
@@ -358,7 +371,10 @@ def run_pipeline(module, config):
 
     The output folder is checked before any task runs; the results are
     written beside it and moved into place when complete
-    (:mod:`dkernel._runtime.artifacts`).
+    (:mod:`dkernel._runtime.artifacts`). The records of each finished task are
+    saved as it finishes (:class:`TaskRecords`): a run interrupted by Ctrl-C
+    raises :class:`PipelineInterrupted`, and the next run of the same tasks
+    runs only the others.
     """
     from dkernel._runtime import artifacts
 
@@ -368,27 +384,33 @@ def run_pipeline(module, config):
     # same pipeline (results only, never other files); elsewhere replacing needs --overwrite.
     replace = config.overwrite or (config.quick and Path(config.out) == default_out(quick=True))
     artifacts.check_target(outdir, "results", replace)
+    saved = TaskRecords(outdir, module.NAME)
     tasks = module.make_tasks(config)
     for index, task in enumerate(tasks):
         task.setdefault("seed_index", index)
         task.setdefault("seed", config.seed)
-    results = getattr(module, "execute", execute)(module.run_task, tasks, config)
-    records = [rec for task_records in results for rec in task_records]
-    summary = summarize(records)
-    with artifacts.writing(outdir, "results", replace) as tmp:
-        tmp = Path(tmp)
-        files = write_tables(module.NAME, config, records, summary, tmp)
-        result = PipelineResult(
-            name=module.NAME,
-            config=config,
-            records=records,
-            summary=summary,
-            outdir=outdir,
-            seconds=time.perf_counter() - start,
-            files=files,
-        )
-        result.files += list(module.write_report(result, tmp) or [])
-        _record_files(tmp)
+    n_saved = sum(saved.load(task) is not None for task in tasks)
+    if n_saved:
+        print(f"{module.NAME}: resuming: {n_saved} of {len(tasks)} tasks have their records in {saved.folder}",
+              file=sys.stderr)
+    try:
+        results = getattr(module, "execute", execute)(ResumableTask(module.run_task, saved), tasks, config)
+        # The records as results.json holds them (the JSON round trip of the saved ones), saved or not.
+        records = json.loads(json.dumps([rec for recs in results for rec in recs], default=_json_default))
+        summary = summarize(records)
+        with artifacts.writing(outdir, "results", replace) as tmp:
+            tmp = Path(tmp)
+            files = write_tables(module.NAME, config, records, summary, tmp)
+            result = PipelineResult(name=module.NAME, config=config, records=records, summary=summary,
+                                    outdir=outdir, seconds=time.perf_counter() - start, files=files)
+            result.files += list(module.write_report(result, tmp) or [])
+            _record_files(tmp)
+    except KeyboardInterrupt:
+        raise PipelineInterrupted(saved.count(), len(tasks), saved.folder) from None
+    try:
+        saved.remove()
+    except KeyboardInterrupt:
+        raise PipelineInterrupted(saved.count(), len(tasks), saved.folder, outdir) from None
     result.files = [outdir / Path(f).relative_to(tmp) if Path(f).is_relative_to(tmp) else Path(f)
                     for f in result.files]
     return result
@@ -404,6 +426,20 @@ def main_for(module, argv=None):
     except (ValueError, OSError, DKernelError) as exc:
         print(f"dkernel run {module.NAME}: error: {_in_flags(str(exc), {})}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as stop:
+        if getattr(stop, "complete", None):
+            advice = f"the results were complete: {stop.complete}; the records kept in {stop.folder} may be deleted."
+        elif getattr(stop, "saved", 0):
+            left = stop.total - stop.saved
+            advice = (f"the records of {stop.saved} of {stop.total} tasks are saved in {stop.folder}; run the same "
+                      f"command again to resume ({f'only the other {left} tasks run' if left else 'no task runs again'}"
+                      f").")
+        elif hasattr(stop, "saved"):
+            advice = "no task had finished, so nothing was saved; run the same command again to start over."
+        else:
+            advice = "no task had run yet; run the same command again."
+        print(f"dkernel run {module.NAME}: interrupted; {advice}", file=sys.stderr)
+        return 130
     print(f"{module.NAME}: {len(result.records)} records in {result.seconds:.1f} s")
     print(f"report: {result.outdir / 'report.md'}")
     return 0
@@ -415,6 +451,6 @@ def run_as_script(name):
     The module run as a script is ``__main__``; its tasks refer to the
     functions of ``pipelines.NAME`` instead, which workers can import.
     """
-    from pipelines import get_pipeline
+    import importlib
 
-    sys.exit(main_for(get_pipeline(name)))
+    sys.exit(main_for(importlib.import_module(f"{__package__}.{name}")))

@@ -278,7 +278,8 @@ def test_ctrl_c_on_a_local_cluster_stops_cleanly_and_the_run_resumes(tmp_path):
     os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
-    assert "interrupted; run the same command again to resume" in err
+    assert "interrupted; the blocks computed so far are kept with --out K.zarr; run the same command again to " \
+           "resume" in err
     assert "Traceback" not in err, err
     done_before = GramMatrix.open(tmp_path / "K.zarr").n_blocks_done
     assert 0 < done_before < 900

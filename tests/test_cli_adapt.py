@@ -60,7 +60,8 @@ def test_adapt_randomized_rank(files):
      "--target 'regression' needs real outputs, but y holds only two values (-1 and 1)"),
     (["--labels", "missing.npy", "--out", "G.zarr"], "--labels missing.npy: no such file"),
     (["--labels", "y.pkl", "--out", "G.zarr"], "--labels y.pkl: cannot read labels"),
-    (["--labels", "y.npy", "--factors", "G.txt"], "--factors must name an .npz file"),
+    (["--labels", "y.npy", "--factors", "G.txt"], "--factors G.txt: dkernel adapt writes the factors of an adapted "
+     "Gram as a NumPy .npz archive; name a path ending in .npz (e.g. G.npz)"),
 ])
 def test_adapt_refuses_bad_input_naming_the_flag(files, capsys, argv, message, monkeypatch):
     import dkernel.alignment as adaptation

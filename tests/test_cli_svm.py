@@ -105,7 +105,8 @@ def test_predict_refuses_labels_of_another_length(wdbc_files, tmp_path, capsys):
                      str(tmp_path / "short.npy"), "--out", str(tmp_path / "pred.npy")])  # fmt: skip
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
-    assert err == f"dkernel: error: --labels has {len(y) - 3} labels but --data {X_path} has {len(y)} rows.\n"
+    assert err == (f"dkernel: error: --labels {tmp_path / 'short.npy'} has {len(y) - 3} labels but --data {X_path} "
+                   f"has {len(y)} rows; pass one label per row of --data.\n")
     assert not (tmp_path / "pred.npy").exists()
     np.save(tmp_path / "narrow.npy", X[:, :5])
     code = cli.main(["predict", "--model", str(model), "--data", str(tmp_path / "narrow.npy")])

@@ -17,7 +17,8 @@ class StatusLine:
 
     ``show(text)`` is cheap to call often (it prints at most every
     ``interval`` seconds; :meth:`due` tells whether it would, so a caller can
-    skip building the text); ``close(text)`` prints the final line once.
+    skip building the text); ``close(text)`` prints the final line once: off
+    a terminal, not at all when it is the line printed last.
     """
 
     def __init__(self, stream=None, enabled=True, interval=_PROGRESS_INTERVAL):
@@ -28,6 +29,7 @@ class StatusLine:
         self.started = time.monotonic()
         self._shown = None
         self._width = 0
+        self._last = None
 
     @property
     def elapsed(self):
@@ -46,12 +48,23 @@ class StatusLine:
         self._write(text, final=False)
 
     def close(self, text):
-        """Print the final line ``text`` (ending the updating line on a terminal); later calls print nothing."""
-        if self.enabled:
-            self.enabled = False
+        """Print the final line ``text`` (ending the updating line on a terminal); later calls print nothing.
+
+        ``text`` None ends the status with the line printed last; off a terminal, the line printed last is
+        not printed again.
+        """
+        if not self.enabled:
+            return
+        self.enabled = False
+        if text is None:
+            if self.tty and self._width:
+                self.stream.write("\n")
+                self.stream.flush()
+        elif self.tty or text != self._last:
             self._write(text, final=True)
 
     def _write(self, text, final):
+        self._last = text
         if self.tty:
             # Spaces clear what is left of a longer previous text.
             self.stream.write("\r" + text + " " * max(0, self._width - len(text)) + ("\n" if final else ""))
@@ -64,7 +77,8 @@ class StatusLine:
 class TextProgress:
     """A one-line progress display: an updating bar on a terminal, a plain line every few seconds otherwise.
 
-    ``update(done)`` is cheap to call often; ``close()`` prints the final line.
+    ``update(done)`` is cheap to call often; ``close()`` prints the final line, unless (off a terminal) the
+    last line printed already showed the same count.
     """
 
     def __init__(self, total, label="tasks", stream=None, enabled=True, interval=_PROGRESS_INTERVAL):
@@ -74,6 +88,7 @@ class TextProgress:
         self._status = StatusLine(stream, self.enabled, interval)
         self.stream, self.tty, self.interval = self._status.stream, self._status.tty, self._status.interval
         self.done = 0
+        self._shown_done = None
 
     def _line(self):
         from dask.utils import format_time
@@ -82,19 +97,21 @@ class TextProgress:
         elapsed = format_time(self._status.elapsed)
         if self.tty:
             width = 30
-            filled = int(round(width * fraction))
+            filled = round(width * fraction)
             return f"[{'#' * filled}{' ' * (width - filled)}] {fraction:4.0%} | {self.done}/{self.total} " \
                    f"{self.label} | {elapsed}"
         return f"{self.done}/{self.total} {self.label} ({fraction:.0%}) after {elapsed}"
 
     def update(self, done):
         self.done = int(done)
-        if self.enabled and (self._status.due() or self.done == self.total):
+        if self.enabled and (self._status.due() or (self.done == self.total and self._shown_done != self.done)):
             self._status.show(self._line(), force=True)
+            self._shown_done = self.done
 
     def close(self):
         if self.enabled:
-            self._status.close(self._line())
+            self.enabled = False
+            self._status.close(None if not self.tty and self._shown_done == self.done else self._line())
 
 
 def local_progress(progress):

@@ -19,54 +19,99 @@ of its concept (``_store``: gram, info, verify; ``_views``: center, align;
 ``add_commands``; the flags that several commands share, and their checks,
 are in ``_arguments``.
 
-An error of the library (a :class:`~dkernel.exceptions.DKernelError`, a
-``ValueError``, an ``OSError``) becomes one line ``dkernel: error: ...`` and
-exit status 2; the library parameters it names are replaced by the flags that
-set them (``n_sample=5``: ``--sample 5``). A damaged store is reported with
-the ``dkernel gram`` command that repairs it; Ctrl-C exits with status 130.
+Exit status: 0 on success; 1 from ``verify`` when blocks are damaged or
+missing; 3 on an unexpected error (a defect, reported in one line too); 2 on an error: one line ``dkernel: error: ...`` naming the problem in
+flags (the library parameters a message names are replaced by the flags that
+set them, ``n_sample=5``: ``--sample 5``), with the fix, and never a Python
+traceback; a damaged store is reported with the ``dkernel gram`` command that
+repairs it. Ctrl-C exits with status 130 after one line saying what was saved
+and what running the same command again does (each command says it: ``gram``
+resumes from its blocks, ``fit --checkpoint`` from its checkpoint, ``run``
+from its saved tasks; elsewhere the command starts over).
+
+Every single-file output (``predict --out``, ``adapt --factors``) is written
+under the rule of :mod:`dkernel._runtime.outputs`: a file of the user is never
+replaced. ``dkernel --help`` imports no command's dependencies (NumPy, Dask,
+scikit-learn): each command's options are added when it runs.
 """
 
 import argparse
 import sys
 
-from ..exceptions import CorruptStoreError, DKernelError
-from . import _adapt, _model, _pipelines, _store, _views
-from ._arguments import _FLAG_NAMES, _check_options, _in_flags
-
 __all__ = ["build_parser", "main"]
+
+#: The modules of the commands, in the order ``dkernel --help`` lists them.
+_COMMAND_MODULES = ("_store", "_views", "_adapt", "_model", "_pipelines")
 
 
 def build_parser():
     """The ``dkernel`` argument parser with one subparser per command."""
+    import importlib
+
+    from .. import __version__
+    from ._arguments import CommandParser
+
     parser = argparse.ArgumentParser(
         prog="dkernel",
         description="Kernel methods at scale on Dask: Gram matrices in zarr stores.",
         epilog="Run 'dkernel <command> --help' for a command's options and examples.",
     )
-    subparsers = parser.add_subparsers(title="commands", dest="command", metavar="<command>")
+    parser.add_argument("--version", action="version", version=f"dkernel {__version__}")
+    subparsers = parser.add_subparsers(title="commands", dest="command", metavar="<command>",
+                                       parser_class=CommandParser)
     subparsers.required = True
-    for commands in (_store, _views, _adapt, _model, _pipelines):
-        commands.add_commands(subparsers)
+    for name in _COMMAND_MODULES:
+        importlib.import_module(f".{name}", __name__).add_commands(subparsers)
     return parser
+
+
+def _error_line(exc, command):
+    """The one line that reports the error ``exc`` of ``command``, in flags."""
+    from ..exceptions import CorruptStoreError
+    from ._arguments import _FLAG_NAMES, _in_flags
+
+    if isinstance(exc, CorruptStoreError) and exc.path:
+        from ..gram import corruption_message
+
+        return " ".join(corruption_message(exc.path, exc.blocks, exc.detail, cli=True).split())
+    return _in_flags(" ".join(str(exc).split()), _FLAG_NAMES.get(command, {}))
 
 
 def main(argv=None):
     """Run ``dkernel`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
     args = build_parser().parse_args(argv)
+    from ..exceptions import DKernelError
+    from ._arguments import _check_options
+
     try:
         _check_options(args)
         return args.run(args)
-    except CorruptStoreError as exc:
-        from ..gram import corruption_message
-
-        message = corruption_message(exc.path, exc.blocks, exc.detail, cli=True) if exc.path else str(exc)
-        print(f"dkernel: error: {' '.join(message.split())}", file=sys.stderr)
-        return 2
-    except (DKernelError, ValueError, OSError) as exc:
-        message = _in_flags(" ".join(str(exc).split()), _FLAG_NAMES.get(args.command, {}))
-        print(f"dkernel: error: {message}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
-        print("dkernel: interrupted; run the same command again to resume.", file=sys.stderr)
-        return 130
+        return _interrupted(args)
+    except (DKernelError, ValueError, OSError) as exc:
+        if _from_an_interrupt(exc):
+            return _interrupted(args)
+        print(f"dkernel: error: {_error_line(exc, args.command)}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 (a defect of dkernel: still one line, and a status of its own)
+        if _from_an_interrupt(exc):
+            return _interrupted(args)
+        print(f"dkernel: error: unexpected {type(exc).__name__}: {' '.join(str(exc).split())} (a defect of dkernel; "
+              f"please report it with the command that gave it).", file=sys.stderr)
+        return 3
 
+
+def _from_an_interrupt(exc):
+    """Whether ``exc`` stands for a Ctrl-C: compiled code interrupted by it raises ``SystemError`` from it."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _interrupted(args):
+    print(f"dkernel: interrupted; {args.interrupted(args)}", file=sys.stderr)
+    return 130

@@ -1,8 +1,7 @@
 """``dkernel adapt``: a Gram store adapted to its labels by alignment (Kandola et al., Algorithms 1 and 2); and the
-paper's other learners behind ``dkernel fit --learner parzen|ridge`` and ``dkernel predict``.
+paper's other learners behind ``dkernel fit --learner parzen|ridge`` (``dkernel predict`` applies them as any model).
 """
 
-from ._files import load_labels
 from ._arguments import _FLAG_NAMES, _add_cluster_arguments, _add_command, _announce_cluster, _cluster_choice
 
 _FLAG_NAMES["adapt"] = {"rank": "--rank", "mass": "--mass", "random_state": "--seed", "method": "--method",
@@ -24,20 +23,27 @@ examples:
 
 --labels holds one label per row of the store, or one per --labelled row.
 --labelled is a .npy file of row indices (or a boolean mask of the rows).
---factors writes an .npz file with 'vectors' (n x k), 'weights' (k) and, for
---inductive, 'projection' (|I| x k): features of a new point x are
-K(x, X_I) @ projection, and G(x, z) is their inner product.
+--factors writes an .npz file with 'vectors' (n x k), 'weights' (k), 'labelled'
+(the labelled rows) and, for --inductive, 'projection' (|I| x k): features of a
+new point x are K(x, X_I) @ projection, and G(x, z) is their inner product. Its
+member 'dkernel_output' marks it as written by dkernel adapt: --overwrite
+replaces only such a file, never another.
+
+An interrupted run saves nothing: the same command run again starts over.
 """
 
 
 def _add_adapt_parser(subparsers):
-    p = _add_command(
-        subparsers, "adapt", _run_adapt,
+    _add_command(
+        subparsers, "adapt", _run_adapt, _adapt_arguments,
         help="adapt a Gram store to its labels by alignment (Kandola et al.)",
         description="Reweight the eigenvectors of a Gram store to maximize its alignment with the labels: "
                     "G = sum_i alpha_i v_i v_i', alpha_i ~ <v_i, t>^2 (eqs. 2-6).",
         epilog=_ADAPT_EPILOG,
     )
+
+
+def _adapt_arguments(p):
     p.add_argument("store", metavar="PATH", help="folder of the Gram store (e.g. K.zarr)")
     p.add_argument("--labels", metavar="FILE", required=True, help="labels or outputs (.npy, .txt, .csv)")
     p.add_argument("--labelled", metavar="FILE", help="rows that carry the labels (.npy indices or mask; "
@@ -57,7 +63,9 @@ def _add_adapt_parser(subparsers):
     p.add_argument("--seed", type=int, default=0, help="seed of the randomized eigensolver (default: %(default)s)")
     p.add_argument("--out", metavar="PATH", help="write G as a derived Gram store")
     p.add_argument("--factors", metavar="FILE", help="write G's factors to an .npz file (never n x n)")
-    p.add_argument("--overwrite", action="store_true", help="replace a Gram store at --out (never another folder)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an adapted Gram store at --out, or factors at --factors, written by an earlier "
+                        "dkernel adapt (never another folder or file)")
     _add_cluster_arguments(p, "this process")
     p.set_defaults(algorithm="transductive")
 
@@ -70,7 +78,15 @@ def _labelled_rows(args, n, n_labels):
             raise ValueError(f"--labels has {n_labels} labels but the Gram store {args.store} has {n} rows; pass "
                              f"one label per row, or --labelled FILE naming the rows they belong to.")
         return np.arange(n)
-    rows = np.load(args.labelled, allow_pickle=False)
+    try:
+        rows = np.load(args.labelled, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        reason = "no such file" if isinstance(exc, FileNotFoundError) else f"not a .npy array ({exc})"
+        raise ValueError(f"--labelled {args.labelled}: {reason}; pass a .npy file of row indices or a boolean "
+                         f"mask of the rows.") from None
+    if rows.ndim != 1 or rows.dtype.kind not in "biu":
+        raise ValueError(f"--labelled {args.labelled} holds an array of shape {rows.shape} and dtype {rows.dtype}; "
+                         f"pass a 1-D array of row indices or a boolean mask of the rows.")
     rows = np.flatnonzero(rows) if rows.dtype == bool else rows.astype(np.intp)
     if len(rows) == 0 or rows.min() < 0 or rows.max() >= n or len(np.unique(rows)) != len(rows):
         raise ValueError(f"--labelled {args.labelled} must name distinct rows in [0, {n}) of the Gram store.")
@@ -80,7 +96,13 @@ def _labelled_rows(args, n, n_labels):
     return rows
 
 
+#: How ``dkernel adapt --factors`` marks and describes its output file (:mod:`dkernel._runtime.outputs`).
+_FACTORS = {"kind": "factors", "what": "the factors of an adapted Gram", "name": "--factors",
+            "writer": "dkernel adapt"}
+
+
 def _check_outputs(args, gram):
+    from .._runtime import outputs
     from ..gram import check_output_store
 
     if not args.out and not args.factors:
@@ -88,8 +110,8 @@ def _check_outputs(args, gram):
     if args.out:
         check_output_store(args.out, args.overwrite, gram)
         _check_replaces_an_adapted_store(args.out)
-    if args.factors and not args.factors.endswith(".npz"):
-        raise ValueError(f"--factors must name an .npz file; got {args.factors}.")
+    if args.factors:
+        outputs.check_output(args.factors, suffix=".npz", overwrite=args.overwrite, **_FACTORS)
     if args.rank is not None and not 1 <= args.rank <= gram.n:
         raise ValueError(f"--rank {args.rank} must lie in [1, {gram.n}], the rows of the Gram store {args.store}.")
     if args.mass is not None and not 0 < args.mass <= 1:
@@ -113,23 +135,16 @@ def _check_replaces_an_adapted_store(path):
 
 def _read_labels(args):
     """The labels of ``--labels``, read before any work (errors name the flag)."""
-    import os
+    from ._files import load_labels
 
-    if not os.path.isfile(args.labels):
-        raise ValueError(f"--labels {args.labels}: no such file.")
-    from ..exceptions import DKernelError
-
-    try:
-        return load_labels(args.labels)
-    except (ValueError, DKernelError) as exc:
-        raise ValueError(f"--labels {args.labels}: {exc}") from None
+    return load_labels(args.labels)
 
 
 def _inductive(gram, y, rows, args, client):
     import numpy as np
 
-    from ..gram._sources import SubsetGram, source_columns
     from ..alignment import AdaptedGram, KernelAligner
+    from ..gram._sources import SubsetGram, source_columns
 
     aligner = KernelAligner(kernel="precomputed", target=args.target, rank=args.rank, mass=args.mass,
                             method=args.method, random_state=args.seed, client=client)
@@ -149,8 +164,7 @@ def _inductive(gram, y, rows, args, client):
 def _run_adapt(args):
     import os
 
-    import numpy as np
-
+    from .._runtime import outputs
     from ..alignment import transductive_adaptation
     from ..alignment._reweighting import adaptation_target
     from ..gram import GramMatrix
@@ -180,7 +194,8 @@ def _run_adapt(args):
           + (f" ({G.mass:.4f} of the trace)" if G.mass is not None else "")
           + f"; training alignment of G ({args.target}): {G.alignment(y, rows, args.target):.6g}")
     if args.factors:
-        np.savez(args.factors, vectors=G.vectors, weights=G.weights, **extra)
+        outputs.save_npz(args.factors, {"vectors": G.vectors, "weights": G.weights, **extra},
+                         overwrite=args.overwrite, **_FACTORS)
         print(f"dkernel: wrote the factors of G ({G.n} x {G.rank}) to {args.factors}")
     if args.out:
         out = G.to_zarr(args.out, overwrite=args.overwrite)
@@ -196,54 +211,22 @@ def add_learner_arguments(group):
     group.add_argument("--learner", choices=("svc", "parzen", "ridge"), default="svc",
                        help="svc (default), parzen (Parzen window with the class weights 1/n+ and 1/n-, Kandola "
                             "eq. 9) or ridge (kernel ridge regression, scikit-learn's KernelRidge)")
-    group.add_argument("--alpha", type=float, default=1.0, help="ridge regularization lambda (default 1)")
-
-
-def is_learner_model(path):
-    """Whether ``path`` holds a Parzen window or ridge model (``dkernel predict`` dispatches on it)."""
-    from ..svm._learner_models import is_learner_model as stored_learner
-
-    return stored_learner(path)
+    group.add_argument("--alpha", type=float, default=None, help="ridge regularization lambda, > 0 (default 1)")
 
 
 def run_learner_fit(args, X, y):
     """Train and save the Parzen window or ridge model of ``dkernel fit --learner``."""
-    from ..svm._learner_models import fit_learner, save_learner
     from ..svm._kernel import estimator_kernel
+    from ..svm._learner_models import fit_learner, save_learner
     from ._arguments import _kernel_args
 
-    if not args.alpha > 0:
-        raise ValueError(f"--alpha must be > 0; got {args.alpha}.")
+    alpha = 1.0 if args.alpha is None else args.alpha
+    if not 0 < alpha < float("inf"):
+        raise ValueError(f"--alpha must be a finite number > 0; got {alpha:g}.")
     kernel = estimator_kernel(args.kernel, X, **_kernel_args(args))  # the kernel of 'dkernel gram' and the SVC
-    model = fit_learner(args.learner, X, y, kernel, alpha=args.alpha)
+    model = fit_learner(args.learner, X, y, kernel, alpha=alpha)
     path = save_learner(model, args.model, overwrite=args.overwrite)
     print(f"dkernel: trained a {args.learner} model on {X.shape[0]} samples x {X.shape[1]} features; saved to {path}")
-    return 0
-
-
-def run_learner_predict(args):
-    """``dkernel predict`` with a Parzen window or ridge model."""
-    import numpy as np
-
-    from ..svm._learner_models import load_learner
-    from ._arguments import _read_data
-
-    model = load_learner(args.model)
-    X, y = _read_data(args.data, args.labels)
-    if X.shape[1] != model.n_features_in_:
-        raise ValueError(f"--data {args.data} has {X.shape[1]} features but the model {args.model} was trained on "
-                         f"{model.n_features_in_}.")
-    pred = model.predict(X)
-    if args.out:
-        np.save(args.out, pred, allow_pickle=False)
-    if args.decision:
-        np.save(args.decision, model.decision_function(X), allow_pickle=False)
-    message = f"dkernel: predicted {pred.shape[0]} samples with the {model.learner} model"
-    if y is not None and model.classes is not None:
-        message += f", accuracy {np.mean(pred == np.asarray(y, dtype=pred.dtype)):.4f}"
-    elif y is not None:
-        message += f", mean squared error {np.mean((pred - np.asarray(y, dtype=np.float64)) ** 2):.6g}"
-    print(message + (f"; written to {args.out}" if args.out else ""))
     return 0
 
 

@@ -1,30 +1,74 @@
 """What several ``dkernel`` commands share: the kernel flags and their checks, range checks of numeric options,
 the flags that name library parameters in error messages, reading the user's data files, announcing a cluster.
+
+Nothing heavy is imported here at module level: ``dkernel --help`` builds every command's parser without its
+options (:class:`CommandParser`), so that it imports neither NumPy, scikit-learn nor Dask.
 """
 
 import argparse
 import re
 import sys
 
-from ..svm._kernel import ESTIMATOR_DEFAULTS, KERNEL_PARAMS
 
-_GAMMA_HELP = ("float > 0, 'scale' = 1/(n_features * X.var()) or 'auto' = 1/n_features (default: "
-               f"{ESTIMATOR_DEFAULTS['gamma']}, as scikit-learn's SVC)")
+class CommandParser(argparse.ArgumentParser):
+    """The parser of one command, whose options are added only when that command is parsed or its help shown.
+
+    ``dkernel --help`` lists the commands from their names and one-line helps;
+    the options (and the modules their defaults come from) are added by
+    ``arguments(parser)`` the first time the parser is used.
+    """
+
+    arguments = None
+
+    def _add_arguments_once(self):
+        arguments, self.arguments = self.arguments, None
+        if arguments is not None:
+            arguments(self)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._add_arguments_once()
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self):
+        self._add_arguments_once()
+        return super().format_help()
+
+    def format_usage(self):
+        self._add_arguments_once()
+        return super().format_usage()
 
 
-def _add_command(subparsers, name, run, **kwargs):
-    """The subparser of command ``name``, which runs ``run(args)``; its epilog is shown as written."""
+def _nothing_saved(args):
+    return "nothing was written; run the same command again to start over."
+
+
+def _add_command(subparsers, name, run, arguments, *, interrupted=_nothing_saved, **kwargs):
+    """Register command ``name``: ``arguments(parser)`` adds its options, ``run(args)`` runs it.
+
+    ``interrupted(args)`` says, after Ctrl-C, what was saved and what the
+    same command does when run again. The epilog is shown as written.
+    """
     p = subparsers.add_parser(name, formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
-    p.set_defaults(run=run)
+    p.arguments = arguments
+    p.set_defaults(run=run, interrupted=interrupted)
     return p
+
+
+def _gamma_help():
+    from ..svm._kernel import ESTIMATOR_DEFAULTS
+
+    return ("float > 0, 'scale' = 1/(n_features * X.var()) or 'auto' = 1/n_features (default: "
+            f"{ESTIMATOR_DEFAULTS['gamma']}, as scikit-learn's SVC)")
 
 
 def _add_kernel_arguments(group):
     """--kernel, --gamma, --degree, --coef0: the same choices and defaults for 'gram' and 'fit'."""
+    from ..svm._kernel import ESTIMATOR_DEFAULTS, KERNEL_PARAMS
+
     group.add_argument("--kernel", default="rbf", choices=list(KERNEL_PARAMS),
                        help="kernel function (default: %(default)s); rbf is exp(-gamma |x - z|^2), poly "
                             "(gamma x'z + coef0)^degree, sigmoid tanh(gamma x'z + coef0)")
-    group.add_argument("--gamma", default=None, help=_GAMMA_HELP)
+    group.add_argument("--gamma", default=None, help=_gamma_help())
     group.add_argument("--degree", type=int, default=None,
                        help=f"degree of poly (default: {ESTIMATOR_DEFAULTS['degree']})")
     group.add_argument("--coef0", type=float, default=None,
@@ -33,6 +77,8 @@ def _add_kernel_arguments(group):
 
 def _kernel_args(args):
     """``{"gamma", "coef0", "degree"}`` of the kernel options, defaults filled in; a misused option is refused."""
+    from ..svm._kernel import ESTIMATOR_DEFAULTS, KERNEL_PARAMS
+
     given = [name for name in ("gamma", "degree", "coef0") if getattr(args, name) is not None]
     unused = [name for name in given if name not in KERNEL_PARAMS[args.kernel]]
     if unused:
@@ -76,7 +122,7 @@ def _check_options(args):
             raise ValueError(f"--{name.replace('_', '-')} must be an integer >= {lowest}; got {value}.")
     for name in _POSITIVE.get(args.command, ()):
         value = getattr(args, name)
-        if not (0 < value < float("inf")):
+        if value is not None and not (0 < value < float("inf")):
             raise ValueError(f"--{name} must be a finite number > 0; got {value:g}.")
 
 
@@ -91,22 +137,28 @@ def _kernel_from_args(args, X):
 
 #: Per command, the library parameters that a flag sets, so that an error raised by the library names the flag.
 _FLAG_NAMES = {
-    "center": {"n_sample": "--sample", "random_state": "--seed"},
+    "center": {"n_sample": "--sample", "random_state": "--seed", "Centering.multiclass(y)": "--scheme multiclass"},
     "align": {"n_sample": "--sample", "n_repeats": "--repeats", "random_state": "--seed"},
     "fit": {"centering_sample": "--centering-sample", "n_sample": "--centering-sample",
             "working_set_size": "--working-set-size", "normalize_bias_correction": "--graf-correction",
-            "random_state": "--seed"},
+            "normalize": "--normalize", "random_state": "--seed"},
 }
 
 
 def _in_flags(message, names):
     """``message`` with the library parameter names of ``names`` replaced by flags (``n_sample=5``: ``--sample 5``).
 
-    A library message that names both forms (``overwrite=True (CLI: --overwrite)``) keeps the flag only.
+    ``name=True`` becomes the flag alone (``normalize=True``: ``--normalize``). A key of ``names`` that is not
+    a name (``Centering.multiclass(y)``) is a phrase of the library replaced as written. A library message that
+    names both forms (``overwrite=True (CLI: --overwrite)``) keeps the flag only.
     """
     message = re.sub(r"\b\w+=\w+ \(CLI: (--[\w-]+)\)", r"\1", message)
     for name, flag in names.items():
-        message = re.sub(rf"(?<![\w-]){name}\b(=)?", lambda m, flag=flag: flag + (" " if m.group(1) else ""), message)
+        if not name.isidentifier():
+            message = message.replace(name, flag)
+            continue
+        message = re.sub(rf"(?<![\w.-]){name}\b(?:(=True\b)|(=))?",
+                         lambda m, flag=flag: flag + (" " if m.group(2) else ""), message)
     return message
 
 

@@ -2,15 +2,16 @@
 
 Labels are a NumPy ``.npy`` array, or text with one label per line (``.csv``:
 comma-separated): the labels of a data matrix, or of the rows of a Gram store,
-in the order of the data the Gram was computed from.
+in the order of the data the Gram was computed from. Labels are numbers or
+text (``cat``, ``dog``) in either form: a text file whose values are all
+numbers is read as numbers, else as text.
 
 Every failure (missing file, unknown extension, unparsable content) raises
 :class:`InputFileError` naming the path (and, for data, the supported formats).
 """
 
 import os
-
-import numpy as np
+import warnings
 
 from ..exceptions import InputFileError
 
@@ -52,6 +53,8 @@ def load_input(path, *, label_column=None):
         If the file is missing, unreadable, of an unknown format or not a 2-D
         numeric matrix. The message names the path and the supported formats.
     """
+    import numpy as np
+
     path = os.fspath(path)
     ext = os.path.splitext(path)[1].lower()
     if ext not in SUPPORTED_FORMATS:
@@ -90,6 +93,8 @@ def load_input(path, *, label_column=None):
 
 
 def _load_npz(path):
+    import numpy as np
+
     with np.load(path, allow_pickle=False) as archive:
         names = list(archive.files)
         if "X" in names:
@@ -103,6 +108,8 @@ def _load_npz(path):
 
 
 def _load_csv(path, label_column):
+    import numpy as np
+
     with open(path, encoding="utf-8") as fh:
         first = fh.readline()
     skip = 0
@@ -110,21 +117,73 @@ def _load_csv(path, label_column):
         [float(v) for v in first.strip().split(",") if v.strip()]
     except ValueError:
         skip = 1  # a header line
-    data = np.loadtxt(path, delimiter=",", skiprows=skip, ndmin=2, dtype=np.float64)
+    data = _loadtxt(path, delimiter=",", skiprows=skip, ndmin=2, dtype=np.float64)
+    if data.size == 0:
+        raise InputFileError(f"{path} holds no data{' below its header line' if skip else ''}; a data matrix of "
+                             f"shape (n_samples, n_features) is expected, one sample per line.")
     if label_column is None:
         return data, None
     y = data[:, label_column]
     return np.delete(data, label_column, axis=1), y
 
 
-def load_labels(path):
-    """The labels in the file ``path``, as a 1-D array."""
-    path = str(path)
+def _loadtxt(path, **kwargs):
+    """``np.loadtxt`` without its warning on an empty file (the caller reports it as an error)."""
+    import numpy as np
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*input contained no data", category=UserWarning)
+        return np.loadtxt(path, **kwargs)
+
+
+def _unreadable(path, exc):
+    """Why the labels file ``path`` could not be read, in words (not the reader's message)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return "it holds binary data, and is neither text nor a .npy array"
+    if isinstance(exc, EOFError):
+        return "the file is empty or cut short"
+    if not path.endswith(".npy"):
+        return "its lines do not hold one value each" if isinstance(exc, ValueError) else str(exc)
+    if "pickle" in str(exc):
+        return "it is not a NumPy .npy array (or holds Python objects, which dkernel does not read)"
+    return f"it is not a readable NumPy .npy array ({exc})"
+
+
+def load_labels(path, name="--labels"):
+    """The labels in the file ``path``, as a 1-D array of numbers or of text.
+
+    ``name`` is how the user gave the path (a flag), for the messages.
+
+    Raises
+    ------
+    InputFileError
+        If the file is missing or unreadable, holds no labels, or holds an
+        array that is not one label per row (e.g. of shape (400, 2)).
+    """
+    import numpy as np
+
+    path = os.fspath(path)
+    label = f"{name} {path}"
+    if not os.path.isfile(path):
+        raise InputFileError(f"{label}: no such file.")
     try:
         if path.endswith(".npy"):
             y = np.load(path, allow_pickle=False)
         else:
-            y = np.loadtxt(path, delimiter="," if path.endswith(".csv") else None)
-    except (OSError, ValueError) as exc:
-        raise InputFileError(f"cannot read labels from {path} (.npy, or text with one label per line): {exc}") from exc
-    return y.ravel()
+            delimiter = "," if path.endswith(".csv") else None
+            try:
+                y = _loadtxt(path, delimiter=delimiter, ndmin=1)
+            except ValueError:
+                y = _loadtxt(path, delimiter=delimiter, ndmin=1, dtype=str)  # text labels
+    except (OSError, ValueError, EOFError, UnicodeDecodeError) as exc:
+        raise InputFileError(f"{label}: cannot read labels (a .npy array, or text with one label per line): "
+                             f"{_unreadable(path, exc)}.") from None
+    if y.dtype.kind not in "biufU":
+        raise InputFileError(f"{label} holds an array of dtype {y.dtype}; labels are numbers or text.")
+    if y.ndim > 1 and sum(side > 1 for side in y.shape) > 1:
+        raise InputFileError(f"{label} holds an array of shape {y.shape}; labels are one value per row (a 1-D "
+                             f"array, or text with one label per line).")
+    y = y.ravel()
+    if y.size == 0:
+        raise InputFileError(f"{label} holds no labels.")
+    return y

@@ -1,6 +1,7 @@
-"""The ``dkernel`` commands of a model: ``fit`` trains :class:`dkernel.SVC` and saves it, ``predict`` applies it."""
+"""The ``dkernel`` commands of a model: ``fit`` trains :class:`dkernel.SVC` (or a Parzen window or ridge learner) and
+saves it, ``predict`` applies any saved model.
+"""
 
-from .._runtime.client import scheduler_client
 from . import _adapt
 from ._arguments import (_add_cluster_arguments, _add_command, _add_kernel_arguments, _announce_cluster,
                          _cluster_choice, _kernel_args, _read_data)
@@ -17,22 +18,30 @@ examples:
   # on a running scheduler (the store path must be reachable by every worker)
   dkernel fit --data X.npy --labels y.npy --store K.zarr --model model.zarr --cluster tcp://127.0.0.1:8786
 
-  # keep the solver's state in fit.ckpt; after a crash or a kill, the same command with --resume goes on
+  # keep the solver's state in fit.ckpt: after Ctrl-C, a crash or a kill, the
+  # same command resumes from it
   dkernel fit --data X.npy --labels y.npy --model model.zarr --checkpoint fit.ckpt
-  dkernel fit --data X.npy --labels y.npy --model model.zarr --checkpoint fit.ckpt --resume
 
 The model is a zarr store with JSON attributes (no pickle). Fitting again with
-the same --store reuses the Gram blocks already computed.
+the same --store reuses the Gram blocks already computed. Without --checkpoint
+an interrupted fit saves no solver state: the same command starts it over.
 """
+
+#: The options of the SVM alone, refused with --learner parzen or ridge (their attribute: None unless given).
+_SVC_ONLY = ("C", "tol", "centering", "centering_sample", "normalize", "graf_correction", "multiclass",
+             "working_set_size", "store", "checkpoint", "resume", "cluster", "scheduler")
 
 
 def _add_fit_parser(subparsers):
-    p = _add_command(
-        subparsers, "fit", _run_fit,
+    _add_command(
+        subparsers, "fit", _run_fit, _fit_arguments, interrupted=_fit_interrupted,
         help="train an SVM and save it as a model store",
         description="Train dkernel.SVC on a data file and save the model (zarr + JSON attributes).",
         epilog=_FIT_EPILOG,
     )
+
+
+def _fit_arguments(p):
     p.add_argument("--data", "--input", dest="data", required=True, metavar="FILE",
                    help="training data: .npy, .npz (array 'X', labels 'y'), .svmlight/.libsvm, .csv "
                         "(--input, as in 'dkernel gram', is the same flag)")
@@ -41,13 +50,16 @@ def _add_fit_parser(subparsers):
     p.add_argument("--overwrite", action="store_true", help="replace a model at --model (never another folder)")
     k = p.add_argument_group("kernel (the defaults of 'dkernel gram') and SVM")
     _add_kernel_arguments(k)
-    k.add_argument("--C", type=float, default=1.0, help="regularization, > 0 (default 1)")
-    k.add_argument("--tol", type=float, default=1e-3, help="stopping tolerance on the KKT gap (default 1e-3)")
+    k.add_argument("--C", type=float, default=None, help="regularization, > 0 (default 1)")
+    k.add_argument("--tol", type=float, default=None, help="stopping tolerance on the KKT gap (default 1e-3)")
     k.add_argument("--centering", choices=["standard", "class-balanced"], help="feature-space centering (Meila)")
     k.add_argument("--centering-sample", type=int, metavar="N", help="represent the origin by N sampled points")
-    k.add_argument("--normalize", action="store_true", help="feature-space normalization (Graf & Borer)")
-    k.add_argument("--graf-correction", action="store_true", help="Graf & Borer's corrected threshold b'")
-    k.add_argument("--multiclass", choices=["ovo", "ovr"], default="ovo", help="one-vs-one (default) or one-vs-rest")
+    k.add_argument("--normalize", action="store_true", default=None,
+                   help="feature-space normalization (Graf & Borer)")
+    k.add_argument("--graf-correction", action="store_true", default=None,
+                   help="Graf & Borer's corrected threshold b' (needs --normalize)")
+    k.add_argument("--multiclass", choices=["ovo", "ovr"], default=None,
+                   help="one-vs-one (default) or one-vs-rest")
     k.add_argument("--working-set-size", type=int, metavar="Q", help="variables per solver sub-problem")
     _adapt.add_learner_arguments(k)
     x = p.add_argument_group("execution")
@@ -57,9 +69,11 @@ def _add_fit_parser(subparsers):
                         "(reused by the next fit of the same data)")
     _add_cluster_arguments(x, "this process")
     x.add_argument("--checkpoint", metavar="DIR",
-                   help="write the solver's state to DIR as it goes (and keep it); a new folder unless --resume")
-    x.add_argument("--resume", action="store_true",
-                   help="continue the fit whose checkpoint is in --checkpoint DIR (same data and options)")
+                   help="write the solver's state to DIR as it goes (and keep it); when DIR holds the state of "
+                        "the same fit, the fit resumes from it")
+    x.add_argument("--resume", action="store_true", default=None,
+                   help="require that --checkpoint DIR holds a checkpoint to resume from (without it, a matching "
+                        "checkpoint is resumed all the same)")
     x.add_argument("--checkpoint-seconds", type=float, default=30.0, metavar="S",
                    help="write the checkpoint every S seconds (default 30)")
     x.add_argument("--checkpoint-iterations", type=int, metavar="N", help="also write it every N solver iterations")
@@ -67,33 +81,80 @@ def _add_fit_parser(subparsers):
     x.add_argument("--quiet", action="store_true", help="no progress display")
 
 
+def _fit_interrupted(args):
+    """What an interrupted fit saved: the solver's checkpoints, the Gram blocks of --store, or nothing."""
+    import os
+
+    from .._runtime import artifacts
+
+    kept = f"; the Gram blocks computed so far are kept with --store {args.store} and reused" if args.store else ""
+    if args.checkpoint is None:
+        return (f"the solver's state was not saved{kept}; running the same command again starts the fit over. "
+                f"To make a long fit resumable, add --checkpoint DIR: after an interruption the same command then "
+                f"resumes from it.")
+    saved = os.path.isdir(args.checkpoint) and any(
+        artifacts.artifact_kind(os.path.join(args.checkpoint, name)) == "checkpoint"
+        for name in os.listdir(args.checkpoint))
+    if saved:
+        return (f"the solver's state at its last checkpoint is kept in --checkpoint {args.checkpoint}{kept}; run the "
+                f"same command again to resume from it.")
+    every = f"{args.checkpoint_seconds:g} s" + (f" or {args.checkpoint_iterations} iterations"
+                                                 if args.checkpoint_iterations else "")
+    return (f"no solver state was written to --checkpoint {args.checkpoint} yet (the first after {every} of "
+            f"solving){kept}; running the same command again starts the fit over.")
+
+
+def _check_fit_options(args):
+    """Options that do not go together, refused before any work with a message in flags."""
+    if args.learner != "svc":
+        given = [name for name in _SVC_ONLY if getattr(args, name) is not None]
+        if given:
+            flags = ", ".join("--" + name.replace("_", "-") for name in given)
+            other = ("has no parameter but its kernel (its coefficients are the class weights 1/n+ and 1/n-, "
+                     "Kandola eq. 9)" if args.learner == "parzen" else "is regularized by --alpha")
+            raise ValueError(f"{flags}: {'an option' if len(given) == 1 else 'options'} of --learner svc only; the "
+                             f"{args.learner} learner {other}. Remove {flags}, or use --learner svc.")
+    if args.learner != "ridge" and args.alpha is not None:
+        raise ValueError(f"--alpha is the regularization of --learner ridge only; the {args.learner} learner does "
+                         f"not take it" + (" (its regularization is --C)." if args.learner == "svc" else "."))
+    if args.graf_correction and not args.normalize:
+        raise ValueError("--graf-correction needs --normalize: Graf & Borer's b' is defined for a normalized kernel.")
+    if args.centering_sample is not None and args.centering is None:
+        raise ValueError("--centering-sample needs --centering standard or class-balanced: it samples the points "
+                         "that represent the centering's origin.")
+    if args.checkpoint is None and args.resume:
+        raise ValueError("--resume needs --checkpoint DIR, the folder of the checkpoint to resume from.")
+    if not args.checkpoint_seconds > 0 or (args.checkpoint_iterations is not None and args.checkpoint_iterations < 1):
+        raise ValueError("--checkpoint-seconds must be > 0 and --checkpoint-iterations an integer >= 1.")
+
+
 def _read_training_data(args):
     """``(X, y)`` of --data and --labels; refused without labels or with a label count other than the rows."""
     X, y = _read_data(args.data, args.labels)
     if y is None:
-        raise ValueError(f"{args.data} has no labels; pass --labels FILE.")
+        raise ValueError(f"--data {args.data} has no labels; pass --labels FILE.")
     if len(y) != X.shape[0]:
-        raise ValueError(f"--labels has {len(y)} labels but {args.data} has {X.shape[0]} rows.")
+        raise ValueError(f"--labels {args.labels} has {len(y)} labels but --data {args.data} has {X.shape[0]} rows; "
+                         f"pass one label per row.")
     return X, y
 
 
 def _checkpoint_of(args):
-    """The solver checkpoint of --checkpoint, --resume and the intervals; refused before any work when misused."""
+    """The solver checkpoint of --checkpoint and the intervals (None without one), checked before any work.
+
+    A folder holding a checkpoint is resumed (the solver refuses one of another problem, naming what differs);
+    ``--resume`` only requires that there is one.
+    """
     from .._runtime import artifacts
-    from ..solver import Checkpoint
 
     if args.checkpoint is None:
-        if args.resume:
-            raise ValueError("--resume needs --checkpoint DIR, the folder of the checkpoint to resume from.")
         return None
     found = artifacts.check_target(args.checkpoint, "checkpoint", reuse=True)
-    if found == "same" and not args.resume:
-        raise ValueError(f"--checkpoint {args.checkpoint} already holds a checkpoint; pass --resume to continue the "
-                         f"fit it belongs to, or choose another --checkpoint folder (a checkpoint is never replaced).")
     if found != "same" and args.resume:
-        raise ValueError(f"--resume: there is no checkpoint in --checkpoint {args.checkpoint} to resume from.")
-    if not args.checkpoint_seconds > 0 or (args.checkpoint_iterations is not None and args.checkpoint_iterations < 1):
-        raise ValueError("--checkpoint-seconds must be > 0 and --checkpoint-iterations an integer >= 1.")
+        raise ValueError(f"--resume: there is no checkpoint in --checkpoint {args.checkpoint} to resume from; "
+                         f"run without --resume to start the fit and write one there.")
+    from ..solver import Checkpoint
+
     return Checkpoint(args.checkpoint, every_seconds=args.checkpoint_seconds, every_iter=args.checkpoint_iterations)
 
 
@@ -101,27 +162,39 @@ def _run_fit(args):
     import os
 
     from .._runtime import artifacts
+    from .._runtime.client import scheduler_client
+    from ..exceptions import StoreMismatchError
     from ..gram import check_store_path
-    from ..svm import SVC
+    from ..gram._store import kept_store_error
 
+    _check_fit_options(args)
     # The output paths first: nothing is read or trained when the model could not be saved.
     artifacts.check_target(args.model, "model" if args.learner == "svc" else "learner", args.overwrite)
     if args.store and os.path.exists(os.path.join(args.store, "zarr.json")):
-        check_store_path(args.store)  # a store used directly must hold a raw Gram
+        try:
+            check_store_path(args.store)  # a store used directly must hold a raw Gram
+        except StoreMismatchError as exc:  # told as fit's advice: fit --overwrite replaces the model only
+            raise kept_store_error(exc, cli=True) from None
     checkpoint = _checkpoint_of(args)
     X, y = _read_training_data(args)
     if args.learner != "svc":
         return _adapt.run_learner_fit(args, X, y)
-    clf = SVC(C=args.C, kernel=args.kernel, **_kernel_args(args),
-              tol=args.tol, centering=args.centering, centering_sample=args.centering_sample,
-              normalize=args.normalize, normalize_bias_correction=args.graf_correction, multiclass=args.multiclass,
+    from ..svm import SVC
+
+    clf = SVC(C=1.0 if args.C is None else args.C, kernel=args.kernel, **_kernel_args(args),
+              tol=1e-3 if args.tol is None else args.tol, centering=args.centering,
+              centering_sample=args.centering_sample, normalize=bool(args.normalize),
+              normalize_bias_correction=bool(args.graf_correction), multiclass=args.multiclass or "ovo",
               working_set_size=args.working_set_size, store=args.store, random_state=args.seed,
               verbose=not args.quiet, checkpoint=checkpoint)
     spec, flag = _cluster_choice(args)
     with scheduler_client(spec, option=flag) as client:
         _announce_cluster(client)
         clf.set_params(client=client)
-        clf.fit(X, y)
+        try:
+            clf.fit(X, y)
+        except StoreMismatchError as exc:
+            raise kept_store_error(exc, cli=True) from None
         clf.set_params(client=None)
         path = clf.save(args.model, overwrite=args.overwrite)
     print(
@@ -133,44 +206,109 @@ def _run_fit(args):
 
 
 def _add_predict_parser(subparsers):
-    p = _add_command(
-        subparsers, "predict", _run_predict,
+    _add_command(
+        subparsers, "predict", _run_predict, _predict_arguments,
         help="predict labels with a saved model",
-        description="Predict labels of a data file with a model written by 'dkernel fit'.",
-        epilog="example:\n  dkernel predict --model model.zarr --data X_test.npy --labels y_test.npy --out pred.npy",
+        description="Predict labels (or outputs) of a data file with any model written by 'dkernel fit'.",
+        epilog="example:\n  dkernel predict --model model.zarr --data X_test.npy --labels y_test.npy --out pred.npy\n\n"
+               "--out and --decision write .npy files (np.load reads them). A file that is not an earlier output\n"
+               "of dkernel predict is never replaced; an earlier output is replaced with --overwrite.",
     )
+
+
+def _predict_arguments(p):
     p.add_argument("--model", required=True, metavar="PATH", help="model store written by 'dkernel fit'")
     p.add_argument("--data", "--input", dest="data", required=True, metavar="FILE",
                    help="data to classify (same formats as fit; --input is the same flag)")
-    p.add_argument("--labels", metavar="FILE", help="true labels: report the accuracy")
-    p.add_argument("--out", metavar="FILE", help="write the predicted labels (.npy)")
-    p.add_argument("--decision", metavar="FILE", help="write the decision values (.npy)")
+    p.add_argument("--labels", metavar="FILE", help="true labels (or outputs): report the accuracy (or the mean "
+                   "squared error)")
+    p.add_argument("--out", metavar="FILE", help="write the predicted labels to this .npy file")
+    p.add_argument("--decision", metavar="FILE", help="write the decision values to this .npy file")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace files at --out and --decision written by an earlier dkernel predict (never "
+                        "another file)")
+
+
+#: What ``dkernel predict`` writes: flag -> (kind of the output file, what it holds).
+_PREDICT_OUTPUTS = {"--out": ("labels", "the predicted labels"), "--decision": ("decision", "the decision values")}
+
+
+def _predict_outputs(args):
+    """``{flag: path}`` of the output files, each checked before any work (:mod:`dkernel._runtime.outputs`)."""
+    import os
+
+    from .._runtime import outputs
+
+    paths = {flag: path for flag, path in (("--out", args.out), ("--decision", args.decision)) if path}
+    if len(paths) == 2 and os.path.abspath(paths["--out"]) == os.path.abspath(paths["--decision"]):
+        raise ValueError(f"--out and --decision name the same file {args.out}; give each its own path.")
+    for flag, path in paths.items():
+        kind, what = _PREDICT_OUTPUTS[flag]
+        outputs.check_output(path, kind, what=what, suffix=".npy", name=flag, writer="dkernel predict",
+                             overwrite=args.overwrite)
+    return paths
+
+
+def _load_model(path):
+    """The model at --model: any kind ``dkernel fit`` writes."""
+    import os
+
+    if not os.path.exists(path):
+        raise ValueError(f"--model {path}: no such model; train one with 'dkernel fit ... --model {path}'.")
+    from .. import load_model
+
+    return load_model(path)
+
+
+def _classes(model):
+    """The classes of a classifier; None for a regression model (kernel ridge)."""
+    classes = getattr(model, "classes_", None)
+    return getattr(model, "classes", None) if classes is None else classes
+
+
+def _score_line(args, pred, y, classes):
+    """``accuracy a`` of a classifier or ``mean squared error e`` of a regression, against --labels."""
+    import numpy as np
+
+    if classes is None:
+        if y.dtype.kind not in "biuf":
+            raise ValueError(f"--labels {args.labels} holds text; this model predicts numbers (a regression).")
+        return f"mean squared error {np.mean((pred - y.astype(np.float64)) ** 2):.6g}"
+    if (y.dtype.kind == "U") != (np.asarray(classes).dtype.kind == "U"):
+        raise ValueError(f"--labels {args.labels} holds {'text' if y.dtype.kind == 'U' else 'numbers'} but the "
+                         f"model's classes are {list(np.asarray(classes).tolist())}; pass the labels in the form "
+                         f"the model was trained on.")
+    return f"accuracy {np.mean(pred == y.astype(pred.dtype)):.4f}"
 
 
 def _run_predict(args):
-    import numpy as np
+    from .._runtime import outputs
 
-    from ..svm import load_model
-
-    if _adapt.is_learner_model(args.model):
-        return _adapt.run_learner_predict(args)
-    model = load_model(args.model)
+    paths = _predict_outputs(args)
+    model = _load_model(args.model)
     X, y = _read_data(args.data, args.labels)
     if X.shape[1] != model.n_features_in_:
         raise ValueError(f"--data {args.data} has {X.shape[1]} features but the model {args.model} was trained on "
                          f"{model.n_features_in_}.")
     if y is not None and len(y) != X.shape[0]:
-        raise ValueError(f"--labels has {len(y)} labels but --data {args.data} has {X.shape[0]} rows.")
+        source = f"--labels {args.labels}" if args.labels else f"--data {args.data}"
+        raise ValueError(f"{source} has {len(y)} labels but --data {args.data} has {X.shape[0]} rows; pass one "
+                         f"label per row of --data.")
     pred = model.predict(X)
-    if args.out:
-        np.save(args.out, pred, allow_pickle=False)
-    if args.decision:
-        np.save(args.decision, model.decision_function(X), allow_pickle=False)
-    message = f"dkernel: predicted {pred.shape[0]} samples"
-    if y is not None:
-        message += f", accuracy {np.mean(pred == np.asarray(y, dtype=pred.dtype)):.4f}"
-    if args.out:
-        message += f"; labels written to {args.out}"
+    classes = _classes(model)
+    score = None if y is None else _score_line(args, pred, y, classes)
+    written = {}
+    for flag, path in paths.items():
+        kind, what = _PREDICT_OUTPUTS[flag]
+        values = pred if flag == "--out" else model.decision_function(X)
+        outputs.save_npy(path, values, kind, what=what, name=flag, writer="dkernel predict", overwrite=args.overwrite)
+        written[flag] = path  # as given: the suffix was checked, so it is the file written
+    learner = getattr(model, "learner", None)
+    message = f"dkernel: predicted {pred.shape[0]} samples" + (f" with the {learner} model" if learner else "")
+    if score is not None:
+        message += f", {score}"
+    for flag, path in written.items():
+        message += f"; {_PREDICT_OUTPUTS[flag][1].removeprefix('the ')} written to {path}"
     print(message)
     return 0
 

@@ -21,20 +21,26 @@ examples:
   dkernel run meila_centering_real --quick --cluster cluster/slurm.yaml   # workers as SLURM jobs
   dkernel run meila_imbalanced --help               # the options of one pipeline
 
-Each pipeline writes results/NAME/: results.csv, results.json, report.md and figures.
+Each pipeline writes results/NAME/ (results/quick/NAME/ with --quick, DIR/NAME/
+with --out DIR): results.csv, results.json, report.md and figures. An
+interrupted run (Ctrl-C, a kill) keeps the records of its finished tasks beside
+that folder; the same command run again resumes: only the other tasks run.
 """
 
 
 def _add_run_parser(subparsers):
-    p = _add_command(
-        subparsers, "run", _run_run,
+    _add_command(
+        subparsers, "run", _run_run, _run_arguments,
         help="run a reproduction pipeline (an experiment of the papers) and write its report",
         description="Run a reproduction pipeline: its tasks go to Dask (a local cluster by default) and its "
-        "results, report and figures to results/NAME/. Options after NAME belong to the pipeline: "
-        "[--quick] [--cluster SPEC|threads] [--out DIR] [--repeats R] [--seed S] [--overwrite] "
-        "(--overwrite replaces the results of an earlier run).",
+        "results, report and figures to results/NAME/ (results/quick/NAME/ with --quick). Options after NAME "
+        "belong to the pipeline: [--quick] [--cluster SPEC|threads] [--out DIR] [--repeats R] [--seed S] "
+        "[--overwrite] (--out DIR writes DIR/NAME/; --overwrite replaces the results of an earlier run).",
         epilog=_RUN_EPILOG,
     )
+
+
+def _run_arguments(p):
     p.add_argument("--list", action="store_true", help="list the pipelines and exit")
     p.add_argument("name", nargs="?", metavar="NAME", help="pipeline to run (see --list)")
     p.add_argument("options", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)

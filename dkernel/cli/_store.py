@@ -1,8 +1,5 @@
 """The ``dkernel`` commands of a Gram store: ``gram`` computes one, ``info`` describes it, ``verify`` checks it."""
 
-import json
-
-from .._runtime.client import scheduler_client
 from ._arguments import (_add_cluster_arguments, _add_command, _add_kernel_arguments, _announce_cluster,
                          _cluster_choice, _kernel_from_args, _read_data)
 
@@ -25,8 +22,8 @@ examples:
   # on SLURM: the workers are batch jobs (cluster/slurm.yaml)
   dkernel gram --input X.npy --gamma 0.5 --cluster cluster/slurm.yaml --out /shared/K.zarr
 
-An interrupted run (Ctrl-C, a killed worker) is resumed by running the same
-command again: only the missing blocks are computed. A store built from other
+An interrupted run (Ctrl-C, a kill of the command or of a worker) is resumed
+by running the same command again: only the missing blocks are computed. A store built from other
 data or another kernel, or a derived (e.g. centered) store, is refused unless
 --overwrite is given; the replacement is built beside it and swapped in when
 complete. A folder that is not a Gram store is never replaced.
@@ -37,13 +34,21 @@ machine, or a shared filesystem mounted at the same path everywhere).
 
 
 def _add_gram_parser(subparsers):
-    p = _add_command(
-        subparsers, "gram", _run_gram,
+    _add_command(
+        subparsers, "gram", _run_gram, _gram_arguments, interrupted=_gram_interrupted,
         help="compute a kernel Gram matrix K(X, X) into a zarr store",
         description="Compute the Gram matrix K(X, X) of a data file blockwise with Dask and write it "
         "to a zarr store (only the blocks on and above the diagonal are evaluated).",
         epilog=_GRAM_EPILOG,
     )
+
+
+def _gram_interrupted(args):
+    return (f"the blocks computed so far are kept with --out {args.out}; run the same command again to resume "
+            f"(only the missing blocks are computed).")
+
+
+def _gram_arguments(p):
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--input", metavar="FILE",
                         help="data matrix, one sample per row: .npy, .npz (array 'X'), .svmlight/.libsvm, .csv")
@@ -81,9 +86,10 @@ def _demo_data():
 
 
 def _run_gram(args):
+    from .._runtime.client import scheduler_client
     from .._runtime.options import GramOptions
-    from ..gram._summary import computation_summary
     from ..gram import GramMatrix, check_store_path
+    from ..gram._summary import computation_summary
 
     check_store_path(args.out, args.overwrite)  # a path refused whatever the data: before reading them
 
@@ -120,19 +126,24 @@ example:
 
 
 def _add_info_parser(subparsers):
-    p = _add_command(
-        subparsers, "info", _run_info,
+    _add_command(
+        subparsers, "info", _run_info, _info_arguments,
         help="describe a Gram store: kernel, shape, dtype, chunks, completeness, size",
         description="Describe a Gram store written by 'dkernel gram'.",
         epilog=_INFO_EPILOG,
     )
+
+
+def _info_arguments(p):
     p.add_argument("store", metavar="PATH", help="folder of the zarr store (e.g. K.zarr)")
     p.add_argument("--json", action="store_true", help="print the description as JSON")
 
 
 def _run_info(args):
-    from ..gram._summary import store_summary
+    import json
+
     from ..gram import GramMatrix
+    from ..gram._summary import store_summary
 
     info = GramMatrix.open(args.store).info()
     if args.json:
@@ -150,21 +161,26 @@ example:
   dkernel verify K.zarr
 
 Every computed block is read once (the whole store when it is complete) and
-each of its rows compared with the CRC-32C written with it. Exit status: 0
-when every block is computed and intact; 1 when blocks are damaged or missing
-(they are named, with the 'dkernel gram' command that rewrites exactly them);
-2 on an error (not a Gram store, or a store written without checksums).
+each of its rows compared with the CRC-32C written with it; the store's
+metadata (attributes and array layout) are checked first. Exit status: 0
+when every block is computed and intact; 1 when blocks or metadata are
+damaged, or blocks missing (they are named, with the 'dkernel gram' command
+that rewrites exactly them); 2 on an error (not a Gram store, a store written
+without checksums, or a store replaced while it was read).
 """
 
 
 def _add_verify_parser(subparsers):
-    p = _add_command(
-        subparsers, "verify", _run_verify,
+    _add_command(
+        subparsers, "verify", _run_verify, _verify_arguments,
         help="check every block of a Gram store against its checksums",
         description="Check every computed block of a Gram store written by 'dkernel gram' against the "
                     "checksums written with it, and name the damaged blocks and the command that repairs them.",
         epilog=_VERIFY_EPILOG,
     )
+
+
+def _verify_arguments(p):
     p.add_argument("store", metavar="PATH", help="folder of the Gram store (e.g. K.zarr)")
     p.add_argument("--no-progress", action="store_true", help="do not show progress while the blocks are read")
 
@@ -172,13 +188,20 @@ def _add_verify_parser(subparsers):
 def _run_verify(args):
     import warnings
 
-    from ..exceptions import UnverifiedStoreWarning
-    from ..gram import GramMatrix
+    from ..exceptions import CorruptStoreError, UnverifiedStoreWarning
+    from ..gram import GramMatrix, corruption_message
     from ..gram._summary import verification_report
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnverifiedStoreWarning)  # verify() says it, as an error
-        gram = GramMatrix.open(args.store)
+        try:
+            gram = GramMatrix.open(args.store)
+        except CorruptStoreError as exc:  # damaged metadata: a finding of verify, reported as damage
+            if exc.blocks or not exc.path:
+                raise
+            print(f"dkernel: {exc.path}: DAMAGED metadata: "
+                  + " ".join(corruption_message(exc.path, [], exc.detail, cli=True).split()))
+            return 1
     bad = gram.verify(progress=not args.no_progress)
     intact, lines = verification_report(gram, bad)
     print("\n".join(f"dkernel: {line}" for line in lines))

@@ -2,7 +2,6 @@
 (Kandola's kernel-target alignment).
 """
 
-from ._files import load_labels
 from ._arguments import _add_command
 
 _CENTER_EPILOG = """\
@@ -20,18 +19,29 @@ is evaluated with the original kernel after subtracting
 delta_b = sum_i alpha_i y_i h_i from its intercept (Meila eq. 19).
 
 --out K.zarr (the input store itself) needs --overwrite: the centered store is
-written beside it and replaces it only once complete.
+written beside it and replaces it only once complete. An interrupted run saves
+nothing: the same command run again computes the centered store from the start.
 """
 
 
 def _add_center_parser(subparsers):
-    p = _add_command(
-        subparsers, "center", _run_center,
+    _add_command(
+        subparsers, "center", _run_center, _center_arguments, interrupted=_center_interrupted,
         help="center a Gram store in feature space (Meila 2002)",
         description="Translate the data in feature space to an origin a = sum_i gamma_i phi(x_i) and "
                     "write (or summarize) the centered Gram K_a = K - 1h' - h1' + h0.",
         epilog=_CENTER_EPILOG,
     )
+
+
+def _center_interrupted(args):
+    if not args.out:
+        return "nothing was written; run the same command again to start over."
+    return (f"nothing was saved (the centered store is moved to --out {args.out} only once complete, and its "
+            f"partial blocks are not kept); run the same command again: it computes the store from the start.")
+
+
+def _center_arguments(p):
     p.add_argument("store", metavar="PATH", help="folder of the Gram store (e.g. K.zarr)")
     p.add_argument("--labels", metavar="FILE", help="labels, one per row of the Gram (.npy, .txt or .csv); "
                    "required by the class schemes")
@@ -46,6 +56,13 @@ def _add_center_parser(subparsers):
     p.add_argument("--overwrite", action="store_true",
                    help="replace a Gram store at --out (never another folder); --out may then be the input store, "
                         "replaced once the centered store is complete")
+
+
+def _read_labels(args):
+    """The labels of --labels (or None), read before any pass over the store."""
+    from ._files import load_labels
+
+    return load_labels(args.labels) if args.labels else None
 
 
 def _check_label_count(y, n, store):
@@ -70,7 +87,7 @@ def _run_center(args):
     gram = GramMatrix.open(args.store)
     if args.out:
         check_output_store(args.out, args.overwrite, gram)  # before h = K gamma, a pass over the store
-    y = load_labels(args.labels) if args.labels else None
+    y = _read_labels(args)
     if y is None and args.scheme != "standard":
         raise ValueError(f"the {args.scheme} scheme needs labels; pass --labels FILE or use --scheme standard.")
     _check_label_count(y, gram.n, args.store)
@@ -104,12 +121,15 @@ examples:
 
 
 def _add_align_parser(subparsers):
-    p = _add_command(
-        subparsers, "align", _run_align,
+    _add_command(
+        subparsers, "align", _run_align, _align_arguments,
         help="kernel-target alignment of a Gram store (Kandola et al.)",
         description="Alignment A(K, tt') = t'Kt / (|t|^2 |K|_F) of a Gram store with its labels.",
         epilog=_ALIGN_EPILOG,
     )
+
+
+def _align_arguments(p):
     p.add_argument("store", metavar="PATH", help="folder of the Gram store (e.g. K.zarr)")
     p.add_argument("--labels", metavar="FILE", required=True, help="labels or outputs, one per row (.npy, .txt, .csv)")
     p.add_argument("--target", choices=("classification", "uneven", "regression"), default="classification",
@@ -125,7 +145,7 @@ def _run_align(args):
     from ..gram import GramMatrix
 
     gram = GramMatrix.open(args.store)
-    y = load_labels(args.labels)
+    y = _read_labels(args)
     _check_label_count(y, gram.n, args.store)
     _check_sample(args.sample, gram.n, args.store)
     if args.sample is None:
