@@ -41,6 +41,7 @@ are in place.
 
 import argparse
 import csv
+import dataclasses
 import json
 import math
 import os
@@ -326,8 +327,18 @@ def _clean(value):
     return value
 
 
-def write_tables(name, config, records, summary, outdir):
-    """Write ``results.csv`` (one row per record) and ``results.json`` (records + summary)."""
+def fidelity_of(module, records, config):
+    """``{"settings": [...], "verdicts": [...], "sensitivity": [...]}`` of a run, from the pipeline's own
+    ``settings(config)``, ``verdicts(records, config)`` and ``sensitivity(records, config)`` where it has them."""
+    parts = {"settings": lambda: module.settings(config), "verdicts": lambda: module.verdicts(records, config),
+             "sensitivity": lambda: module.sensitivity(records, config)}
+    return {key: list(make()) for key, make in parts.items() if hasattr(module, key)}
+
+
+def write_tables(name, config, records, summary, outdir, fidelity=None):
+    """Write ``results.csv`` (one row per record) and ``results.json`` (records, summary and the ``fidelity``
+    lists: the run's settings, verdicts and sensitivity rows, :mod:`pipelines._fidelity`)."""
+    fidelity = {key: [dataclasses.asdict(item) for item in items] for key, items in (fidelity or {}).items()}
     outdir.mkdir(parents=True, exist_ok=True)
     columns = []
     for rec in records:
@@ -351,6 +362,7 @@ def write_tables(name, config, records, summary, outdir):
         },
         "records": [{k: _clean(v) for k, v in rec.items()} for rec in records],
         "summary": [{k: _clean(v) for k, v in row.items()} for row in summary],
+        **fidelity,
     }
     tmp = json_path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(payload, indent=1, default=_json_default, allow_nan=False))
@@ -400,7 +412,7 @@ def run_pipeline(module, config):
         summary = summarize(records)
         with artifacts.writing(outdir, "results", replace) as tmp:
             tmp = Path(tmp)
-            files = write_tables(module.NAME, config, records, summary, tmp)
+            files = write_tables(module.NAME, config, records, summary, tmp, fidelity_of(module, records, config))
             result = PipelineResult(name=module.NAME, config=config, records=records, summary=summary,
                                     outdir=outdir, seconds=time.perf_counter() - start, files=files)
             result.files += list(module.write_report(result, tmp) or [])
