@@ -596,3 +596,39 @@ def test_multiclass_centering_on_the_fly_equals_whole_gram():
     rows = SVC(kernel="rbf", gamma=0.001, C=10, centering="class-balanced", cache_size=0.5, client=False).fit(X, y)
     assert whole.gram_dtype_ == "float64" and rows.gram_dtype_ == "on-the-fly"
     np.testing.assert_allclose(rows.decision_function(X), whole.decision_function(X), atol=1e-6)
+
+
+def test_a_multiclass_origin_is_shared_by_every_binary_problem():
+    from sklearn.datasets import make_blobs
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    X, y = make_blobs(n_samples=240, centers=4, cluster_std=2.5, random_state=3)
+    params = dict(kernel="rbf", gamma=0.05, C=2.0, tol=1e-10)
+    centered = SVC(centering="multiclass", **params).fit(X, y)
+    plain = SVC(**params).fit(X, y)
+    # Translating the feature space does not change the classifier (Meilă §3): the same decision values.
+    np.testing.assert_allclose(centered.decision_function(X), plain.decision_function(X), rtol=1e-6, atol=1e-6)
+    # Δb of each problem is (αy)ᵀh over its samples, h = Kγ with γ the mean of the four class centres.
+    counts = np.bincount(np.searchsorted(np.unique(y), y))
+    gamma = 1.0 / (4 * counts[np.searchsorted(np.unique(y), y)])
+    h = rbf_kernel(X, gamma=0.05) @ gamma
+    k = 0
+    for a in range(4):
+        for b in range(a + 1, 4):
+            index = np.flatnonzero((y == a) | (y == b))
+            sv = np.isin(centered.support_, index)
+            coef = centered._pair_coef[k, sv]
+            np.testing.assert_allclose(centered.delta_b_[k], coef @ h[centered.support_[sv]], rtol=1e-9, atol=1e-12)
+            k += 1
+    np.testing.assert_allclose(centered.intercept_, centered.uncorrected_intercept_ - centered.delta_b_)
+
+
+def test_a_sampled_multiclass_origin_gives_the_same_classifier():
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(n_samples=200, centers=3, cluster_std=2.0, random_state=4)
+    params = dict(kernel="rbf", gamma=0.05, C=1.0, tol=1e-10)
+    sampled = SVC(centering="multiclass", centering_sample=30, random_state=0, **params).fit(X, y)
+    np.testing.assert_allclose(sampled.decision_function(X), SVC(**params).fit(X, y).decision_function(X),
+                               rtol=1e-6, atol=1e-6)
+    assert np.all(sampled.delta_b_ != 0)

@@ -39,7 +39,15 @@ from ._inputs import check_params_consistency, single_class_message, sklearn_spa
 from ._inputs import upper_bounds as _upper_bounds  # noqa: F401 (its former home)
 from ._probability import PlattProbabilityMixin
 from ._predict import map_row_blocks, pairwise_decision
-from ._training import _row_provider, centering_for, fit_binary, problem_checkpoints, resolve_kernel, store_path
+from ._training import (
+    _row_provider,
+    centering_for,
+    fit_binary,
+    problem_checkpoints,
+    resolve_kernel,
+    store_path,
+    whole_data_origin,
+)
 from ._training import training_gram
 
 __all__ = ["SVC"]
@@ -110,10 +118,13 @@ class SVC(PlattProbabilityMixin, BaseSVM):
     multiclass : {"ovo", "ovr"}, default="ovo"
         One-vs-one (libsvm's scheme) or one-vs-rest with winner-take-all (as
         in Graf & Borer's COIL experiment).
-    centering : None, "standard", "class-balanced" or Centering, default=None
+    centering : None, "standard", "class-balanced", "multiclass" or Centering, default=None
         Origin of the feature space for training: the centre of gravity
-        (γ = 1/n), Meilă's class-balanced origin (eq. 13), or explicit weights
-        (binary problems only).
+        (γ = 1/n), Meilă's class-balanced origin (eq. 13) of each binary
+        problem, the mean of all the class centres of the training set
+        (``"multiclass"``: one origin shared by every binary problem, each
+        trained on its principal submatrix of the centered Gram), or explicit
+        weights (binary problems only).
     centering_sample : int, default=None
         Represent the origin by a sample of this many training points (Meilă
         §5: n'/2 per class for "class-balanced"); only ``K(X, X_S)`` is needed.
@@ -240,7 +251,7 @@ class SVC(PlattProbabilityMixin, BaseSVM):
         "decision_function_shape": [StrOptions({"ovo", "ovr"})],
         "break_ties": ["boolean"],
         "multiclass": [StrOptions({"ovo", "ovr"})],
-        "centering": [StrOptions({"standard", "class-balanced"}), Centering, None],
+        "centering": [StrOptions({"standard", "class-balanced", "multiclass"}), Centering, None],
         "centering_sample": [Interval(Integral, 2, None, closed="left"), None],
         "normalize": ["boolean"],
         "normalize_bias_correction": ["boolean"],
@@ -364,8 +375,9 @@ class SVC(PlattProbabilityMixin, BaseSVM):
                 from ..views._operators import NormalizedGram  # imported when used: the operators bring in the zarr store
 
                 base = NormalizedGram(base)
-            fits = self._fit_problems(base, problems, C_i, client, blas, rng, checkpoints)
-            self._probA, self._probB = (self._platt_parameters(base, problems, C_i, client, blas, rng)
+            whole = whole_data_origin(self.centering, self.centering_sample, y_index, keep, rng)
+            fits = self._fit_problems(base, problems, C_i, client, blas, rng, checkpoints, whole)
+            self._probA, self._probB = (self._platt_parameters(base, problems, C_i, client, blas, rng, whole)
                                         if self._wants_probability else (np.empty(0), np.empty(0)))
         self._store_fits(X, problems, fits, y_index)
         self.shape_fit_ = shape_fit
@@ -387,9 +399,10 @@ class SVC(PlattProbabilityMixin, BaseSVM):
                                                single_precision=self.centering is None, blas=blas)
         return gram
 
-    def _fit_problems(self, base, problems, C_i, client, blas, rng, checkpoints):
-        """Every binary problem, in threads over the shared Gram in this process; origins drawn first, in order."""
-        origins = [centering_for(self.centering, self.centering_sample, y_pm, rng) for _, y_pm in problems]
+    def _fit_problems(self, base, problems, C_i, client, blas, rng, checkpoints, whole=None):
+        """Every binary problem, in threads over the shared Gram in this process; origins drawn first, in order
+        (``whole``: the one origin of the whole training set that every problem shares, else one per problem)."""
+        origins = [whole or centering_for(self.centering, self.centering_sample, y_pm, rng) for _, y_pm in problems]
 
         def solve(k):
             index, y_pm = problems[k]
@@ -412,10 +425,10 @@ class SVC(PlattProbabilityMixin, BaseSVM):
             client=client, verbose=self.verbose, shrinking=self.shrinking, checkpoint=checkpoint, blas=blas,
         )
 
-    def _platt_parameters(self, base, problems, C_i, client, blas, rng):
+    def _platt_parameters(self, base, problems, C_i, client, blas, rng, whole=None):
         """libsvm's probability model: a sigmoid per problem on 5-fold cross-validated decision values."""
         def fit_on(index, y_pm, C):
-            return self._fit_binary(base, index, y_pm, C, client, blas, rng)
+            return self._fit_binary(base, index, y_pm, C, client, blas, rng, origin=whole)
 
         return _probability.platt_parameters(problems, C_i, fit_on, _row_provider(base).rows, rng,
                                              binary=self.classes_.shape[0] == 2)

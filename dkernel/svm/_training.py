@@ -185,6 +185,28 @@ def centering_for(scheme, n_sample, y_pm, rng):
     return Centering.class_balanced(y_pm)
 
 
+def whole_data_origin(scheme, n_sample, y_index, keep, rng):
+    """The origin every binary problem shares under ``scheme="multiclass"``, else None.
+
+    The mean of the class centres of the training samples ``keep`` (γ_i =
+    1/(c n_{class(i)}), Meilă's class-balanced origin for ``c`` classes), on
+    all ``n`` training points; with ``n_sample``, represented by a sample of
+    that many of them drawn with a seed taken from ``rng``. Each binary
+    problem is then trained on its principal submatrix of the one centered
+    Gram (:func:`fit_binary`).
+    """
+    if scheme != "multiclass":
+        return None
+    y = y_index[keep]
+    if n_sample is None:
+        origin = Centering.multiclass(y)
+        return Centering.from_weights(origin.weights, indices=keep, n=y_index.shape[0], scheme="multiclass")
+    seed = int(rng.integers(2**31 - 1))
+    origin = Centering.sampled(y, n_sample, scheme="multiclass", random_state=seed)
+    return Centering.from_weights(origin.weights, indices=keep[origin.indices], n=y_index.shape[0],
+                                  scheme="multiclass")
+
+
 def outer_iteration_cap(n, working_set_size):
     """libsvm's cap of max(10⁷, 100 n) two-variable steps, in outer iterations of q variables."""
     q = working_set_size or min(n, 128)  # the in-process default of dkernel.solver (LOCAL_WORKING_SET_SIZE)
@@ -261,14 +283,23 @@ def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, 
     Returns a dict: ``coef`` (α y), ``intercept`` (corrected),
     ``uncorrected``, ``delta_b``, ``objective``, ``n_iter``, ``converged``.
     """
-    # In this process, without centering, the rows are gathered from the shared Gram as the solver asks for them.
-    gram = _principal_submatrix(base, index, copy=centering is not None or client is not None)
     h = None
-    if centering is not None:
+    n_total = base.shape[0] if isinstance(base, np.ndarray) else base.n
+    if centering is not None and centering.n == n_total and index.shape[0] != n_total:
+        # An origin of the whole training set (centering="multiclass"): the problem's principal submatrix of the
+        # one centered Gram, and its part of h (Δb, eq. 19, sums over the problem's samples).
         from ..views._operators import CenteredGram  # imported when used: the operators bring in the zarr store
 
-        gram = CenteredGram(gram, centering)
-        h = gram.h
+        whole = CenteredGram(_row_provider(base), centering)
+        gram, h = SubsetGram(whole, index), whole.h[index]
+    else:
+        # In this process, without centering, the rows are gathered from the shared Gram as the solver asks for them.
+        gram = _principal_submatrix(base, index, copy=centering is not None or client is not None)
+        if centering is not None:
+            from ..views._operators import CenteredGram
+
+            gram = CenteredGram(gram, centering)
+            h = gram.h
     rows = _row_provider(gram)
     max_iter = outer_iteration_cap(rows.n, working_set_size) if max_iter == -1 else max_iter
     kwargs = dict(tol=tol, working_set_size=working_set_size, max_iter=max_iter, verbose=bool(verbose),
