@@ -52,7 +52,8 @@ def _fit_arguments(p):
     _add_kernel_arguments(k)
     k.add_argument("--C", type=float, default=None, help="regularization, > 0 (default 1)")
     k.add_argument("--tol", type=float, default=None, help="stopping tolerance on the KKT gap (default 1e-3)")
-    k.add_argument("--centering", choices=["standard", "class-balanced"], help="feature-space centering (Meila)")
+    k.add_argument("--centering", choices=["standard", "class-balanced", "multiclass"],
+                   help="feature-space centering (Meila): per binary problem, or one origin of all classes")
     k.add_argument("--centering-sample", type=int, metavar="N", help="represent the origin by N sampled points")
     k.add_argument("--normalize", action="store_true", default=None,
                    help="feature-space normalization (Graf & Borer)")
@@ -120,8 +121,8 @@ def _check_fit_options(args):
     if args.graf_correction and not args.normalize:
         raise ValueError("--graf-correction needs --normalize: Graf & Borer's b' is defined for a normalized kernel.")
     if args.centering_sample is not None and args.centering is None:
-        raise ValueError("--centering-sample needs --centering standard or class-balanced: it samples the points "
-                         "that represent the centering's origin.")
+        raise ValueError("--centering-sample needs --centering standard, class-balanced or multiclass: it samples "
+                         "the points that represent the centering's origin.")
     if args.checkpoint is None and args.resume:
         raise ValueError("--resume needs --checkpoint DIR, the folder of the checkpoint to resume from.")
     if not args.checkpoint_seconds > 0 or (args.checkpoint_iterations is not None and args.checkpoint_iterations < 1):
