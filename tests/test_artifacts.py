@@ -297,7 +297,8 @@ def test_a_replaced_artifact_is_swapped_in_one_step_where_the_system_allows(data
     GramMatrix.compute(X, kernel="rbf", gamma=0.2, store=tmp_path / "K.zarr", chunk=16, progress=False,
                        overwrite=True)
     # The exchange never leaves the path empty; without it the old store is renamed aside first.
-    assert len(renames) == (0 if exchange else 2)
+    store = str(tmp_path / "K.zarr")
+    assert len([pair for pair in renames if store in pair]) == (0 if exchange else 2)
     np.testing.assert_allclose(GramMatrix.open(tmp_path / "K.zarr").to_numpy(), rbf(X, 0.2), atol=1e-12)
     assert hidden_siblings(tmp_path) == []
 
@@ -642,7 +643,8 @@ def test_a_derived_store_without_the_provenance_attribute_is_recognized(centered
     X, y, path, centering = centered
     root = zarr.open_group(str(path), mode="r+")
     attrs = dict(root.attrs)
-    del attrs["provenance"]
+    for key in ("provenance", "write_id", "writer", "attribute_checksums"):  # as a store written before them
+        attrs.pop(key, None)
     root.attrs.put(attrs)
     stored = GramMatrix.open(path)
     assert [s["name"] for s in stored.operators] == ["centered"]

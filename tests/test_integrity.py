@@ -30,7 +30,11 @@ def X():
 
 @pytest.fixture
 def clean(X, tmp_path):
-    """The matrix of a store computed without damage (the ground truth, bit for bit)."""
+    """The matrix of a store computed without damage (the ground truth).
+
+    A block computed again (a repair, a resumed run) is compared to it to rounding: it runs under another BLAS thread
+    count (the cores shared by fewer tasks), whose products may differ in the last bit.
+    """
     return GramMatrix.compute(X, store=tmp_path / "clean.zarr", **PARAMS).to_numpy()
 
 
@@ -201,9 +205,9 @@ def test_compute_again_recomputes_exactly_the_damaged_blocks(X, clean, tmp_path)
     assert repaired.blocks_repaired == [(1, 2), (2, 2), (3, 0)]
     attrs = dict(zarr.open_group(str(path), mode="r").attrs)
     assert attrs["last_run"]["n_blocks_repaired"] == 3 and attrs["blocks_done"] == 16
-    assert np.array_equal(repaired.to_numpy(), clean)  # bit for bit
+    np.testing.assert_allclose(repaired.to_numpy(), clean, rtol=1e-13, atol=0)
     reopened = GramMatrix.open(path)
-    assert reopened.verify() == [] and np.array_equal(reopened.to_numpy(), clean)
+    assert reopened.verify() == [] and np.array_equal(reopened.to_numpy(), repaired.to_numpy())
     again = GramMatrix.compute(X, store=path, **PARAMS)
     assert again.n_blocks_computed == 0 and again.blocks_repaired == []
 
@@ -230,7 +234,7 @@ def test_missing_and_damaged_blocks_are_both_recomputed(X, clean, tmp_path):
         gram.rows([20])
     repaired = GramMatrix.compute(X, store=path, **PARAMS)
     assert repaired.n_blocks_computed == 2 and repaired.blocks_repaired == [(0, 0)]
-    assert np.array_equal(repaired.to_numpy(), clean)
+    np.testing.assert_allclose(repaired.to_numpy(), clean, rtol=1e-13, atol=0)
 
 
 def test_a_reader_opened_before_a_repair_reads_the_new_data(X, tmp_path):
@@ -259,7 +263,8 @@ def test_cross_gram_store_is_checked_and_repaired(X, tmp_path):
     with pytest.raises(CorruptStoreError, match=r"block \(4, 2\)"):
         gram.rows([43])
     repaired = GramMatrix.compute(X, Z, store=path, **params)
-    assert repaired.n_blocks_computed == 1 and np.array_equal(repaired.to_numpy(), clean)
+    assert repaired.n_blocks_computed == 1
+    np.testing.assert_allclose(repaired.to_numpy(), clean, rtol=1e-13, atol=0)
 
 
 # --------------------------------------------------------------------------- #
@@ -286,7 +291,7 @@ def test_compressed_store_values_changed_are_detected_and_repaired(X, clean, tmp
     assert np.array_equal(gram.submatrix([21, 3], 0, 32), clean[[21, 3], :32])
     repaired = GramMatrix.compute(X, store=path, options=LZ4, **PARAMS)
     assert repaired.n_blocks_computed == 1 and repaired.blocks_repaired == [(1, 2)]
-    assert np.array_equal(repaired.to_numpy(), clean)
+    np.testing.assert_allclose(repaired.to_numpy(), clean, rtol=1e-13, atol=0)
 
 
 @pytest.mark.parametrize("damage", ["payload", "garbage", "truncated"])
@@ -311,7 +316,7 @@ def test_compressed_store_with_damaged_bytes_raises_the_clear_error(damage, X, c
             read()
     repaired = GramMatrix.compute(X, store=path, options=LZ4, **PARAMS)
     assert repaired.n_blocks_computed == 1
-    assert np.array_equal(repaired.to_numpy(), clean)
+    np.testing.assert_allclose(repaired.to_numpy(), clean, rtol=1e-13, atol=0)
 
 
 # --------------------------------------------------------------------------- #
@@ -325,7 +330,8 @@ def make_unchecked(path, version=2):
     for name in ("checksums", "diag_checksums"):
         shutil.rmtree(os.path.join(str(path), name))
     attrs = dict(root.attrs)
-    del attrs["checksums"]
+    for key in ("checksums", "write_id", "writer", "attribute_checksums"):  # none of them existed then
+        del attrs[key]
     attrs["format_version"] = version
     root.attrs.put(attrs)
 
@@ -343,7 +349,8 @@ def test_store_without_checksums_is_read_with_a_warning(X, clean, tmp_path):
     zarr.open_array(str(path), path="done", mode="r+")[0, 2] = 0
     with pytest.warns(UnverifiedStoreWarning):
         resumed = GramMatrix.compute(X, store=path, **PARAMS)
-    assert resumed.n_blocks_computed == 1 and np.array_equal(resumed.to_numpy(), clean)
+    assert resumed.n_blocks_computed == 1
+    np.testing.assert_allclose(resumed.to_numpy(), clean, rtol=1e-13, atol=0)
     assert "checksums" not in dict(zarr.open_group(str(path), mode="r").attrs)  # the layout is kept
     # overwrite=True rebuilds it with checksums (the same data and kernel otherwise).
     rebuilt = GramMatrix.compute(X, store=path, overwrite=True, **PARAMS)
@@ -399,7 +406,7 @@ def test_cli_verify_names_damaged_blocks_and_gram_repairs_them(X, clean, tmp_pat
     code, stdout, _ = run(repair.replace("DATA", str(data)).split()[1:] + ["--no-progress"], capsys)
     assert code == 0
     assert "16/16 blocks complete, 2 computed in this run (2 damaged block(s) repaired: (1, 2), (3, 3))" in stdout
-    assert np.array_equal(GramMatrix.open(out).to_numpy(), clean)
+    np.testing.assert_allclose(GramMatrix.open(out).to_numpy(), clean, rtol=1e-13, atol=0)
     assert run(["verify", out, "--no-progress"], capsys)[:2] == (0, f"dkernel: {out}: all 16 blocks intact\n")
 
 
@@ -429,8 +436,8 @@ def test_distinct_unsorted_rows_are_read_into_their_places(options, X, clean, tm
             assert np.array_equal(gram.submatrix(idx, start, stop), clean[idx, start:stop])
     memory = GramMatrix.compute(X, **PARAMS)
     idx = rng.permutation(50)[:20]
-    assert np.array_equal(memory.rows(idx), clean[idx])
-    assert np.array_equal(memory.submatrix(idx, 3, 40), clean[idx, 3:40])
+    np.testing.assert_allclose(memory.rows(idx), clean[idx], rtol=1e-13, atol=0)  # computed apart: to rounding
+    np.testing.assert_allclose(memory.submatrix(idx, 3, 40), clean[idx, 3:40], rtol=1e-13, atol=0)
 
 
 def test_a_derived_store_is_checked_too(X, tmp_path):

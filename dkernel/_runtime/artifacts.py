@@ -20,24 +20,28 @@ The rule applied by every writer:
 * a path that exists and is not a dkernel artifact of the same kind (a file,
   a folder of other files, an artifact of another kind) is refused, never
   deleted; an empty folder is used;
-* an existing artifact of the same kind is replaced only with ``overwrite``;
-  a results folder is replaced only when it holds nothing but the files its
-  run wrote;
+* an existing artifact of the same kind is replaced only with ``overwrite``,
+  and only when it holds nothing but the files dkernel wrote in it (a zarr
+  artifact: its zarr hierarchy; a results folder: the files its run wrote):
+  a folder holding a file of the user is refused, naming that file;
+* a symbolic link at the path is written through: the artifact is written,
+  resumed or replaced at the link's target (beside it, on its filesystem);
+  the link itself is never replaced or deleted;
 * a new artifact is written in a sibling folder of its target
-  (``.NAME.dkernel-tmp-XXXXXXXX``, same parent, hence same filesystem) and
-  moved into place with ``rename`` only when complete. An artifact being
-  replaced is swapped with the new one in one atomic step where the system
-  allows (Linux ``renameat2(RENAME_EXCHANGE)``: the path always holds the
-  old or the new artifact, never nothing), else first renamed aside
-  (``.NAME.dkernel-replaced-XXXXXXXX``) and the new one renamed in; only
-  then is the old one deleted. An interrupted or failed write therefore
-  leaves the previous artifact intact; a process killed at the wrong moment
-  may leave a hidden sibling folder behind, which is never read and may be
-  deleted.
+  (``.NAME.dkernel-tmp-XXXXXXXX``, same filesystem) and renamed into place
+  when complete, never over anything another process put there meanwhile.
+  An artifact being replaced must still be the one its writer decided to
+  replace (its :func:`identity`); it is swapped with the new one in one
+  atomic step where the system allows (Linux ``renameat2(RENAME_EXCHANGE)``),
+  else renamed aside (``.NAME.dkernel-replaced-XXXXXXXX``) first; only then
+  is it deleted. A failed write leaves the previous artifact intact; a
+  process killed at the wrong moment may leave a hidden sibling folder
+  behind, which is never read and may be deleted.
 
 Deletion goes through :func:`remove_own` only: it deletes a folder created by
 the running write, or one whose metadata names it an artifact of the
-expected kind, and nothing else.
+expected kind and which holds nothing but what dkernel wrote; nothing else,
+and never a symbolic link.
 """
 
 import contextlib
@@ -47,27 +51,37 @@ import fnmatch
 import functools
 import json
 import os
+import re
 import shutil
 import sys
+import time
 import uuid
+import warnings
 
 from ..exceptions import ArtifactPathError
 
 __all__ = [
     "KINDS",
     "artifact_kind",
+    "check_replaceable",
     "check_target",
+    "discard",
+    "foreign_files",
+    "identity",
     "install",
     "new_sibling",
     "partial_path",
     "remove_own",
+    "target_path",
     "writing",
 ]
 
 #: kind -> (format recorded in the metadata, description used in messages)
 KINDS = {
     "gram": ("dkernel-gram", "a dkernel Gram store"),
-    "model": ("dkernel-svc", "a dkernel model"),
+    "model": ("dkernel-svc", "a dkernel model of an SVC"),
+    "conformal-model": ("dkernel-conformal-svc", "a dkernel model of a ConformalSVC"),
+    "generalized-bias-model": ("dkernel-generalized-bias-svc", "a dkernel model of a GeneralizedBiasSVC"),
     "results": ("dkernel-results", "dkernel pipeline results"),
     "checkpoint": ("dkernel-checkpoint", "a dkernel solver checkpoint"),
     "learner": ("dkernel-learner", "a dkernel Parzen window or ridge model"),
@@ -77,6 +91,12 @@ _FORMATS = {fmt: kind for kind, (fmt, _) in KINDS.items()}
 
 #: Files a results folder written before results.json listed its files may hold.
 _LEGACY_RESULT_FILES = ("results.csv", "results.json", "report.md", "*.png")
+
+#: What zarr leaves of a write it did not finish (``<name>.<uuid hex>.partial``, renamed in place when complete).
+_ZARR_PARTIAL = re.compile(r"^.*\.[0-9a-f]{32}\.partial$")
+
+#: How long :func:`remove_own` waits for tasks still writing into a folder it deletes (seconds).
+REMOVE_PATIENCE = 60.0
 
 
 def _describe(kind):
@@ -92,22 +112,51 @@ def _read_json(path):
     return value if isinstance(value, dict) else None
 
 
+def _damaged_format(path, meta):
+    """The dkernel format still told by a damaged root ``zarr.json`` (``meta``: parsed, or None), or None.
+
+    From the raw text of a file that is no longer valid JSON, from attributes
+    found under a damaged name, or from the recorded checksum of a damaged
+    ``format`` attribute (``attribute_checksums``).
+    """
+    if meta is None:
+        try:
+            with open(path, "rb") as fh:
+                found = re.search(r'"format"\s*:\s*"(dkernel-[\w-]+)"', fh.read(1 << 20).decode(errors="replace"))
+        except OSError:
+            return None
+        return found.group(1) if found else None
+    import google_crc32c
+
+    for attrs in (v for v in meta.values() if isinstance(v, dict)):
+        sums = attrs.get("attribute_checksums")
+        recorded = sums.get("format") if isinstance(sums, dict) else None
+        for fmt in _FORMATS:
+            if attrs.get("format") == fmt or recorded == google_crc32c.value(json.dumps(fmt).encode()):
+                return fmt
+    return None
+
+
 def artifact_kind(path):
     """The kind of dkernel artifact at ``path`` (``"gram"``, ``"model"``, ``"results"``), or None.
 
     Read from the folder's own metadata: the root ``zarr.json`` attribute
-    ``format``, or ``results.json`` (its ``format``, or, for results written
-    before it was recorded, its ``pipeline`` and ``records`` keys).
+    ``format`` (also from a damaged ``zarr.json`` where it can still be told,
+    :func:`_damaged_format`), or ``results.json`` (its ``format``, or, for
+    results written before it was recorded, its ``pipeline`` and ``records``
+    keys).
     """
     path = os.fspath(path)
     if not os.path.isdir(path):
         return None
-    meta = _read_json(os.path.join(path, "zarr.json"))
-    if meta is not None:
-        attrs = meta.get("attributes") or {}
-        if meta.get("node_type") == "group" and isinstance(attrs, dict):
-            return _FORMATS.get(attrs.get("format"))
-        return None
+    zarr_json = os.path.join(path, "zarr.json")
+    if os.path.isfile(zarr_json):
+        meta = _read_json(zarr_json)
+        attrs = (meta or {}).get("attributes")
+        if meta is not None and meta.get("node_type") == "group" and isinstance(attrs, dict) and attrs.get(
+                "format") in _FORMATS:
+            return _FORMATS[attrs["format"]]
+        return _FORMATS.get(_damaged_format(zarr_json, meta))
     results = _read_json(os.path.join(path, "results.json"))
     if results is not None:
         if results.get("format") == KINDS["results"][0]:
@@ -117,13 +166,50 @@ def artifact_kind(path):
     return None
 
 
+def target_path(path):
+    """The folder a write at ``path`` writes: ``path`` made absolute, or the target of the symbolic link there.
+
+    Raises :class:`ArtifactPathError` for a link that leads to itself (a loop).
+    """
+    path = os.path.abspath(os.fspath(path))
+    if not os.path.islink(path):
+        return path
+    target = os.path.realpath(path)
+    if os.path.islink(target):
+        raise ArtifactPathError(f"{path} is a symbolic link that never reaches a folder (a loop); replace the link "
+                                f"or choose another path.")
+    return target
+
+
+def identity(path):
+    """What distinguishes the artifact folder at ``path`` from any other: device, inode and recorded write id.
+
+    ``None`` when nothing is there. The write id is the ``write_id``
+    attribute of a Gram store (None for other kinds); the inode follows the
+    folder through renames, so an artifact swapped aside keeps its identity.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    meta = _read_json(os.path.join(path, "zarr.json")) or {}
+    attrs = meta.get("attributes")
+    write_id = attrs.get("write_id") if isinstance(attrs, dict) else None
+    return (st.st_dev, st.st_ino, write_id)
+
+
+# --------------------------------------------------------------------------- #
+# What dkernel wrote inside an artifact
+# --------------------------------------------------------------------------- #
+
+
 def _foreign_result_files(path):
     """Files of a results folder that its run did not write (listed in results.json, or the legacy names)."""
     results = _read_json(os.path.join(path, "results.json")) or {}
     listed = results.get("files")
     found = []
-    for root, _, files in os.walk(path):
-        for name in files:
+    for root, dirs, files in os.walk(path):
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
             found.append(os.path.relpath(os.path.join(root, name), path))
     if isinstance(listed, list):
         own = set(listed) | {"results.json"}
@@ -131,8 +217,103 @@ def _foreign_result_files(path):
     return sorted(f for f in found if not any(fnmatch.fnmatchcase(f, p) for p in _LEGACY_RESULT_FILES))
 
 
+def _everything(folder, rel):
+    """Every file, link and empty folder under ``folder`` (named ``rel``), as relative names."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        here = os.path.normpath(os.path.join(rel, os.path.relpath(root, folder)))
+        found += [os.path.join(here, name) for name in files + [d for d in dirs
+                                                                 if os.path.islink(os.path.join(root, d))]]
+        if not dirs and not files:
+            found.append(here + "/")
+    return found
+
+
+def _is_chunk_tree(folder):
+    """Whether ``folder`` holds chunk files and nothing else: folders ``c`` and integers, files of integers."""
+    has_chunks = False
+    for root, dirs, files in os.walk(folder):
+        for name in dirs:
+            if os.path.islink(os.path.join(root, name)) or not (name.isdigit() or name == "c"):
+                return False
+        for name in files:
+            if not (name.isdigit() or _ZARR_PARTIAL.match(name)):
+                return False
+            has_chunks = True
+    return has_chunks
+
+
+def _foreign_zarr_files(path, rel=""):
+    """The files under the zarr node folder ``path`` that are not part of its zarr hierarchy.
+
+    A node folder holds its ``zarr.json``; a group's subfolders are its
+    members (folders with a ``zarr.json``, or an array whose metadata was
+    lost: nothing but chunks); an array's chunks are files named by
+    integers, under ``c/`` (zarr v3's default keys) or at its root (``0.1``
+    keys). The unfinished writes zarr leaves (``*.<uuid>.partial``) are its
+    own too. Anything else, and every symbolic link, is foreign.
+    """
+    foreign = []
+    meta = _read_json(os.path.join(path, "zarr.json")) or {}
+    is_array = meta.get("node_type") == "array"
+    try:
+        entries = sorted(os.scandir(path), key=lambda e: e.name)
+    except OSError:
+        return [rel or "."]
+    for entry in entries:
+        name = os.path.join(rel, entry.name)
+        if entry.is_symlink():
+            foreign.append(name)
+        elif entry.is_dir():
+            if not is_array and os.path.isfile(os.path.join(entry.path, "zarr.json")):
+                foreign += _foreign_zarr_files(entry.path, name)
+            elif not _is_chunk_tree(entry.path) or (is_array and not (entry.name == "c" or entry.name.isdigit())):
+                foreign += _everything(entry.path, name)
+        elif entry.name == "zarr.json" or _ZARR_PARTIAL.match(entry.name):
+            continue
+        elif not (is_array and all(part.isdigit() for part in entry.name.split("."))):
+            foreign.append(name)  # (an array's chunk of ``0.1`` keys is its own)
+    return foreign
+
+
+def foreign_files(path, kind):
+    """The files inside the artifact folder ``path`` (of ``kind``) that dkernel did not write there, sorted."""
+    path = os.fspath(path)
+    if kind == "results":
+        return _foreign_result_files(path)
+    return sorted(_foreign_zarr_files(path))
+
+
+def _shown(names):
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
+def check_replaceable(path, kind):
+    """Refuse to replace the artifact at ``path`` when it holds files dkernel did not write (naming them)."""
+    foreign = foreign_files(path, kind)
+    if not foreign:
+        return
+    if kind == "results":
+        raise ArtifactPathError(
+            f"{path} holds files that its pipeline run did not write ({_shown(foreign)}); it is not replaced: move "
+            f"them away or choose another output folder."
+        )
+    raise ArtifactPathError(
+        f"{path} holds {_describe(kind)} and files that dkernel did not write in it ({_shown(foreign)}); it is not "
+        f"replaced, even with overwrite: move those files away, or choose another path."
+    )
+
+
+# --------------------------------------------------------------------------- #
+# Checking a target
+# --------------------------------------------------------------------------- #
+
+
 def check_target(path, kind, overwrite=False, *, reuse=False):
     """Check that an artifact of ``kind`` may be written at ``path``; return what is there.
+
+    A symbolic link at ``path`` is followed: its target is checked
+    (:func:`target_path`).
 
     Parameters
     ----------
@@ -153,11 +334,11 @@ def check_target(path, kind, overwrite=False, *, reuse=False):
     ------
     ArtifactPathError
         If ``path`` is a file, a folder that is not a dkernel artifact, an
-        artifact of another kind, a results folder holding files its run did
-        not write (with ``overwrite``), or an artifact of ``kind`` while
-        neither ``overwrite`` nor ``reuse`` is set. Nothing is deleted.
+        artifact of another kind, an artifact holding files dkernel did not
+        write (with ``overwrite``), or an artifact of ``kind`` while neither
+        ``overwrite`` nor ``reuse`` is set. Nothing is deleted.
     """
-    path = os.path.abspath(os.fspath(path))
+    path = target_path(path)
     what = _describe(kind)
     if not os.path.lexists(path):
         _check_parent_folder(path, what)
@@ -187,14 +368,7 @@ def check_target(path, kind, overwrite=False, *, reuse=False):
             f"{path} already holds {what}; pass overwrite=True (CLI: --overwrite) to replace it, or choose "
             f"another path."
         )
-    if kind == "results":
-        foreign = _foreign_result_files(path)
-        if foreign:
-            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-            raise ArtifactPathError(
-                f"{path} holds files that its pipeline run did not write ({shown}); it is not replaced: move "
-                f"them away or choose another output folder."
-            )
+    check_replaceable(path, kind)
     return "same"
 
 
@@ -211,18 +385,18 @@ def _check_parent_folder(path, what):
 
 
 def _sibling(path, tag):
-    parent, name = os.path.split(os.path.abspath(os.fspath(path)))
+    parent, name = os.path.split(target_path(path))
     return os.path.join(parent, f".{name}.dkernel-{tag}")
 
 
 def partial_path(path):
-    """The fixed sibling folder where a resumable writer builds the replacement of ``path``."""
+    """The fixed sibling folder where a resumable writer builds the replacement of ``path`` (of its link's target)."""
     return _sibling(path, "partial")
 
 
 def new_sibling(path):
     """Create and return a new empty folder beside ``path`` (same parent) for writing its replacement."""
-    parent = os.path.dirname(os.path.abspath(os.fspath(path)))
+    parent = os.path.dirname(target_path(path))
     os.makedirs(parent, exist_ok=True)
     while True:
         candidate = _sibling(path, "tmp-" + uuid.uuid4().hex[:8])
@@ -233,45 +407,117 @@ def new_sibling(path):
         return candidate
 
 
+# --------------------------------------------------------------------------- #
+# Deleting and installing
+# --------------------------------------------------------------------------- #
+
+
+def _remove_tree(path):
+    """Delete the folder ``path``, waiting for writes still under way in it (tasks that have not stopped yet).
+
+    A file created in a folder while it is deleted makes the folder's removal
+    fail (``Directory not empty``): the deletion is tried again until the
+    folder is gone, for at most :data:`REMOVE_PATIENCE` seconds.
+    """
+    deadline = time.monotonic() + REMOVE_PATIENCE
+    while True:
+        try:
+            shutil.rmtree(path)
+            return
+        except FileNotFoundError:
+            if not os.path.lexists(path):
+                return
+            error = None
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.EBUSY):
+                raise
+            error = exc
+        if time.monotonic() > deadline:
+            raise OSError(errno.ENOTEMPTY, f"{path} could not be deleted: something keeps writing into it "
+                                           f"({error}); delete it once that stopped") from error
+        time.sleep(0.05)
+
+
 def remove_own(path, kind=None, *, created=False):
     """Delete a folder dkernel wrote: one this write ``created``, or a dkernel artifact of ``kind``.
 
-    Anything else is left in place and :class:`ArtifactPathError` is raised.
-    """
-    path = os.fspath(path)
-    if not os.path.lexists(path):
-        return
-    if not created and (kind is None or artifact_kind(path) != kind):
-        raise ArtifactPathError(f"{path} is not {_describe(kind) if kind else 'a folder dkernel wrote'}; "
-                                f"it is not deleted.")
-    shutil.rmtree(path)
-
-
-def install(source, path, kind):
-    """Move the complete artifact folder ``source`` to ``path``.
-
-    Nothing at ``path`` (or an empty folder): one rename. An artifact of
-    ``kind`` at ``path``: it is renamed aside, ``source`` renamed in, then the
-    old artifact deleted; if the second rename fails the old one is put back.
-    Anything else at ``path`` raises :class:`ArtifactPathError` (the caller
-    keeps ``source``).
+    An artifact of ``kind`` is deleted only when it holds nothing but what
+    dkernel wrote in it (:func:`foreign_files`). Anything else, and a
+    symbolic link, is left in place and :class:`ArtifactPathError` is raised.
     """
     path = os.path.abspath(os.fspath(path))
-    state = check_target(path, kind, reuse=True)
-    if state != "same":
-        os.replace(source, path)  # onto nothing, or onto an empty folder
-        return path
+    if not os.path.lexists(path):
+        return
+    if os.path.islink(path):
+        raise ArtifactPathError(f"{path} is a symbolic link; dkernel never deletes a link: it is not deleted.")
+    if not created:
+        if kind is None or artifact_kind(path) != kind:
+            raise ArtifactPathError(f"{path} is not {_describe(kind) if kind else 'a folder dkernel wrote'}; "
+                                    f"it is not deleted.")
+        foreign = foreign_files(path, kind)
+        if foreign:
+            raise ArtifactPathError(f"{path} holds files that dkernel did not write ({_shown(foreign)}); it is not "
+                                    f"deleted: move them away, then delete it.")
+    _remove_tree(path)
+
+
+def _changed(path, kind):
+    return ArtifactPathError(
+        f"{path} changed while this write ran: another process replaced or wrote {_describe(kind)} there, and it "
+        f"is not replaced by this one. Check what is there now, then write again."
+    )
+
+
+def _swap(source, path, kind, replacing):
+    """Put ``source`` at ``path`` in place of the artifact of identity ``replacing``; return where the old one went."""
+    if identity(path) != replacing:
+        raise _changed(path, kind)
     if _exchange(source, path):
-        remove_own(source, kind)  # now the old artifact
-        return path
+        if identity(source) != replacing:  # replaced by another process between the check and the exchange
+            _exchange(source, path)
+            raise _changed(path, kind)
+        return source
     aside = _sibling(path, "replaced-" + uuid.uuid4().hex[:8])
     os.rename(path, aside)
+    if identity(aside) != replacing:
+        with contextlib.suppress(OSError):
+            os.rename(aside, path)
+        raise _changed(path, kind)
     try:
         os.rename(source, path)
     except BaseException:
         os.rename(aside, path)
         raise
-    remove_own(aside, kind)
+    return aside
+
+
+def install(source, path, kind, replacing=None):
+    """Move the complete artifact folder ``source`` to ``path`` (or to the target of the link there).
+
+    With ``replacing`` None, nothing may be at ``path`` but an empty folder:
+    one rename, which fails, replacing nothing, when another process put
+    something there meanwhile (:class:`ArtifactPathError`). With
+    ``replacing`` (the :func:`identity` of the artifact of ``kind`` the
+    caller decided to replace), that artifact must still be the one at
+    ``path``: it is swapped with ``source`` (:func:`_swap`), then deleted
+    (:func:`remove_own`; an old artifact that cannot be deleted, say for a
+    file a user put in it meanwhile, is left beside ``path`` with a
+    warning). In every failure the caller keeps ``source``.
+    """
+    path = target_path(path)
+    if replacing is None:
+        try:
+            os.rename(source, path)  # onto nothing, or onto an empty folder; never onto anything else
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
+                raise _changed(path, kind) from None
+            raise
+        return path
+    old = _swap(source, path, kind, replacing)
+    try:
+        remove_own(old, kind)
+    except (ArtifactPathError, OSError) as exc:
+        warnings.warn(f"the replaced {_describe(kind)} was left at {old}: {exc}", stacklevel=2)
     return path
 
 
@@ -308,21 +554,34 @@ def _exchange(a, b):
     raise OSError(error, os.strerror(error), os.fspath(b))
 
 
+def discard(folder, error=None):
+    """Delete the folder ``folder`` this write created; a failure to do so is noted on ``error`` (not raised over it)."""
+    try:
+        remove_own(folder, created=True)
+    except OSError as cleanup:
+        if error is None:
+            raise
+        error.add_note(f"dkernel: the temporary folder {folder} could not be deleted ({cleanup}); delete it.")
+
+
 @contextlib.contextmanager
 def writing(path, kind, overwrite=False):
     """Write an artifact of ``kind`` to ``path`` safely: yields a new sibling folder to write into.
 
-    ``path`` is checked first (:func:`check_target`). When the block exits
-    normally the folder is moved into place (:func:`install`); when it raises
-    (or the process is interrupted) the sibling folder is deleted and
-    ``path`` is left as it was.
+    ``path`` (or the target of the link there) is checked first
+    (:func:`check_target`). When the block exits normally the folder is moved
+    into place (:func:`install`), replacing only the artifact checked; when
+    it raises (or the process is interrupted) the sibling folder is deleted
+    and ``path`` is left as it was. Whoever writes into the folder from other
+    threads or processes must have stopped when the block exits.
     """
-    path = os.path.abspath(os.fspath(path))
-    check_target(path, kind, overwrite)
+    path = target_path(path)
+    state = check_target(path, kind, overwrite)
+    replacing = identity(path) if state == "same" else None
     tmp = new_sibling(path)
     try:
         yield tmp
-        install(tmp, path, kind)
-    except BaseException:
-        remove_own(tmp, created=True)
+        install(tmp, path, kind, replacing)
+    except BaseException as exc:
+        discard(tmp, exc)
         raise

@@ -21,6 +21,8 @@ from .._runtime.progress import TextProgress
 from ..exceptions import CorruptStoreError, DKernelError, UnverifiableStoreError, UnverifiedStoreWarning
 from ._checksums import _Checksums, _row_crcs
 from ._corruption import _corrupt_error, _decoding
+from ._identity import WRITE_ID, StoreLostError, StoreStamp, replaced_message
+from ._metadata import read_store_meta
 from ._shards import _ShardFiles
 
 __all__ = []
@@ -29,16 +31,29 @@ __all__ = []
 class _ZarrBlocks:
     """The blocks of a zarr store; reads check each row segment against the store's checksums.
 
+    The store's metadata are checked when it is opened
+    (:func:`~dkernel.gram._metadata.read_store_meta`: damage raises
+    :class:`CorruptStoreError`), and ``stamp`` (a
+    :class:`~dkernel.gram._identity.StoreStamp`) tells whether the path still
+    holds this store: :class:`~dkernel.gram.GramMatrix` checks it around every
+    read. With ``write_id``, the store at ``path`` must be that one.
     ``checksums`` is None for a store written without them (format versions
     1 and 2): its data are then read unverified.
     """
 
-    def __init__(self, path, mode):
+    def __init__(self, path, mode, write_id=None, attrs=None):
         self.path = str(path)
+        attrs = read_store_meta(self.path) if attrs is None else attrs
+        if attrs is None:
+            raise StoreLostError(replaced_message(self.path))
+        if write_id is not None and attrs.get(WRITE_ID) != write_id:
+            raise StoreLostError(replaced_message(self.path, reading=False))
+        self.stamp = StoreStamp(self.path, attrs.get(WRITE_ID))
         self.group = zarr.open_group(self.path, mode=mode)
         self.K = self.group["K"]
         self.shards = _ShardFiles.of(self.K, os.path.join(self.path, "K"))
-        self.checksums = _Checksums.of(dict(self.group.attrs), self.path)
+        self.checksums = _Checksums.of(attrs, self.path)
+        self.format_version = attrs.get("format_version")
         self.repaired = []
         self._done = None
 
@@ -154,13 +169,14 @@ class _ZarrBlocks:
         (a bad diagonal chunk i counts as block (i, i)).
         """
         if self.checksums is None:
-            version = dict(self.group.attrs).get("format_version")
+            version = self.format_version
             raise UnverifiableStoreError(
                 f"the Gram store {self.path} (format version {version}) was written without checksums, so its "
                 f"data cannot be verified; recompute it (GramMatrix.compute(..., overwrite=True), or "
                 f"`dkernel gram ... --overwrite`) to get a store whose reads are checked."
             )
         self.checksums.forget()
+        self.stamp.check()
         done = self.done(refresh=True) if done is None else np.asarray(done, dtype=bool)
         todo = [(int(i), int(j)) for i, j in np.argwhere(done)]
         bad = []
@@ -188,6 +204,7 @@ class _ZarrBlocks:
             except Exception:
                 bad_chunks = diagonal
             bad += [(i, i) for i in bad_chunks if i in diagonal]
+        self.stamp.check()  # what was read is this store's, not a store that replaced it meanwhile
         return sorted(set(bad))
 
 
@@ -273,7 +290,7 @@ class _ClusterBlocks:
 def _warn_unverified(blocks):
     """Warn that the store of ``blocks`` has no checksums (its reads are not verified); returns ``blocks``."""
     if blocks.checksums is None:
-        version = dict(blocks.group.attrs).get("format_version")
+        version = blocks.format_version
         warnings.warn(
             f"the Gram store {blocks.path} (format version {version}) was written without checksums: its data are "
             f"read without verification. Recompute it (overwrite=True, CLI: --overwrite) to get checked reads.",

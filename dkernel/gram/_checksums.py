@@ -16,7 +16,8 @@ import numpy as np
 import zarr
 from zarr.codecs import BytesCodec
 
-from ._corruption import _corrupt_error, _decoding
+from ..exceptions import CorruptStoreError
+from ._corruption import _corrupt_error, _decoding, corruption_message
 from ._format import _ARRAY_CONFIG, _remove_chunk
 from ._grid import _BlockGrid
 
@@ -96,10 +97,22 @@ class _Checksums:
 
     @classmethod
     def of(cls, attrs, path):
-        """The checksums of the store at ``path`` (attributes ``attrs``), or None for a store without them."""
+        """The checksums of the store at ``path`` (attributes ``attrs``), or None for a store written without them.
+
+        Only a store of format version 1 or 2 without a ``checksums``
+        attribute and array has none: a store of version 3, or one holding
+        checksums, whose spec is missing or unknown is damaged
+        (:class:`CorruptStoreError`), never read unverified.
+        """
         spec = attrs.get("checksums")
-        if not isinstance(spec, dict) or spec.get("algorithm") != "crc32c":
+        if spec is None and attrs.get("format_version") in (1, 2) and not os.path.isdir(
+                os.path.join(str(path), "checksums")):
             return None
+        if not (isinstance(spec, dict) and spec.get("algorithm") == "crc32c"
+                and isinstance(spec.get("segment_columns"), int) and spec["segment_columns"] > 0):
+            detail = f"attribute 'checksums' is {spec!r}, not a checksum spec"
+            raise CorruptStoreError(corruption_message(str(path), [], detail), path=str(path), blocks=[],
+                                    detail=detail)
         grid = _BlockGrid(attrs["shape"], attrs["chunks"], attrs["symmetric"])
         return cls(path, grid, np.dtype(attrs["dtype"]).itemsize, spec["segment_columns"])
 

@@ -9,7 +9,10 @@ symmetric.
 
 A block's ``done`` flag is written by the task that computed it, after its
 chunk writes (both chunks of a mirrored pair) and its checksums returned, so
-an interrupted run never leaves a block that claims to be finished.
+an interrupted run never leaves a block that claims to be finished. A run
+holds the store it writes (:mod:`dkernel.gram._identity`): each task writes
+through the folder it checked to be that store, still claimed by its run, so
+a store replaced or taken over by another run never receives its blocks.
 Re-running a computation on the same store first verifies the blocks it holds,
 then evaluates only the blocks not flagged and the damaged ones. On a
 cluster, every worker must reach the store's path: one machine, a shared
@@ -17,6 +20,7 @@ filesystem, or an object store.
 """
 
 import contextlib
+import errno
 import os
 import time
 import uuid
@@ -36,6 +40,7 @@ from ..exceptions import IncompleteStoreError
 from ._blocks import _ClusterBlocks, _MemoryBlocks, _warn_unverified, _ZarrBlocks
 from ._checksums import _Checksums
 from ._format import _ARRAY_CONFIG, _remove_chunk
+from ._identity import StoreLostError, claim, held
 from ._shards import _ShardFiles
 from ._store import _prepare_store
 
@@ -62,7 +67,7 @@ def _mirror_upper(K, tile=512):
 
 
 def _evaluate_block(X, Z, kernel, grid, i, j, dtype, out=None, checksums=None):
-    """Block (i, j) of the Gram; into ``out`` (an array of the block's shape and dtype) where the kernel allows.
+    """Block (i, j) of the Gram; into ``out`` (an array of the block's shape and dtype) where given.
 
     With ``checksums`` (a :class:`_Checksums`), returns ``(K, table)``, the
     block and the checksums of its rows (:meth:`_Checksums.of_rows`): taken
@@ -79,10 +84,10 @@ def _evaluate_block(X, Z, kernel, grid, i, j, dtype, out=None, checksums=None):
         def on_strip(a, S):
             table[a : a + S.shape[0]] = checksums.of_rows(S)
 
-    if out is not None and kernel.evaluate_into(X[rows], Zb, out, symmetric=on_diagonal, on_strip=on_strip):
+    if out is not None:
+        kernel.evaluate_into(X[rows], Zb, out, symmetric=on_diagonal, on_strip=on_strip)
         K = out
     else:
-        table = None
         K = np.asarray(kernel.block(X[rows], Zb, symmetric=on_diagonal), dtype=dtype)
     if on_diagonal:
         if not K.flags.writeable:
@@ -93,9 +98,13 @@ def _evaluate_block(X, Z, kernel, grid, i, j, dtype, out=None, checksums=None):
     return K, (checksums.of_rows(K) if table is None else table)
 
 
-def _write_block(X, Z, kernel, grid, i, j, dtype, path, run_id, checksum_columns=None):
+def _write_block(X, Z, kernel, grid, i, j, dtype, holder, run_id, checksum_columns=None):
     """Evaluate block (i, j), write it (and its mirror) and their checksums into the store, then flag it done.
 
+    ``holder`` is the run's :class:`~dkernel.gram._identity.Claim`: the
+    block is written through the store's folder held open, once it is
+    checked to be that store still claimed by this run, and flagged done only
+    if it still is after the writes (:func:`~dkernel.gram._identity.held`).
     For an uncompressed store the block is evaluated into a buffer of this
     process's pool for ``run_id`` (:mod:`dkernel._runtime.buffers`), reused by the
     run's next block on this thread; the task's arguments hold no block
@@ -104,56 +113,70 @@ def _write_block(X, Z, kernel, grid, i, j, dtype, path, run_id, checksum_columns
     blocks evaluated (1), so a run can count its work.
     """
     rows, cols = grid.rows(i), grid.cols(j)
-    store = zarr.open_array(store=path, path="K", mode="r+", config=_ARRAY_CONFIG)
-    shards = _ShardFiles.of(store, os.path.join(path, "K"))
-    checksums = None if checksum_columns is None else _Checksums(path, grid, np.dtype(dtype).itemsize,
-                                                                 checksum_columns)
-    mirrored = grid.symmetric and i != j
-    table = mirror_table = None
-    shape = (rows.stop - rows.start, cols.stop - cols.start)
-    if shards is not None:
-        buffer = block_buffer(run_id, shape, dtype, grid.rc * grid.cc * np.dtype(dtype).itemsize)
-    else:
-        buffer = contextlib.nullcontext()
-    with buffer as out:
-        if checksums is None:
-            K = _evaluate_block(X, Z, kernel, grid, i, j, dtype, out=out)
-        else:
-            K, table = _evaluate_block(X, Z, kernel, grid, i, j, dtype, out=out, checksums=checksums)
+    with held(holder.path, holder.write_id, holder.run) as folder:
+        root = folder.root
+        store = zarr.open_array(store=root, path="K", mode="r+", config=_ARRAY_CONFIG)
+        shards = _ShardFiles.of(store, os.path.join(root, "K"))
+        checksums = None if checksum_columns is None else _Checksums(root, grid, np.dtype(dtype).itemsize,
+                                                                     checksum_columns)
         if shards is not None:
-            shards.write(i, j, K)
-            if mirrored:
-                mirror_table = shards.write(j, i, K, transposed=True, checksums=checksums)
+            shape = (rows.stop - rows.start, cols.stop - cols.start)
+            buffer = block_buffer(run_id, shape, dtype, grid.rc * grid.cc * np.dtype(dtype).itemsize)
         else:
-            # A block is written whole: its old chunk (perhaps damaged) is not read back.
-            _remove_chunk(path, "K", store, (i, j))
-            store[rows, cols] = K
-            if mirrored:
-                # zarr copies a transposed (Fortran-ordered) view element by element; one
-                # contiguous copy first is several times faster.
-                KT = np.ascontiguousarray(K.T)
-                _remove_chunk(path, "K", store, (j, i))
-                store[cols, rows] = KT
-                if checksums is not None:
-                    mirror_table = checksums.of_rows(KT)
-                del KT
-        if grid.symmetric and i == j:
-            diagonal = zarr.open_array(store=path, path="diag", mode="r+", config=_ARRAY_CONFIG)
-            _remove_chunk(path, "diag", diagonal, (i,))
-            diagonal[rows] = np.diagonal(K)
+            buffer = contextlib.nullcontext()
+        with buffer as out:
+            table = None
+            if checksums is None:
+                K = _evaluate_block(X, Z, kernel, grid, i, j, dtype, out=out)
+            else:
+                K, table = _evaluate_block(X, Z, kernel, grid, i, j, dtype, out=out, checksums=checksums)
+            folder.check()  # the evaluation took a while: still this run's store?
+            _write_evaluated(K, table, root, store, shards, grid, i, j, checksums)
+            del K
+        folder.check()
+        # The flags come last: only chunks whose writes returned are marked complete.
+        done = zarr.open_array(store=root, path="done", mode="r+", config=_ARRAY_CONFIG)
+        done[i, j] = 1
+        if grid.symmetric and i != j:
+            done[j, i] = 1
+    return 1
+
+
+def _write_evaluated(K, table, root, store, shards, grid, i, j, checksums):
+    """Write the evaluated block ``K`` (its mirror, its diagonal) and their checksums into the store at ``root``.
+
+    ``store`` is its array ``K``, ``shards`` its shard files (None when zarr writes them).
+    """
+    rows, cols = grid.rows(i), grid.cols(j)
+    mirrored = grid.symmetric and i != j
+    mirror_table = None
+    if shards is not None:
+        shards.write(i, j, K)
+        if mirrored:
+            mirror_table = shards.write(j, i, K, transposed=True, checksums=checksums)
+    else:
+        # A block is written whole: its old chunk (perhaps damaged) is not read back.
+        _remove_chunk(root, "K", store, (i, j))
+        store[rows, cols] = K
+        if mirrored:
+            # zarr copies a transposed (Fortran-ordered) view element by element; one
+            # contiguous copy first is several times faster.
+            KT = np.ascontiguousarray(K.T)
+            _remove_chunk(root, "K", store, (j, i))
+            store[cols, rows] = KT
             if checksums is not None:
-                checksums.write_diagonal(i, np.diagonal(K).astype(diagonal.dtype))
-        del K
+                mirror_table = checksums.of_rows(KT)
+            del KT
+    if grid.symmetric and i == j:
+        diagonal = zarr.open_array(store=root, path="diag", mode="r+", config=_ARRAY_CONFIG)
+        _remove_chunk(root, "diag", diagonal, (i,))
+        diagonal[rows] = np.diagonal(K)
+        if checksums is not None:
+            checksums.write_diagonal(i, np.diagonal(K).astype(diagonal.dtype))
     if checksums is not None:
         checksums.write(i, j, table)
         if mirrored:
             checksums.write(j, i, mirror_table)
-    # The flags come last: only chunks whose writes returned are marked complete.
-    done = zarr.open_array(store=path, path="done", mode="r+", config=_ARRAY_CONFIG)
-    done[i, j] = 1
-    if mirrored:
-        done[j, i] = 1
-    return 1
 
 
 def _data_keys(X, Z, grid, client):
@@ -243,11 +266,21 @@ def _release_buffers(client, run_id):
 
 
 def _compute_into_store(X, Z, kernel, grid, dtype, meta, target, overwrite, client, options):
-    """Evaluate into the store at ``target`` the blocks it lacks or holds damaged; returns ``(blocks, n_computed)``."""
-    path, replacing = _prepare_store(target, meta, grid, overwrite, options)
-    blocks = _ZarrBlocks(path, "r+")
+    """Evaluate into the store at ``target`` the blocks it lacks or holds damaged; returns ``(blocks, n_computed)``.
+
+    The run claims the store it writes (:func:`~dkernel.gram._identity.claim`)
+    and holds it to the end: a replacement is swapped in only if the store
+    at ``target`` is still the one it replaces.
+    """
+    try:
+        path, write_id, replacing = _prepare_store(target, meta, grid, overwrite, options)
+    except OSError as exc:
+        _raise_if_no_space(exc, target)
+        raise
+    holder = claim(path, write_id)
+    blocks = _ZarrBlocks(path, "r", write_id=write_id)
     done_before = blocks.done()
-    repaired = _unflag_damaged_blocks(blocks, grid, done_before, options)
+    repaired = _unflag_damaged_blocks(blocks, grid, done_before, options, holder)
     if repaired:
         done_before = blocks.done(refresh=True)
     checksum_columns = None if blocks.checksums is None else blocks.checksums.seg
@@ -258,7 +291,7 @@ def _compute_into_store(X, Z, kernel, grid, dtype, meta, target, overwrite, clie
         if pairs:
             Xk, Zk = _data_keys(X, Z, grid, client)
             run_id = "gram-run-" + uuid.uuid4().hex
-            tasks = [dask.delayed(_write_block, pure=False)(Xk, Zk, kernel, grid, i, j, dtype, path, run_id,
+            tasks = [dask.delayed(_write_block, pure=False)(Xk, Zk, kernel, grid, i, j, dtype, holder, run_id,
                                                             checksum_columns)
                      for i, j in pairs]
             try:
@@ -266,32 +299,62 @@ def _compute_into_store(X, Z, kernel, grid, dtype, meta, target, overwrite, clie
                     n_computed = sum(compute_with_progress(tasks, client, options.progress, label="blocks"))
             finally:
                 _release_buffers(client, run_id)
+    except StoreLostError:
+        raise
+    except Exception as exc:
+        _raise_if_lost(holder, exc)
+        _raise_if_no_space(exc, target)
+        raise
     finally:
-        done = blocks.done(refresh=True)
-        blocks.group.attrs.update({
-            "blocks_done": int(done.sum()),
-            "last_run": {
-                "n_blocks_computed": n_computed,
-                "n_blocks_repaired": len(repaired),
-                "n_blocks_flagged": int(done.sum() - done_before.sum()),
-                "n_blocks_requested": len(pairs),
-                "seconds": round(time.perf_counter() - started, 3),
-            },
-        })
-    if replacing:
+        _record_run(holder, blocks, done_before, n_computed, repaired, pairs, started)
+    if replacing is not None:
         # Every block of the replacement is written: swap it in for the old store.
         if not blocks.done(refresh=True).all():
             raise IncompleteStoreError(
                 f"the replacement of {target} in {path} is not complete; run the same computation again to "
                 f"finish it (the old store is still in place)."
             )
-        artifacts.install(path, target, "gram")
-        blocks = _ZarrBlocks(target, "r+")
+        artifacts.install(path, target, "gram", replacing)
+        blocks = _ZarrBlocks(target, "r", write_id=write_id)
     blocks.repaired = repaired
     return blocks, n_computed
 
 
-def _unflag_damaged_blocks(blocks, grid, done, options):
+def _raise_if_no_space(error, target):
+    """For a full disk, raise from ``error`` an ``OSError`` that says so, naming the store ``target`` and the fix."""
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        raise OSError(error.errno, f"no space left on the device of the Gram store {target} ({error.strerror}); "
+                                   f"the blocks written so far are kept: free space, then run the same computation "
+                                   f"again to resume") from error
+
+
+def _raise_if_lost(holder, error):
+    """Raise :class:`StoreLostError` from ``error`` when the run's store was replaced or taken over meanwhile."""
+    try:
+        with held(holder.path, holder.write_id, holder.run):
+            pass
+    except StoreLostError as lost:
+        raise lost from error
+
+
+def _record_run(holder, blocks, done_before, n_computed, repaired, pairs, started):
+    """Record the run's statistics in the store it still holds (nothing in a store another run holds now)."""
+    with contextlib.suppress(StoreLostError, OSError):
+        with held(holder.path, holder.write_id, holder.run) as folder:
+            done = blocks.done(refresh=True)
+            folder.update_attrs({
+                "blocks_done": int(done.sum()),
+                "last_run": {
+                    "n_blocks_computed": n_computed,
+                    "n_blocks_repaired": len(repaired),
+                    "n_blocks_flagged": int(done.sum() - done_before.sum()),
+                    "n_blocks_requested": len(pairs),
+                    "seconds": round(time.perf_counter() - started, 3),
+                },
+            })
+
+
+def _unflag_damaged_blocks(blocks, grid, done, options, holder):
     """Before a run resumes a store: find its damaged blocks and clear their done flags, so the run rewrites them.
 
     With ``options.verify``, every block flagged in ``done`` is read and
@@ -308,7 +371,8 @@ def _unflag_damaged_blocks(blocks, grid, done, options):
         return []
     bad = blocks.corrupt_blocks(grid, progress=options.progress, done=done)
     if bad:
-        flags = zarr.open_array(store=blocks.path, path="done", mode="r+", config=_ARRAY_CONFIG)
-        for i, j in bad:
-            flags[i, j] = 0
+        with held(holder.path, holder.write_id, holder.run) as folder:
+            flags = zarr.open_array(store=folder.root, path="done", mode="r+", config=_ARRAY_CONFIG)
+            for i, j in bad:
+                flags[i, j] = 0
     return bad

@@ -37,10 +37,23 @@ def describe_blocks(blocks, shown=8):
 
 
 def corruption_message(path, blocks, detail, cli=False):
-    """The message of a :class:`CorruptStoreError`; with ``cli``, its repair told as a ``dkernel`` command only."""
-    return (f"the Gram store {path} is corrupted in block{'s' if len(blocks) > 1 else ''} "
-            f"{describe_blocks(blocks)}: {detail}. "
-            f"{repair_hint(path, cli=cli)}")
+    """The message of a :class:`CorruptStoreError`; with ``cli``, its repair told as a ``dkernel`` command only.
+
+    Without ``blocks``, the damage is in the store's metadata (``detail`` names the key).
+    """
+    where = f"in block{'s' if len(blocks) > 1 else ''} {describe_blocks(blocks)}" if blocks else "in its metadata"
+    if not blocks and "cannot be repaired" in detail:
+        return f"the Gram store {path} is corrupted {where}: {detail}. {replace_hint(path, cli=cli)}"
+    return f"the Gram store {path} is corrupted {where}: {detail}. {repair_hint(path, cli=cli)}"
+
+
+def replace_hint(path, cli=False):
+    """How to replace a store whose damage cannot be repaired in place: the same computation, with overwrite."""
+    if cli:
+        return (f"Replace it: run the `dkernel gram` command it was computed with (--out {path}) with --overwrite, "
+                f"or choose another --out.")
+    return (f"Replace it: GramMatrix.compute with store={path!r} and overwrite=True (CLI: `dkernel gram ... "
+            f"--overwrite`), or choose another path.")
 
 
 _CLI_KERNELS = {"linear": (), "poly": ("gamma", "degree", "coef0"), "rbf": ("gamma",),
@@ -75,11 +88,15 @@ def repair_hint(path, cli=False):
     With ``cli``, only the ``dkernel`` command.
     """
     attrs = _read_meta(path) or {}
-    if _provenance_of(attrs)["operators"]:
+    try:
+        derived = bool(_provenance_of(attrs)["operators"])
+        command = gram_command(attrs, path) if attrs and not derived else None
+    except Exception:  # damaged attributes: the generic advice
+        derived, command = False, None
+    if derived:
         how = "the command that derived it (dkernel center ... --out PATH --overwrite)" if cli else \
             "its source (the same to_zarr call or dkernel command, with overwrite)"
         return f"It is a derived store: write it again from {how}."
-    command = gram_command(attrs, path) if attrs else None
     if cli:
         if command:
             return (f"Repair it with `{command}`, DATA being the data file it was computed from: only the damaged "

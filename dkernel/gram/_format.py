@@ -20,6 +20,13 @@ derived from a Gram (``to_zarr`` of a lazy view) has one plain chunk per block
 instead of a shard. Stores of format version 1 have one plain chunk per block
 and no checksums; version 2 has shards and no checksums.
 
+The attributes also hold the store's identity, ``write_id`` (random, given
+when the store is created; see :mod:`dkernel.gram._identity`), the claim of
+the run writing it (``writer``), and ``attribute_checksums``: the CRC-32C of
+every attribute that does not change once the store is created
+(:func:`attribute_checksums`), so that a damaged attribute is found, named
+and repaired like a damaged block (:mod:`dkernel.gram._metadata`).
+
 The provenance says what a store holds: the base kernel, the fingerprint of
 the data (:func:`data_fingerprint`) and the chain of operators applied to the
 raw Gram before it was stored (:func:`matrix_form`, :func:`describe_operators`).
@@ -27,8 +34,10 @@ raw Gram before it was stored (:func:`matrix_form`, :func:`describe_operators`).
 
 import contextlib
 import hashlib
+import json
 import os
 
+import google_crc32c
 import numpy as np
 import scipy.sparse as sp
 import zarr
@@ -96,32 +105,66 @@ def _remove_chunk(path, name, array, coords):
         os.remove(os.path.join(path, name, *array.metadata.encode_chunk_key(tuple(coords)).split("/")))
 
 
-def _read_meta(path):
+#: Attributes that change while a store is written (statistics, the writer's claim): not checksummed.
+MUTABLE_ATTRIBUTES = ("blocks_done", "last_run", "writer", "attribute_checksums")
+
+
+def _value_crc(value):
+    """The CRC-32C of an attribute's value, as canonical JSON (sorted keys, no spaces)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return google_crc32c.value(text.encode("utf-8"))
+
+
+def attribute_checksums(attrs):
+    """``{name: CRC-32C}`` of the attributes of a store that never change once it is created."""
+    return {key: _value_crc(value) for key, value in attrs.items() if key not in MUTABLE_ATTRIBUTES}
+
+
+def _read_root(path):
+    """``(metadata, error)`` of the root ``zarr.json`` of the folder ``path``: the parsed document, or why not."""
     try:
-        group = zarr.open_group(path, mode="r")
-    except (FileNotFoundError, zarr.errors.GroupNotFoundError, ValueError, KeyError):
+        with open(os.path.join(path, "zarr.json"), "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        return None, "is missing"
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror or exc})"
+    try:
+        meta = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        return None, f"is not valid JSON ({type(exc).__name__}: {exc})"
+    if not isinstance(meta, dict):
+        return None, "is not a JSON object"
+    return meta, None
+
+
+def _read_meta(path):
+    """The attributes of the Gram store at ``path`` as they are (not checked), or None if it names no Gram store."""
+    meta, _ = _read_root(path)
+    attrs = (meta or {}).get("attributes")
+    if not isinstance(attrs, dict) or attrs.get("format") != STORE_FORMAT:
         return None
-    attrs = dict(group.attrs)
-    if attrs.get("format") != STORE_FORMAT:
-        return None
-    return attrs
+    return dict(attrs)
 
 
 def _mismatches(stored, meta):
     diffs = []
     if stored.get("kernel") != meta["kernel"]:
-        diffs.append(f"kernel (store: {describe_kernel(stored.get('kernel', {}))}, "
+        spec = stored.get("kernel")
+        text = describe_kernel(spec) if isinstance(spec, dict) else repr(spec)
+        diffs.append(f"kernel (store: {text}, "
                      f"requested: {describe_kernel(meta['kernel'])})")
     if stored.get("symmetric") != meta["symmetric"]:
         diffs.append("form (store: {}, requested: {})".format(
             *("K(X, X)" if s else "K(X, Z)" for s in (stored.get("symmetric"), meta["symmetric"]))))
-    if list(stored.get("shape", [])) != meta["shape"]:
+    if stored.get("shape") != meta["shape"]:
         diffs.append(f"shape (store: {stored.get('shape')}, requested: {meta['shape']})")
     if stored.get("dtype") != meta["dtype"]:
         diffs.append(f"dtype (store: {stored.get('dtype')}, requested: {meta['dtype']})")
-    if list(stored.get("chunks", [])) != meta["chunks"]:
+    if stored.get("chunks") != meta["chunks"]:
         diffs.append(f"chunks (store: {stored.get('chunks')}, requested: {meta['chunks']})")
-    fp, req = stored.get("fingerprint") or {}, meta["fingerprint"]
+    fp, req = stored.get("fingerprint"), meta["fingerprint"]
+    fp = fp if isinstance(fp, dict) else {}
     for name in ("X", "Z"):
         if fp.get(name) != req[name]:
             diffs.append(f"data {name} (fingerprint store: {str(fp.get(name))[:19]}…, "

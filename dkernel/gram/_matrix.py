@@ -27,13 +27,14 @@ from ._compute import _compute_in_memory, _compute_into_store
 from ._format import (
     STORE_FORMAT,
     _provenance_of,
-    _read_meta,
     data_fingerprint,
     describe_operators,
     matrix_form,
     store_size_bytes,
 )
 from ._grid import _BlockGrid
+from ._identity import StoreLostError, replaced_message
+from ._metadata import read_store_meta
 from ._store import check_store_path
 
 __all__ = ["GramMatrix"]
@@ -107,6 +108,10 @@ class GramMatrix:
         store : str or path-like, default=None
             Folder of the zarr store. ``None`` keeps the blocks in memory: in
             this process, or in the workers' memory with a distributed client.
+            A symbolic link is written through (its target is the store). The
+            run holds the store it writes: a later run on the same store takes
+            it over, and a store replaced meanwhile never receives its blocks
+            (:mod:`dkernel.gram._identity`).
         chunk : int, default=None
             Side of the square blocks; see :class:`GramOptions`.
         dtype : {"float32", "float64"}, default=None
@@ -118,7 +123,8 @@ class GramMatrix:
             one (``.NAME.dkernel-partial``, resumed there after an
             interruption) and swapped in when complete, so the old store stays
             readable until then. Only a Gram store is ever replaced: any other
-            folder or file raises :class:`ArtifactPathError` and is left as is.
+            folder or file, or a store holding files dkernel did not write,
+            raises :class:`ArtifactPathError` and is left as is.
         client : distributed.Client, str or False, default=None
             Client or scheduler address (``"tcp://127.0.0.1:8786"``). ``None``
             uses the current default client if any, else Dask's threaded
@@ -146,7 +152,11 @@ class GramMatrix:
         StoreMismatchError
             If ``store`` holds a Gram of other data, kernel, dtype, chunking
             or provenance (a centered or normalized store is not a raw Gram)
-            and ``overwrite`` is False. The message lists what differs.
+            and ``overwrite`` is False (the message lists what differs); or
+            if another run replaced the store or took it over during this one.
+        CorruptStoreError
+            If the store's metadata are damaged beyond what this run can
+            repair, without ``overwrite`` (the message names the key).
         ArtifactPathError
             If ``store`` is a file, a folder that is not a Gram store, or a
             dkernel artifact of another kind (a model); checked before the
@@ -215,22 +225,31 @@ class GramMatrix:
         path : str or path-like
         mode : {"r", "r+"}, default="r"
 
+        The returned object holds the store it opened: if another store is
+        written at ``path`` later (``overwrite``, a derived store written in
+        place), its reads raise :class:`StoreMismatchError` instead of
+        returning values of the new store.
+
         Raises
         ------
         StoreMismatchError
             If ``path`` is not a dkernel Gram store.
+        CorruptStoreError
+            If the store's metadata are damaged (the message names the key
+            and the repair).
         FileNotFoundError
             If ``path`` does not exist.
         """
         path = os.path.abspath(os.fspath(path))
         if not os.path.exists(path):
             raise FileNotFoundError(f"no Gram store at {path}; compute one with GramMatrix.compute(..., store=path).")
-        meta = _read_meta(path)
+        meta = read_store_meta(path)
         if meta is None:
             raise StoreMismatchError(f"{path} is not a dkernel Gram store (no '{STORE_FORMAT}' attributes).")
         return cls(kernel=kernel_from_dict(meta["kernel"]), shape=meta["shape"], dtype=meta["dtype"],
                    chunks=meta["chunks"], symmetric=meta["symmetric"], fingerprint=meta["fingerprint"],
-                   blocks=_warn_unverified(_ZarrBlocks(path, mode)), path=path, provenance=_provenance_of(meta))
+                   blocks=_warn_unverified(_ZarrBlocks(path, mode, attrs=meta)), path=path,
+                   provenance=_provenance_of(meta))
 
     # ------------------------------------------------------------ properties
     @property
@@ -246,6 +265,7 @@ class GramMatrix:
     @property
     def n_blocks_done(self):
         """Blocks written so far (all of them in memory)."""
+        self._check_store()
         done = self._blocks.done(refresh=True)
         return self._grid.n_blocks if done is None else int(done.sum())
 
@@ -264,7 +284,14 @@ class GramMatrix:
                 f"chunks={self.chunks}, {where})")
 
     # ---------------------------------------------------------------- reading
+    def _check_store(self):
+        """Raise :class:`StoreMismatchError` when the store this object reads was replaced at its path."""
+        stamp = getattr(self._blocks, "stamp", None)
+        if stamp is not None:
+            stamp.check()
+
     def _check_blocks(self, row_blocks, col_blocks=None):
+        self._check_store()
         done = self._blocks.done()
         if done is None:
             return
@@ -284,16 +311,23 @@ class GramMatrix:
 
         Cached checksums may be older than the data when the store was
         repaired since they were read (a recomputed block can differ in the
-        last bit, under another BLAS thread count).
+        last bit, under another BLAS thread count). Before and after the read
+        the store is checked to be the one this object opened
+        (:meth:`_check_store`): a store replaced under the reader raises,
+        whatever was read, and is never taken for a repair.
         """
+        self._check_store()
         try:
-            return read(*args)
+            values = read(*args)
         except CorruptStoreError:
+            self._check_store()
             checksums = getattr(self._blocks, "checksums", None)
             if checksums is None:
                 raise
             checksums.forget()
-            return read(*args)
+            values = read(*args)
+        self._check_store()
+        return values
 
     def rows(self, idx):
         """Rows ``K[idx, :]`` as a ``(len(idx), m)`` ndarray, in the order of ``idx``.
@@ -504,29 +538,30 @@ def _store_dask(blocks, grid):
     Each task reads and checks its block (:class:`_StoreBlockReader`).
     """
     dtype = np.dtype(blocks.K.dtype)
-    name = "gram-store-" + dask.base.tokenize(blocks.path, grid.n, grid.m, grid.rc, grid.cc, dtype.str)
-    return da.from_array(_StoreBlockReader(blocks.path, grid, dtype), chunks=grid.dask_chunks(), name=name,
-                         asarray=False, fancy=False, meta=np.empty((0, 0), dtype=dtype))
+    write_id = blocks.stamp.write_id
+    name = "gram-store-" + dask.base.tokenize(blocks.path, write_id, grid.n, grid.m, grid.rc, grid.cc, dtype.str)
+    return da.from_array(_StoreBlockReader(blocks.path, grid, dtype, write_id), chunks=grid.dask_chunks(),
+                         name=name, asarray=False, fancy=False, meta=np.empty((0, 0), dtype=dtype))
 
 
 class _StoreBlockReader:
     """The blocks of a store for :func:`dask.array.from_array`: each task reads and checks the part it needs.
 
-    Pickled as the store's path and layout; the store is opened in the
-    process that reads it.
+    Pickled as the store's path, identity and layout; the store is opened in
+    the process that reads it, and must still be the store of that identity.
     """
 
-    def __init__(self, path, grid, dtype):
-        self.path, self.grid, self.dtype = path, grid, np.dtype(dtype)
+    def __init__(self, path, grid, dtype, write_id=None):
+        self.path, self.grid, self.dtype, self.write_id = path, grid, np.dtype(dtype), write_id
         self.shape = (grid.n, grid.m)
         self.ndim = 2
         self._gram = None
 
     def __getstate__(self):
-        return {"path": self.path, "grid": self.grid, "dtype": self.dtype}
+        return {"path": self.path, "grid": self.grid, "dtype": self.dtype, "write_id": self.write_id}
 
     def __setstate__(self, state):
-        self.__init__(state["path"], state["grid"], state["dtype"])
+        self.__init__(state["path"], state["grid"], state["dtype"], state.get("write_id"))
 
     def __getitem__(self, key):
         rows, cols = key
@@ -538,6 +573,9 @@ class _StoreBlockReader:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UnverifiedStoreWarning)
                 self._gram = GramMatrix.open(self.path)
+            if self._gram._blocks.stamp.write_id != self.write_id:
+                self._gram = None
+                raise StoreLostError(replaced_message(self.path))
         grid = self.grid
         i, j = r0 // grid.rc, c0 // grid.cc
         if (r0, r1, c0, c1) == (grid.rows(i).start, grid.rows(i).stop, grid.cols(j).start, grid.cols(j).stop):

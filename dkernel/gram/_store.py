@@ -1,9 +1,16 @@
 """Creating and replacing Gram stores safely: the one path by which every store is created.
 
 A store is written under the rules of :mod:`dkernel._runtime.artifacts`: a new store
-is created beside its path and renamed in; a store replaced with
-``overwrite`` is rebuilt beside it and swapped in only when complete; a path
-holding anything but a Gram store is refused and never deleted.
+is created beside its path and renamed in (never over a store another
+process created meanwhile); a store replaced with ``overwrite`` is rebuilt
+beside it and swapped in only when complete, and only if it is still the
+store that was to be replaced; a path holding anything but a Gram store, or
+a store holding files dkernel did not write, is refused and never deleted.
+A symbolic link at the path is written through (:func:`~dkernel._runtime.artifacts.target_path`).
+
+Every store records its identity (``write_id``) and the run that writes it
+(:mod:`dkernel.gram._identity`): writers hold the store they started, and
+two runs never write one store together.
 
 Two writers create stores, both through :func:`_create_store`:
 :meth:`GramMatrix.compute <dkernel.gram.GramMatrix.compute>` (an empty store
@@ -13,17 +20,23 @@ whose blocks its tasks fill, resumed after an interruption:
 :func:`write_view_store`, checked first by :func:`check_output_store`).
 """
 
+import contextlib
+import errno
 import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import dask
+import dask.threaded
 import numpy as np
 import zarr
+from dask.system import CPU_COUNT
 
 from .._runtime import artifacts
 from .._runtime.options import GramOptions
-from ..exceptions import ArtifactPathError, StoreMismatchError
+from ..exceptions import ArtifactPathError, CorruptStoreError, StoreMismatchError
 from ._checksums import _Checksums
+from ._corruption import gram_command
 from ._format import (
     _ARRAY_CONFIG,
     STORE_FORMAT,
@@ -32,43 +45,41 @@ from ._format import (
     _provenance_of,
     _read_meta,
     _remove_chunk,
+    attribute_checksums,
     data_fingerprint,
     describe_operators,
     matrix_form,
 )
 from ._grid import _BlockGrid
+from ._identity import WRITE_ID, held, new_write_id
+from ._metadata import create_arrays, metadata_damage, read_store_meta, repair_metadata
 
-__all__ = ["check_output_store", "check_store_path", "write_view_store"]
+__all__ = ["check_output_store", "check_store_path", "kept_store_error", "write_view_store"]
 
 
 def _create_store(path, meta, grid, options, *, sharded=True):
     """Create an empty store at ``path``: its arrays and attributes (``meta``), no blocks; returns its root group.
 
-    ``K`` of a computed Gram has one shard per block (``sharded``), of inner
-    chunks spanning the block's width: a row of a block is then one
-    contiguous byte range of its shard. A derived store, written whole by one
-    task per block, has one plain chunk per block.
+    The store gets a new identity (``write_id``) and the checksums of its
+    attributes (:func:`~dkernel.gram._format.attribute_checksums`).
     """
     root = zarr.open_group(path, mode="w")
-    if sharded:
-        root.create_array("K", shape=tuple(meta["shape"]), shards=(grid.rc, grid.cc),
-                          chunks=(options.resolve_inner_rows(grid.rc), grid.cc), dtype=meta["dtype"],
-                          compressors=options.zarr_compressors(), fill_value=np.nan)
-    else:
-        root.create_array("K", shape=tuple(meta["shape"]), chunks=(grid.rc, grid.cc), dtype=meta["dtype"],
-                          fill_value=np.nan, compressors=None)
-    root.create_array("done", shape=(grid.n_row_blocks, grid.n_col_blocks), chunks=(1, 1), dtype="uint8",
-                      fill_value=0, compressors=None)
-    if grid.symmetric:
-        root.create_array("diag", shape=(grid.n,), chunks=(grid.rc,), dtype=meta["dtype"], fill_value=np.nan,
-                          compressors=None)
     checksums = _Checksums.spec(options, meta["dtype"], grid)
-    _Checksums.create_arrays(root, grid, checksums)
-    # The attributes go last: a folder without them is not taken for a store.
-    root.attrs.update({"format": STORE_FORMAT, "format_version": STORE_VERSION, **meta,
-                       "n_blocks": [grid.n_row_blocks, grid.n_col_blocks], "blocks_done": 0,
-                       "checksums": checksums})
+    create_arrays(root, meta["shape"], meta["dtype"], grid, options, sharded=sharded, checksums=checksums)
+    attrs = {"format": STORE_FORMAT, "format_version": STORE_VERSION, **meta,
+             "n_blocks": [grid.n_row_blocks, grid.n_col_blocks], "checksums": checksums, WRITE_ID: new_write_id()}
+    # The attributes go last: a folder without them is not taken for a store. Their checksums are those
+    # of the values as stored (JSON), which is what every later reader compares.
+    root.attrs.put({**attrs, "blocks_done": 0})
+    root.attrs.update({"attribute_checksums": attribute_checksums(_read_meta(path))})
     return root
+
+
+def _stored_operators(stored):
+    try:
+        return _provenance_of(stored)["operators"]
+    except Exception:  # damaged attributes: the run that opens the store names the damage
+        return []
 
 
 def check_store_path(path, overwrite=False):
@@ -78,7 +89,9 @@ def check_store_path(path, overwrite=False):
     kind (:func:`dkernel._runtime.artifacts.check_target`), and, without
     ``overwrite``, a derived store (its operator chain is not empty: a
     centered or normalized store is not the raw Gram that is computed).
-    Returns the store's attributes, or None when there is no store yet.
+    Returns the store's attributes as they are (not checked: a store with
+    damaged metadata is repaired or refused by the run), or None when there
+    is no store yet.
     """
     if re.match(r"[A-Za-z][\w+.-]*://", os.fspath(path)):
         raise ValueError(f"store {os.fspath(path)}: a Gram store is a folder path, not a URL; on a cluster use a "
@@ -86,88 +99,196 @@ def check_store_path(path, overwrite=False):
     path = os.path.abspath(os.fspath(path))
     if artifacts.check_target(path, "gram", reuse=True) != "same":
         return None
-    stored = _read_meta(path)
-    if stored is None:  # pragma: no cover - a zarr.json naming the format but unreadable by zarr
-        raise StoreMismatchError(f"{path} names itself a dkernel Gram store but cannot be opened; choose another "
-                                 f"path.")
-    operators = _provenance_of(stored)["operators"]
+    stored = _read_meta(artifacts.target_path(path)) or {}
+    operators = _stored_operators(stored)
     if operators and not overwrite:
-        raise StoreMismatchError(
+        error = StoreMismatchError(
             f"the Gram store {path} holds {matrix_form(operators, stored.get('symmetric', True))}, a derived "
             f"store, not the raw Gram of a kernel: operators (store: {describe_operators(operators)}; requested: "
             f"{describe_operators([])}). Pass overwrite=True (CLI: --overwrite) to replace it, or choose another "
             f"path."
         )
+        error.path, error.requested = path, None
+        error.differences = [f"form: it holds {matrix_form(operators, stored.get('symmetric', True))}, a derived "
+                             f"store, not the raw Gram of a kernel"]
+        raise error
     return stored
 
 
+def kept_store_error(error, cli=False):
+    """The :class:`StoreMismatchError` ``error`` told to a fit that uses a store and never replaces it.
+
+    ``error`` was raised by :func:`check_store_path` or
+    :meth:`GramMatrix.compute` without ``overwrite``: its advice (pass
+    overwrite) is not the fit's. The advice here is the fit's own: another
+    store, or the store replaced first by the computation of the Gram, in
+    the words of the API, or with ``cli`` of the command line. Any other
+    error is returned as it is.
+    """
+    differences = getattr(error, "differences", None)
+    if not isinstance(error, StoreMismatchError) or not differences:
+        return error
+    path, requested = error.path, getattr(error, "requested", None)
+    what = "; ".join(differences)
+    if cli:
+        command = gram_command(requested, path) if requested else None
+        command = f"{command} --overwrite" if command else f"dkernel gram --input DATA ... --out {path} --overwrite"
+        kept = StoreMismatchError(
+            f"the Gram store {path} given with --store does not hold the Gram of this fit: {what}. 'dkernel fit' "
+            f"uses such a store only when it holds the fit's data and kernel, and never replaces it (its "
+            f"--overwrite replaces the model only): choose another --store, or first replace this store with "
+            f"`{command}` (DATA being the --data file)."
+        )
+    else:
+        kept = StoreMismatchError(
+            f"the Gram store {path} (store=) does not hold the Gram of this fit: {what}. A fit uses such a store "
+            f"only when it holds the fit's data and kernel, and never replaces it: pass another store, or first "
+            f"replace this one with GramMatrix.compute(X, kernel, store={path!r}, overwrite=True)."
+        )
+    kept.path, kept.differences, kept.requested = path, differences, requested
+    return kept
+
+
 def _create_beside(dest, meta, grid, options):
-    """Create an empty store (arrays and attributes, no blocks) at ``dest``: built beside it, then renamed in."""
+    """Create an empty store at ``dest`` (built beside it, then renamed in); returns its ``write_id``.
+
+    Raises :class:`ArtifactPathError` when another process created something
+    at ``dest`` meanwhile (nothing is replaced).
+    """
     with artifacts.writing(dest, "gram") as tmp:
-        _create_store(tmp, meta, grid, options)
+        write_id = _create_store(tmp, meta, grid, options).attrs[WRITE_ID]
+    return write_id
 
 
-def _prepare_store(path, meta, grid, overwrite, options):
-    """Choose where this run writes its blocks; returns ``(store_path, replacing)``.
+def _checked_store(path, meta, grid, overwrite, options):
+    """The attributes of the store at ``path``, its damaged metadata repaired; None if damaged beyond repair.
 
-    * A store of the same data, kernel and provenance at ``path`` is resumed
-      in place (with ``overwrite``, one written without checksums is rebuilt
-      as below).
-    * No store at ``path`` (or an empty folder): a new empty store is created
+    Damage the run cannot repair (:func:`~dkernel.gram._metadata.repair_metadata`)
+    raises :class:`CorruptStoreError`, unless ``overwrite``: the store is then
+    replaced.
+    """
+    _, damage = metadata_damage(path)
+    if damage:
+        try:
+            repair_metadata(path, meta, grid, options)
+        except CorruptStoreError:
+            if overwrite:
+                return None
+            raise
+    return read_store_meta(path)
+
+
+def _give_identity(path, stored):
+    """Give the store ``path`` (attributes ``stored``), written before identities, one; returns its ``write_id``.
+
+    With it, the checksums of its attributes: they were just compared with
+    the request of the run that resumes the store.
+    """
+    attrs = {key: value for key, value in stored.items() if key not in ("blocks_done", "last_run", "writer")}
+    attrs[WRITE_ID] = new_write_id()
+    group = zarr.open_group(path, mode="r+")
+    group.attrs.put({**stored, **attrs, "attribute_checksums": attribute_checksums(attrs)})
+    return attrs[WRITE_ID]
+
+
+def _mismatch_error(path, diffs, partial, meta):
+    pending = _read_meta(partial) if os.path.isdir(partial) else None
+    hint = ""
+    if pending is not None and not _mismatches(pending, meta):
+        hint = (f" An interrupted replacement with the requested data and kernel waits in {partial}; "
+                f"overwrite=True (CLI: --overwrite) finishes it.")
+    error = StoreMismatchError(
+        f"the Gram store {path} was built with another " + "; ".join(diffs)
+        + ". Pass overwrite=True (CLI: --overwrite) to replace it, or choose another path." + hint
+    )
+    error.path, error.requested = path, meta
+    error.differences = [f"it was built with another {diff}" for diff in diffs]
+    return error
+
+
+def _prepare_store(target, meta, grid, overwrite, options):
+    """Choose where this run writes its blocks; returns ``(store_path, write_id, replacing)``.
+
+    * A store of the same data, kernel and provenance at ``target`` (or at
+      the target of the link there) is resumed in place (its damaged
+      metadata repaired first; with ``overwrite``, one written without
+      checksums is rebuilt as below).
+    * No store there (or an empty folder): a new empty store is created
       beside it and renamed in, then filled in place (an interrupted run is
-      resumed by the same call). A complete replacement left at the
-      :func:`~dkernel._runtime.artifacts.partial_path` by a run killed during its
-      swap is moved in first.
-    * A store of other data, kernel or provenance is refused unless
-      ``overwrite``; with ``overwrite`` the new store is built at the fixed
-      sibling :func:`~dkernel._runtime.artifacts.partial_path` (resumed there if it
-      matches) and swapped in by the caller once every block is written
-      (``replacing`` is True), so the old store stays readable until then.
+      resumed by the same call). A replacement of the requested store left
+      at the :func:`~dkernel._runtime.artifacts.partial_path` by a killed run
+      is moved in first and resumed. When another process created a store there
+      meanwhile, the choice is made again with that store.
+    * A store of other data, kernel or provenance (or with metadata damaged
+      beyond repair) is refused unless ``overwrite``; with ``overwrite`` the
+      new store is built at the fixed sibling
+      :func:`~dkernel._runtime.artifacts.partial_path` (resumed there if it
+      matches) and swapped in by the caller once every block is written, so
+      the old store stays readable until then; ``replacing`` is then the
+      :func:`~dkernel._runtime.artifacts.identity` of the store to replace
+      (else None). A store holding files dkernel did not write is not
+      replaced.
     * Anything that is not a Gram store is refused and never deleted.
     """
+    path = artifacts.target_path(target)
     partial = artifacts.partial_path(path)
-    stored = check_store_path(path, overwrite=True)
-    if stored is not None:
-        diffs = _mismatches(stored, meta)
-        if not diffs and overwrite and _Checksums.of(stored, path) is None:
-            # A store written without checksums is resumed as it is, or rebuilt with them on overwrite.
-            diffs = [f"format (store: version {stored.get('format_version')}, without checksums)"]
-        if not diffs:
-            return path, False
-        if not overwrite:
-            pending = _read_meta(partial) if os.path.isdir(partial) else None
-            hint = ""
-            if pending is not None and not _mismatches(pending, meta):
-                hint = (f" An interrupted replacement with the requested data and kernel waits in {partial}; "
-                        f"overwrite=True (CLI: --overwrite) finishes it.")
-            raise StoreMismatchError(
-                f"the Gram store {path} was built with another " + "; ".join(diffs)
-                + ". Pass overwrite=True (CLI: --overwrite) to replace it, or choose another path." + hint
-            )
-        _prepare_partial(partial, meta, grid, options)
-        return partial, True
-    if os.path.isdir(partial) and artifacts.artifact_kind(partial) == "gram":
-        pending = _read_meta(partial)
-        if pending is not None and not _mismatches(pending, meta):
-            artifacts.install(partial, path, "gram")
-            return path, False
-    _create_beside(path, meta, grid, options)
-    return path, False
+    for _ in range(3):
+        if check_store_path(path, overwrite=True) is not None:
+            stored = _checked_store(path, meta, grid, overwrite, options)
+            diffs = ["metadata (damaged beyond repair)"] if stored is None else _mismatches(stored, meta)
+            if not diffs and overwrite and _Checksums.of(stored, path) is None:
+                # A store written without checksums is resumed as it is, or rebuilt with them on overwrite.
+                diffs = [f"format (store: version {stored.get('format_version')}, without checksums)"]
+            if not diffs:
+                write_id = stored[WRITE_ID] if WRITE_ID in stored else _give_identity(path, stored)
+                return path, write_id, None
+            if not overwrite:
+                raise _mismatch_error(target, diffs, partial, meta)
+            artifacts.check_replaceable(path, "gram")
+            replacing = artifacts.identity(path)
+            return partial, _prepare_partial(partial, meta, grid, options), replacing
+        try:
+            pending = _pending_replacement(partial, meta)
+            if pending is not None:
+                artifacts.install(partial, path, "gram")
+                return path, pending, None
+            return path, _create_beside(path, meta, grid, options), None
+        except ArtifactPathError:
+            if not os.path.lexists(path):
+                raise  # not a race with another process: a real refusal
+    raise StoreMismatchError(f"the Gram store {target} keeps being replaced by other processes while this run "
+                             f"starts; stop them, then run again.")
+
+
+def _pending_replacement(partial, meta):
+    """The ``write_id`` of a replacement of the requested store left at ``partial`` (by a killed run), or None."""
+    if not os.path.isdir(partial) or artifacts.artifact_kind(partial) != "gram":
+        return None
+    try:
+        pending = read_store_meta(partial)
+    except CorruptStoreError:
+        return None
+    if pending is None or _mismatches(pending, meta) or WRITE_ID not in pending:
+        return None
+    return pending[WRITE_ID]
 
 
 def _prepare_partial(partial, meta, grid, options):
-    """Resume the replacement store at ``partial`` if it matches ``meta``, else (re)create it there."""
+    """Resume the replacement store at ``partial`` if it matches ``meta``, else (re)create it; returns its write id."""
     if os.path.lexists(partial):
         if artifacts.artifact_kind(partial) != "gram":
             raise StoreMismatchError(
                 f"{partial} (where dkernel builds the replacement of a Gram store) exists and is not a dkernel "
                 f"Gram store; it is not deleted: move it away to replace the store."
             )
-        pending = _read_meta(partial)
-        if pending is not None and not _mismatches(pending, meta):
-            return
+        try:
+            pending = read_store_meta(partial)
+        except CorruptStoreError:
+            pending = None
+        if pending is not None and not _mismatches(pending, meta) and WRITE_ID in pending:
+            return pending[WRITE_ID]
         artifacts.remove_own(partial, "gram")
-    _create_beside(partial, meta, grid, options)
+    return _create_beside(partial, meta, grid, options)
 
 
 def check_output_store(path, overwrite=False, source=None):
@@ -187,7 +308,8 @@ def check_output_store(path, overwrite=False, source=None):
     path = os.path.abspath(os.fspath(path))
     root = _chain_root(source) if source is not None else None
     root_path = getattr(root, "path", None)
-    reader = root if root_path and os.path.abspath(root_path) == path else None
+    same = root_path and artifacts.target_path(root_path) == artifacts.target_path(path)
+    reader = root if same else None
     if reader is not None and not overwrite:
         raise ArtifactPathError(
             f"{path} is the Gram store this view reads; writing the derived store there replaces it. Pass "
@@ -257,13 +379,21 @@ def write_view_store(view, path, *, operators, dtype=None, overwrite=False):
         "provenance": {"kernel": kernel.to_dict(), "fingerprint": fingerprint, "operators": operators},
         "operator": view.describe(),
     }
-    with artifacts.writing(path, "gram", overwrite) as tmp:
-        root = _create_store(tmp, meta, grid, GramOptions(), sharded=False)
-        # Dask chunks equal the zarr chunks, so every task writes whole chunks (and their checksums).
-        values = view.dask.rechunk((grid.rc, grid.cc)).astype(dtype)
-        _write_checked_blocks(tmp, grid, values, view.diag().astype(dtype), root.attrs["checksums"])
-        root["done"][:] = np.ones((grid.n_row_blocks, grid.n_col_blocks), dtype="uint8")
-        root.attrs["blocks_done"] = grid.n_blocks
+    try:
+        with artifacts.writing(path, "gram", overwrite) as tmp:
+            write_id = _create_store(tmp, meta, grid, GramOptions(), sharded=False).attrs[WRITE_ID]
+            # Dask chunks equal the zarr chunks, so every task writes whole chunks (and their checksums).
+            values = view.dask.rechunk((grid.rc, grid.cc)).astype(dtype)
+            with _stopping_writers_on_failure(tmp):
+                _write_checked_blocks(tmp, write_id, grid, values, view.diag().astype(dtype))
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            where = f": {exc.filename}" if exc.filename else ""
+            raise OSError(exc.errno, f"no space left on the device of {path} while the derived store was written "
+                                     f"there ({exc.strerror}{where}); nothing was replaced (a store already at "
+                                     f"{path} is unchanged) and the partial write was removed: free space, or "
+                                     f"choose another path") from exc
+        raise
     if reader is not None:
         # Its store now holds the derived matrix: reading it as the base would give wrong values.
         reader._blocks = _ReplacedStore(path)
@@ -271,30 +401,67 @@ def write_view_store(view, path, *, operators, dtype=None, overwrite=False):
     return path
 
 
-def _write_checked_blocks(path, grid, values, diagonal, checksums_spec):
-    """Write a Dask array of the grid's chunks into ``K`` of the store at ``path``, each block with its checksums.
+@contextlib.contextmanager
+def _stopping_writers_on_failure(path):
+    """On a failure, make the tasks still writing into the store ``path`` stop before their next block.
 
-    One task per block writes the block, then its checksums; then
-    ``diagonal`` is written with its checksums.
+    When one task of a write fails, Dask raises at once while others may
+    still be running. Removing the store's root metadata first makes each of
+    them find the store gone when it next checks (:func:`~dkernel.gram._identity.held`)
+    and stop; the folder is then deleted, waiting for the writes under way
+    (:func:`~dkernel._runtime.artifacts.remove_own`).
+    """
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(os.path.join(path, "zarr.json"))
+        raise
+
+
+def _write_checked_blocks(path, write_id, grid, values, diagonal):
+    """Write a Dask array of the grid's chunks into ``K`` of the store ``path``, each block with its checksums.
+
+    One task per block holds the store (:func:`~dkernel.gram._identity.held`),
+    writes the block, then its checksums; then ``diagonal`` is written with
+    its checksums, and every block flagged done.
     """
     blocks = values.to_delayed()
-    columns = checksums_spec["segment_columns"]
-    tasks = [dask.delayed(_write_checked_block, pure=False)(blocks[i, j], path, grid, i, j, columns)
+    tasks = [dask.delayed(_write_checked_block, pure=False)(blocks[i, j], path, write_id, grid, i, j)
              for i in range(grid.n_row_blocks) for j in range(grid.n_col_blocks)]
-    dask.compute(tasks)
-    root = zarr.open_group(path, mode="r+")
-    diagonal = np.asarray(diagonal, dtype=root["K"].dtype)
-    root["diag"][:] = diagonal
-    checksums = _Checksums(path, grid, diagonal.dtype.itemsize, columns)
-    for i in range(grid.n_row_blocks):
-        checksums.write_diagonal(i, diagonal[grid.rows(i)])
+    _compute_to_the_last(tasks)
+    with held(path, write_id) as store:
+        root = zarr.open_group(store.root, mode="r+")
+        diagonal = np.asarray(diagonal, dtype=root["K"].dtype)
+        root["diag"][:] = diagonal
+        checksums = _Checksums.of(dict(root.attrs), store.root)
+        for i in range(grid.n_row_blocks):
+            checksums.write_diagonal(i, diagonal[grid.rows(i)])
+        root["done"][:] = np.ones((grid.n_row_blocks, grid.n_col_blocks), dtype="uint8")
+        store.update_attrs({"blocks_done": grid.n_blocks})
 
 
-def _write_checked_block(block, path, grid, i, j, checksum_columns):
-    """Write block (i, j) into ``K`` of the store at ``path`` (one chunk), then its checksums."""
-    K = zarr.open_array(store=path, path="K", mode="r+", config=_ARRAY_CONFIG)
-    block = np.ascontiguousarray(block, dtype=K.dtype)
-    _remove_chunk(path, "K", K, (i, j))
-    K[grid.rows(i), grid.cols(j)] = block
-    checksums = _Checksums(path, grid, K.dtype.itemsize, checksum_columns)
-    checksums.write(i, j, checksums.of_rows(block))
+def _compute_to_the_last(tasks):
+    """Compute ``tasks``; with Dask's threads, a failure is raised only once no task runs any more.
+
+    Dask raises the first error while the other tasks of its pool go on;
+    here the pool is this call's own, and leaving it waits for them. On a
+    cluster the tasks still running stop at their next check of the store
+    (:func:`_stopping_writers_on_failure`).
+    """
+    if dask.base.get_scheduler() not in (None, dask.threaded.get):
+        dask.compute(tasks)
+        return
+    with ThreadPoolExecutor(dask.config.get("num_workers", None) or CPU_COUNT) as pool:
+        dask.compute(tasks, scheduler="threads", pool=pool)
+
+
+def _write_checked_block(block, path, write_id, grid, i, j):
+    """Write block (i, j) into ``K`` of the store ``path`` (one chunk), then its checksums, holding the store."""
+    with held(path, write_id) as store:
+        K = zarr.open_array(store=store.root, path="K", mode="r+", config=_ARRAY_CONFIG)
+        block = np.ascontiguousarray(block, dtype=K.dtype)
+        _remove_chunk(store.root, "K", K, (i, j))
+        K[grid.rows(i), grid.cols(j)] = block
+        checksums = _Checksums.of(store.attrs(), store.root)
+        checksums.write(i, j, checksums.of_rows(block))
