@@ -474,7 +474,8 @@ def test_killed_in_place_centering_keeps_the_input_store(data, tmp_path):
         import numpy as np
         from dkernel.centering import Centering
         from dkernel.gram import GramMatrix
-        from dkernel.views._operators import CenteredGram, _center_block
+        from dkernel.centering._origins import centered_block as _center_block
+        from dkernel.views import CenteredGram
 
         def slow(*args, **kwargs):
             time.sleep(0.3)
@@ -751,7 +752,7 @@ def test_fit_model_overwrite_never_replaces_another_kind(data, tmp_path, capsys,
 def test_gram_and_center_refuse_foreign_out_before_any_work(data, tmp_path, capsys, monkeypatch):
     X, y = data
     import dkernel.cli._files
-    import dkernel.views._operators
+    import dkernel.views._centered
 
     np.save(tmp_path / "X.npy", X)
     np.save(tmp_path / "y.npy", y)
@@ -759,7 +760,7 @@ def test_gram_and_center_refuse_foreign_out_before_any_work(data, tmp_path, caps
     make_model(X, y).save(tmp_path / "model.zarr")
     foreign_folder(tmp_path / "mine")
     monkeypatch.setattr(dkernel.cli._files, "load_input", lambda *a, **k: pytest.fail("the input was read"))
-    monkeypatch.setattr(dkernel.views._operators, "origin_products", lambda *a, **k: pytest.fail("h was computed"))
+    monkeypatch.setattr(dkernel.views._centered, "origin_products", lambda *a, **k: pytest.fail("h was computed"))
     for out, message in [("mine", "not deleted"), ("model.zarr", "overwrite replaces only")]:
         assert main(["gram", "--input", str(tmp_path / "X.npy"), "--out", str(tmp_path / out), "--overwrite"]) == 2
         assert message in capsys.readouterr().err

@@ -8,12 +8,16 @@ kind        folder                                     recorded in
 ``gram``    a Gram store (raw or derived), zarr v3     ``format: "dkernel-gram"`` in
                                                        the root group's attributes
 ``model``   a fitted :class:`dkernel.SVC`, zarr v3      ``format: "dkernel-svc"``
+(models)    one kind per model format (ConformalSVC,   the format of the model
+            GeneralizedBiasSVC, the Parzen/ridge       (:data:`dkernel.svm.FORMATS`)
+            learners): :data:`KINDS`
 ``results`` a pipeline's ``results/NAME/`` folder      ``format: "dkernel-results"``
                                                        in ``results.json``
 =========== ========================================== ==============================
 
 A solver checkpoint (kind ``checkpoint``, :mod:`dkernel.solver._checkpoint`)
-is a zarr group with ``format: "dkernel-checkpoint"``.
+is a zarr group with ``format: "dkernel-checkpoint"``. Single files a command
+writes (labels, factors) follow the same rule: :mod:`dkernel._runtime.outputs`.
 
 The rule applied by every writer:
 

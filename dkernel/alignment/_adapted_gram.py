@@ -61,7 +61,7 @@ class AdaptedGram:
     @property
     def operators(self):
         """The operator chain of the base plus this adaptation (the provenance ``to_zarr`` records)."""
-        from ..views._operators import operator_chain
+        from ..views._base import operator_chain
 
         chain = operator_chain(self.base) if self.base is not None and not isinstance(self.base, np.ndarray) else []
         return chain + [self._step()]

@@ -25,7 +25,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..gram._sources import principal_submatrix, source_n
 from .._runtime.validation import check_labels
-from ._origins import Centering, InvalidWeightsError, class_balanced_weights
+from ._origins import Centering, InvalidWeightsError, centered_block, class_balanced_weights
 from ..exceptions import InvalidLabelsError
 
 __all__ = [
@@ -127,10 +127,6 @@ def criterion(name, y=None):
     )
 
 
-def _centered_dense(K, h, h0):
-    return K - h[:, None] - h[None, :] + h0
-
-
 def feature_space_gradient(K, weights, crit):
     """``J(K_a)`` and the feature-space gradient ``∇_a J`` in the γ representation.
 
@@ -154,7 +150,7 @@ def feature_space_gradient(K, weights, crit):
     """
     h = K @ weights
     h0 = float(weights @ h)
-    Ka = _centered_dense(K, h, h0)
+    Ka = centered_block(K, h, h, h0)
     G = np.asarray(crit.gradient(Ka), dtype=np.float64)
     r = 0.5 * (G.sum(axis=1) + G.sum(axis=0))
     return float(crit.value(Ka)), -2.0 * r + 2.0 * r.sum() * weights
@@ -289,7 +285,7 @@ def general_centering(
 
     h = K @ w
     h0 = float(w @ h)
-    J = float(crit.value(_centered_dense(K, h, h0)))
+    J = float(crit.value(centered_block(K, h, h, h0)))
     if not math.isfinite(J):
         raise ValueError(f"the criterion is not finite at the initial origin (J={J}); choose another init.")
     history = [J]
@@ -299,7 +295,7 @@ def general_centering(
     stop_reason = "max_iter"
     n_iter = 0
     for n_iter in range(1, max_iter + 1):
-        Ka = _centered_dense(K, h, h0)
+        Ka = centered_block(K, h, h, h0)
         G = np.asarray(crit.gradient(Ka), dtype=np.float64)
         r = 0.5 * (G.sum(axis=1) + G.sum(axis=0))
         # Eq. (28) per unit step: γ̂_i = -2 r_i, γ̂0 = -Σ γ̂_i.
@@ -324,7 +320,7 @@ def general_centering(
             delta_sq = float(gam @ (eta * Kg_hat)) + 2 * gam0 * float(gam @ h) + gam0**2 * h0  # eq. (32)
             h_new = h + delta_h  # eq. (33)
             h0_new = h0 + 2 * delta_a + delta_sq
-            J_new = float(crit.value(_centered_dense(K, h_new, h0_new)))
+            J_new = float(crit.value(centered_block(K, h_new, h_new, h0_new)))
             if math.isfinite(J_new) and J_new > J:
                 accepted = True
                 break

@@ -53,6 +53,7 @@ __all__ = [
     "InvalidLabelsError",
     "InvalidWeightsError",
     "SampleSizeError",
+    "centered_block",
     "class_balanced_weights",
     "decision_function_original_kernel",
     "delta_b",
@@ -398,6 +399,17 @@ def _check_n(n):
     if isinstance(n, bool) or not isinstance(n, Integral) or n < 1:
         raise InvalidWeightsError(f"n must be a positive integer; got {n!r}.")
     return int(n)
+
+
+def centered_block(K, h_rows, h_cols, h0):
+    """A block of the centered Gram, ``K_a(i, j) = K_ij - h_i - h_j + h0`` (Meilă eq. 14), in float64.
+
+    ``h_rows`` and ``h_cols``: ``h = Kγ`` at the block's rows and columns.
+    """
+    out = np.asarray(K, dtype=np.float64) - h_rows[:, None]
+    out -= h_cols[None, :]
+    out += h0
+    return out
 
 
 def origin_products(source, centering, *, compute=True, client=None, progress=False):

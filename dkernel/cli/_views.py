@@ -82,7 +82,7 @@ def _run_center(args):
 
     from ..centering._origins import Centering
     from ..gram import GramMatrix, check_output_store
-    from ..views._operators import CenteredGram
+    from ..views._centered import CenteredGram
 
     gram = GramMatrix.open(args.store)
     if args.out:

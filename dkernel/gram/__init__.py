@@ -38,6 +38,9 @@ The package, one concept per module, in the order they build on each other:
 ``_corruption``     how a damaged store is reported, and the repair it names
 ``_grid``           the block grid
 ``_checksums``      CRC-32C checksums of the stored rows
+``_metadata``       the store's attributes checked against their own checksums
+``_identity``       the write identity of a store: its writers hold it, its
+                    readers check it
 ``_shards``         the byte format of the shards of an uncompressed store
 ``_blocks``         where the blocks live: a store, this process, a cluster
 ``_store``          creating and replacing stores safely (computed and derived)

@@ -40,7 +40,6 @@ import os
 import google_crc32c
 import numpy as np
 import scipy.sparse as sp
-import zarr
 
 from ..kernels._kernels import describe_kernel
 

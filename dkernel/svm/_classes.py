@@ -372,7 +372,7 @@ class SVC(PlattProbabilityMixin, BaseSVM):
             base = self._training_gram(X, kernel, client, blas,
                                        on_demand=len(problems) == 1 and self.centering is None)
             if self.normalize:
-                from ..views._operators import NormalizedGram  # imported when used: the operators bring in the zarr store
+                from ..views._normalized import NormalizedGram  # imported when used: the operators bring in the zarr store
 
                 base = NormalizedGram(base)
             whole = whole_data_origin(self.centering, self.centering_sample, y_index, keep, rng)

@@ -23,7 +23,7 @@ from ..gram._in_memory import dense_symmetric_gram
 from ..gram._in_memory import ON_DEMAND_MIN_SAMPLES, OnDemandGram
 from ..gram._sources import DenseGram, KernelGram, SubsetGram
 from ..centering._origins import Centering, delta_b
-from ..views._graf import graf_intercept
+from ..views._normalized import graf_intercept
 from ._kernel import resolve_kernel  # noqa: F401 (the estimators import it from here)
 from ._small import SMALL_PROBLEM_SIZE, libsvm_pair_cap, solve_small, solves_whole
 
@@ -288,7 +288,7 @@ def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, 
     if centering is not None and centering.n == n_total and index.shape[0] != n_total:
         # An origin of the whole training set (centering="multiclass"): the problem's principal submatrix of the
         # one centered Gram, and its part of h (Δb, eq. 19, sums over the problem's samples).
-        from ..views._operators import CenteredGram  # imported when used: the operators bring in the zarr store
+        from ..views._centered import CenteredGram  # imported when used: the operators bring in the zarr store
 
         whole = CenteredGram(_row_provider(base), centering)
         gram, h = SubsetGram(whole, index), whole.h[index]
@@ -296,7 +296,7 @@ def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, 
         # In this process, without centering, the rows are gathered from the shared Gram as the solver asks for them.
         gram = _principal_submatrix(base, index, copy=centering is not None or client is not None)
         if centering is not None:
-            from ..views._operators import CenteredGram
+            from ..views._centered import CenteredGram
 
             gram = CenteredGram(gram, centering)
             h = gram.h

@@ -8,9 +8,11 @@ training points (``cross``), built from the base kernel as the view is built
 from the base Gram.
 
 =================== ==========================================================================
-``_operators``      :class:`CenteredGram` (Meilă eq. 14), :class:`ShiftedGram` (§6),
-                    :class:`NormalizedGram` (Graf & Borer eq. 2)
-``_graf``           Graf & Borer's threshold b' of an SVM on a normalized kernel (eq. 3)
+``_base``           what every view shares: the reading interface, the operator chain,
+                    the diagonal scaling ``s_i K_ij s_j``
+``_centered``       :class:`CenteredGram` (Meilă eq. 14), :class:`ShiftedGram` (§6)
+``_normalized``     :class:`NormalizedGram` (Graf & Borer eq. 2) and the threshold b' of an
+                    SVM trained on it (eq. 3)
 ``_conformal``      :class:`ConformalGram` ``D(x) K(x, x') D(x')`` (Williams et al.)
 =================== ==========================================================================
 """
@@ -18,8 +20,9 @@ from the base Gram.
 from .._runtime.exports import lazy_exports
 
 _EXPORTS = {
-    "._operators": ("CenteredGram", "NormalizedGram", "ShiftedGram", "operator_chain"),
-    "._graf": ("GrafThresholdError", "graf_intercept", "graf_threshold", "weight_norm"),
+    "._base": ("operator_chain", "scaled_block"),
+    "._centered": ("CenteredGram", "ShiftedGram"),
+    "._normalized": ("GrafThresholdError", "NormalizedGram", "graf_intercept", "graf_threshold", "weight_norm"),
     "._conformal": ("METHODS", "ConformalFactor", "ConformalGram", "amari_wu_factor", "check_kappa", "kappa_rule",
                     "magnification_ratio", "williams_factor"),
 }

@@ -46,7 +46,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..gram._sources import as_gram
 from ..kernels._kernels import RBFKernel
-from ._operators import _base_cross, _base_cross_diag, _base_describe, _GramView
+from ._base import _base_cross, _base_cross_diag, _base_describe, _GramView, scaled_block
 
 __all__ = [
     "METHODS",
@@ -216,13 +216,6 @@ class ConformalFactor:
         return f"ConformalFactor(method={self.method!r}, kappa={self.kappa:.6g}, n_sv={self.dual_coef.shape[0]})"
 
 
-def _scale_block(K, d_rows, d_cols):
-    # Williams eq. 5, entrywise: D_i K_ij D_j.
-    out = np.asarray(K, dtype=np.float64) * d_rows[:, None]
-    out *= d_cols[None, :]
-    return out
-
-
 class ConformalGram(_GramView):
     """The conformally transformed Gram ``D_i K_ij D_j`` (Williams eq. 5), a lazy view.
 
@@ -247,7 +240,7 @@ class ConformalGram(_GramView):
         self._vector = d
         self.factor = factor
 
-    _apply = staticmethod(_scale_block)
+    _apply = staticmethod(scaled_block)
 
     @property
     def factor_values(self):
@@ -269,7 +262,7 @@ class ConformalGram(_GramView):
         d_new = self._new_factor(X_new)
         K = _base_cross(self.base, X_new, X_train, columns=columns)
         d = self._vector if columns is None else self._vector[np.asarray(columns, dtype=np.intp)]
-        return _scale_block(K, d_new, d)
+        return scaled_block(K, d_new, d)
 
     def cross_diag(self, X_new, X_train=None):
         """``D(x)² K(x, x)``."""

@@ -1,16 +1,14 @@
-"""Graf & Borer's threshold correction for an SVM on a normalized kernel (eq. 3).
+"""Feature-space normalization (Graf & Borer 2001): the normalized Gram (eq. 2) and the corrected threshold b' (eq. 3).
 
-Normalizing a kernel (``K_ij / sqrt(K_ii K_jj)``, eq. 2; lazy in
-:class:`dkernel.views.NormalizedGram`) puts every point on the unit sphere
-of feature space. There the hyperplane found by the SVM is moved to the
-bisector of the arcs cut by its two margins, ``b'`` (eq. 3), leaving ``w``
-unchanged: :func:`graf_threshold` for the paper's position ``b``,
-:func:`graf_intercept` for an SVM's intercept, :func:`weight_norm` for ``‖w‖``.
+:class:`NormalizedGram` is ``K_ij / √(K_ii K_jj)``, a lazy view (every point
+on the unit sphere of the feature space); an SVM trained on it is evaluated
+with the original kernel once its threshold is corrected to b'
+(:func:`graf_threshold`, :func:`graf_intercept`).
 
 References
 ----------
 .. [1] A. B. A. Graf and S. Borer, "Normalization in support vector machines",
-   DAGM 2001.
+   DAGM 2001, eqs. 2–3.
 """
 
 import math
@@ -19,8 +17,10 @@ import warnings
 import numpy as np
 
 from ..exceptions import DKernelError
+from ..gram._sources import as_gram
+from ._base import _base_cross, _base_cross_diag, _base_describe, _GramView, scaled_block
 
-__all__ = ["GrafThresholdError", "graf_intercept", "graf_threshold", "weight_norm"]
+__all__ = ["GrafThresholdError", "NormalizedGram", "graf_intercept", "graf_threshold", "weight_norm"]
 
 
 class GrafThresholdError(DKernelError, ValueError):
@@ -100,3 +100,73 @@ def graf_intercept(intercept, w_norm, *, on_invalid="clip"):
         raise ValueError(f"w_norm must be finite and > 0; got {w_norm!r}.")
     b = -float(np.asarray(intercept).reshape(-1)[0]) / w_norm
     return -graf_threshold(b, w_norm, on_invalid=on_invalid) * w_norm
+
+
+def _inv_sqrt(d):
+    d = np.asarray(d, dtype=np.float64)
+    s = np.zeros_like(d)
+    positive = d > 0
+    s[positive] = 1.0 / np.sqrt(d[positive])
+    return s
+
+
+
+def _positive_diagonal(diag):
+    """The Gram's diagonal, refused where some ``K(x, x) <= 0``: eq. (2) divides by ``sqrt(K(x, x))``."""
+    diag = np.asarray(diag, dtype=np.float64)
+    bad = np.flatnonzero(~(diag > 0))
+    if bad.size:
+        shown = ", ".join(str(int(i)) for i in bad[:10]) + (", ..." if bad.size > 10 else "")
+        raise ValueError(
+            f"feature-space normalization K(x, z)/sqrt(K(x, x) K(z, z)) (Graf & Borer eq. 2) is undefined for "
+            f"{bad.size} of the {diag.size} training samples: K(x, x) <= 0 at sample index {shown} (e.g. an "
+            f"all-zero row under a linear kernel, which has no direction in feature space). Remove these "
+            f"samples, or use a kernel with K(x, x) > 0 (e.g. 'poly' with coef0 > 0)."
+        )
+    return diag
+
+
+
+class NormalizedGram(_GramView):
+    """Feature-space normalization of any Gram (Graf & Borer eq. 2).
+
+    .. math::
+
+        \\tilde K_{ij} = \\frac{K_{ij}}{\\sqrt{K_{ii} K_{jj}}}
+
+    Every point moves to the unit sphere in feature space. A training point
+    with ``K_ii <= 0`` (an all-zero row under a linear kernel) has no
+    direction there: the view refuses it with a ``ValueError`` naming its
+    index. For test points, ``cross(X_new)`` gives
+    ``K(x, x_i) / sqrt(K(x, x) K(x_i, x_i))`` (0 where ``K(x, x) = 0``, as in
+    :class:`dkernel.kernels.NormalizedKernel`).
+
+    Parameters
+    ----------
+    base : Gram source
+    """
+
+    def __init__(self, base):
+        self.base = as_gram(base)
+        self._base_diag = _positive_diagonal(self.base.diag())
+        self._vector = _inv_sqrt(self._base_diag)
+
+    _apply = staticmethod(scaled_block)
+
+    def diag(self):
+        return (self._base_diag > 0).astype(np.float64)
+
+    def cross(self, X_new, X_train=None, columns=None):
+        K = _base_cross(self.base, X_new, X_train, columns=columns)
+        s_test = _inv_sqrt(_base_cross_diag(self.base, X_new, X_train))
+        s = self._vector if columns is None else self._vector[np.asarray(columns, dtype=np.intp)]
+        return scaled_block(K, s_test, s)
+
+    def cross_diag(self, X_new, X_train=None):
+        return (np.asarray(_base_cross_diag(self.base, X_new, X_train)) > 0).astype(np.float64)
+
+    def _step(self):
+        return {"name": "normalized"}
+
+    def describe(self):
+        return {"name": "normalized", "base": _base_describe(self.base)}
