@@ -15,7 +15,11 @@ cluster of 2 workers:
   n² × 8 bytes its Gram alone would take), beside the randomized method at the
   same sizes, and the gap between the two methods' alignments.
 
-    python benchmarks/bench_adaptation.py                         # n = 50000, k = 100
+To record, on a quiet machine and a committed tree, run the first command
+below (about 3 minutes) and save its output as
+``benchmarks/results/bench_adaptation.txt``.
+
+    python benchmarks/bench_adaptation.py > benchmarks/results/bench_adaptation.txt    # n = 50000, k = 100
     python benchmarks/bench_adaptation.py --n 5000 --exact-n 1000 2000
 """
 
@@ -24,25 +28,20 @@ import argparse
 import numpy as np
 
 from _problems import noisy_threshold_labels  # benchmarks/_*.py, beside this script
-from _provenance import print_header
+from _provenance import print_header, print_versions
 from _timing import timed
 from dkernel import KernelGram, RBFKernel
 from dkernel._runtime.client import start_local_cluster
 from dkernel._runtime.memory import PeakMemory
 from dkernel.alignment import transductive_adaptation
 
-MEASURES = (  # the modules these figures depend on: re-run and record when one changes
+MEASURES = (  # the code these figures depend on: re-run and record when one changes
     "dkernel/alignment",
-    "dkernel/alignment/_measures.py",
-    "dkernel/gram/_sources.py",
-    "dkernel/gram/_on_the_fly.py",
+    "dkernel/gram",
     "dkernel/kernels",
-    "dkernel/kernels/_rbf_map.py",
-    "dkernel/kernels/_rbf_exp.py",
-    "dkernel/kernels/_rbf_compiled.py",
-    "dkernel/kernels/_products.py",
-    "dkernel/_runtime/jit.py",
-    "dkernel/_runtime/client.py",
+    "dkernel/_runtime",
+    "setup.py",
+    "src",
 )
 
 
@@ -69,6 +68,7 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     print_header()
+    print_versions("dask", "distributed")
 
     print(f"exact eigh vs randomized top-{args.rank} (dense Gram in this process):")
     rows = []

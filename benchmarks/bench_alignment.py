@@ -11,7 +11,11 @@ float32 halves the store (n = 30000: 3.6 GB instead of 7.2 GB) and the bytes
 read per pass; the sums are accumulated in float64 strips, so the alignment
 keeps float64 accuracy for the stored values.
 
-    python benchmarks/bench_alignment.py                     # n = 30000
+To record, on a quiet machine (4 GB of free disk) and a committed tree, run
+the first command below (about 1 minute) and save its output as
+``benchmarks/results/bench_alignment.txt``.
+
+    python benchmarks/bench_alignment.py > benchmarks/results/bench_alignment.txt    # n = 30000
     python benchmarks/bench_alignment.py --n 8000 --store /tmp/K8k.zarr
 """
 
@@ -29,21 +33,18 @@ from dkernel.centering import Centering
 from dkernel.gram import GramMatrix
 from dkernel.views import CenteredGram
 from _problems import noisy_threshold_labels  # benchmarks/_*.py, beside this script
-from _provenance import print_header
+from _provenance import print_header, print_versions
 from _timing import timed
 
-MEASURES = (  # the modules these figures depend on: re-run and record when one changes
-    "dkernel/alignment/_measures.py",
-    "dkernel/centering/_origins.py",
-    "dkernel/views/_operators.py",
-    "dkernel/gram/_sources.py",
+MEASURES = (  # the code these figures depend on: re-run and record when one changes
+    "dkernel/alignment",
+    "dkernel/centering",
+    "dkernel/views",
     "dkernel/gram",
     "dkernel/kernels",
-    "dkernel/kernels/_rbf_map.py",
-    "dkernel/kernels/_rbf_exp.py",
-    "dkernel/kernels/_rbf_compiled.py",
-    "dkernel/kernels/_products.py",
-    "dkernel/_runtime/jit.py",
+    "dkernel/_runtime",
+    "setup.py",
+    "src",
 )
 
 
@@ -68,6 +69,7 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     print_header()
+    print_versions("dask", "zarr")
     dask.config.set(scheduler="threads")
 
     X, y = noisy_threshold_labels(args.n, args.d, args.seed, threshold=0.5, dtype=np.float32)

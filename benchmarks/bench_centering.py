@@ -19,9 +19,14 @@ each task evaluates one row block of K(X, X_S). Prints the time, each
 worker's peak resident memory and the client's (``VmHWM`` on Linux, as
 ``bench_out_of_core.py`` measures it), and the difference from part 1's h.
 
-    python benchmarks/bench_centering.py                # n = 200000, d = 32, n' = 2000
+To record, on a quiet machine and a committed tree, run the first command
+below (about 2 minutes) and save its output as
+``benchmarks/results/bench_centering.txt``; then append the run on a
+cluster, the third command (about 3 minutes), to the same file.
+
+    python benchmarks/bench_centering.py > benchmarks/results/bench_centering.txt    # n = 200000, d = 32, n' = 2000
     python benchmarks/bench_centering.py --n 20000      # a quicker run
-    python benchmarks/bench_centering.py --n 1000000 --workers 2    # on a cluster, 2 GB per worker
+    python benchmarks/bench_centering.py --n 1000000 --workers 2 >> benchmarks/results/bench_centering.txt
 """
 
 import argparse
@@ -37,21 +42,18 @@ from dkernel.centering import Centering, origin_products
 from dkernel import KernelGram
 from dkernel.views import CenteredGram
 from _problems import noisy_threshold_labels  # benchmarks/_*.py, beside this script
-from _provenance import print_header
+from _provenance import print_header, print_versions
 from _timing import timed
 
-MEASURES = (  # the modules these figures depend on: re-run and record when one changes
-    "dkernel/centering/_origins.py",
-    "dkernel/views/_operators.py",
-    "dkernel/gram/_sources.py",
-    "dkernel/alignment/_measures.py",
+MEASURES = (  # the code these figures depend on: re-run and record when one changes
+    "dkernel/centering",
+    "dkernel/views",
+    "dkernel/gram",
+    "dkernel/alignment",
     "dkernel/kernels",
-    "dkernel/kernels/_rbf_map.py",
-    "dkernel/kernels/_rbf_exp.py",
-    "dkernel/kernels/_rbf_compiled.py",
-    "dkernel/kernels/_products.py",
-    "dkernel/_runtime/jit.py",
-    "dkernel/_runtime/client.py",
+    "dkernel/_runtime",
+    "setup.py",
+    "src",
 )
 
 
@@ -81,6 +83,7 @@ def main():
     parser.add_argument("--memory-limit", default="2GB", help="memory limit of each worker (default: 2GB)")
     args = parser.parse_args()
     print_header()
+    print_versions("dask", "distributed")
     dask.config.set(scheduler="threads")
 
     X, y = noisy_threshold_labels(args.n, args.d, args.seed, threshold=0.8)

@@ -22,7 +22,13 @@ only the requested rows' bytes; compressed ones decode whole inner chunks of
 
 Usage::
 
-    python benchmarks/bench_gram.py                    # n=20000, d=64 (a few minutes, ~8 GB RAM)
+To record, on a quiet machine (about 8 GB free) and a committed tree, run the
+first command below (about 5 minutes) and save its output as
+``benchmarks/results/bench_gram.txt``.
+
+Usage::
+
+    python benchmarks/bench_gram.py > benchmarks/results/bench_gram.txt    # n=20000, d=64 (~8 GB RAM)
     python benchmarks/bench_gram.py --n 5000 --d 32    # quick
     python benchmarks/bench_gram.py --inner-rows 4     # rows per inner zarr chunk
     python benchmarks/bench_gram.py --pages as-is      # no memory touched between runs
@@ -42,18 +48,12 @@ from dkernel.gram import GramMatrix, store_size_bytes
 from _provenance import print_header, print_versions  # benchmarks/_*.py, beside this script
 from _timing import timed
 
-MEASURES = (  # the modules these figures depend on: re-run and record when one changes
+MEASURES = (  # the code these figures depend on: re-run and record when one changes
     "dkernel/gram",
     "dkernel/kernels",
-    "dkernel/kernels/_rbf_map.py",
-    "dkernel/kernels/_rbf_exp.py",
-    "dkernel/kernels/_rbf_compiled.py",
-    "dkernel/kernels/_products.py",
-    "dkernel/_runtime/jit.py",
-    "dkernel/_runtime/options.py",
-    "dkernel/_runtime/client.py",
-    "dkernel/_runtime/buffers.py",
-    "dkernel/_runtime/validation.py",
+    "dkernel/_runtime",
+    "setup.py",
+    "src",
 )
 
 

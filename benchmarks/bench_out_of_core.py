@@ -21,7 +21,11 @@ the kernel's ``VmHWM`` on Linux), not the cluster's: ``distributed``'s
 ``MemorySampler`` samples the scheduler's memory summed over all workers,
 which cannot be compared with one worker's memory limit.
 
-    python benchmarks/bench_out_of_core.py                  # n = 30000 (10-20 minutes, ~8 GB disk)
+To record, on a quiet machine (8 GB of free disk) and a committed tree, run
+the first command below (about 2 minutes here before; up to 20 on slower
+disks) and save its output as ``benchmarks/results/bench_out_of_core.txt``.
+
+    python benchmarks/bench_out_of_core.py > benchmarks/results/bench_out_of_core.txt    # n = 30000, ~8 GB disk
     python benchmarks/bench_out_of_core.py --n 5000         # quick
 """
 
@@ -42,24 +46,14 @@ from dkernel.svm import SVC
 from _provenance import print_header, print_versions  # benchmarks/_*.py, beside this script
 from _timing import timed
 
-MEASURES = (  # the modules these figures depend on: re-run and record when one changes
+MEASURES = (  # the code these figures depend on: re-run and record when one changes
     "dkernel/gram",
     "dkernel/svm",
     "dkernel/solver",
-    "dkernel/gram/_sources.py",
-    "dkernel/gram/_in_memory.py",
-    "dkernel/gram/_on_demand_compiled.py",
-    "dkernel/gram/_on_the_fly.py",
-    "dkernel/_runtime/client.py",
-    "dkernel/_runtime/buffers.py",
     "dkernel/kernels",
-    "dkernel/kernels/_rbf_map.py",
-    "dkernel/kernels/_rbf_exp.py",
-    "dkernel/kernels/_rbf_compiled.py",
-    "dkernel/kernels/_products.py",
-    "dkernel/_runtime/jit.py",
-    "dkernel/_runtime/memory.py",
-    "dkernel/_runtime/options.py",
+    "dkernel/_runtime",
+    "setup.py",
+    "src",
 )
 
 

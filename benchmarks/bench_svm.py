@@ -1,122 +1,88 @@
-"""dkernel.SVC against sklearn.svm.SVC (libsvm), side by side in one process.
+"""dkernel.SVC against scikit-learn (libsvm) and oneDAL where most points are support vectors: one fit per fresh process.
 
-Two overlapping Gaussian classes in d = 64 dimensions (many support vectors),
-RBF kernel, C = 1, tol = 1e-3 for both, scikit-learn with cache_size=2000.
-dkernel's time includes computing the Gram matrix (or its rows). Prints wall
-times, their ratio (dkernel / scikit-learn), test accuracies and dual
-objectives. Before the timed runs, both estimators fit a 500-point problem
-once: dkernel's inner solver is compiled by numba and loaded from its cache
-once per process (the printed warm-up time).
+Two overlapping Gaussian classes in d = 64 dimensions (about three
+quarters of the points are support vectors), RBF gamma = 1/d, C = 1,
+tol = 1e-3 for all, 2000 test points; sklearn and oneDAL
+(``sklearn.svm.SVC``, ``sklearnex.svm.SVC``) with ``cache_size=2000``.
+Each fit runs in a new Python process per library (``_fresh.py``:
+import timed apart, the data read from a file outside the timing), the
+libraries alternating over ``--rounds`` rounds (medians; a fit longer
+than ``--once-above`` seconds is not repeated, ``*``). A peer whose time,
+extrapolated from the two smaller sizes, passes ``--peer-max-seconds`` is
+not run and its extrapolated time is shown with ``~``. dkernel's time
+includes computing the Gram (or its rows). Printed: the fit times and
+ratios, the test set's predict and decision_function times, the
+accuracies, the agreement of the predictions, the dual objectives, the
+support vectors and each process's peak memory during the fit.
 
-    python benchmarks/bench_svm.py                    # n = 5000, 20000, 50000
-    python benchmarks/bench_svm.py --n 5000 20000     # a shorter run
+To record, on a quiet machine and a committed tree with scikit-learn-intelex
+installed, run the first command below (about 20–25 minutes: sklearn alone
+takes about 7 minutes at n = 50000) and save its output as
+``benchmarks/results/bench_svm.txt``.
+
+    python benchmarks/bench_svm.py > benchmarks/results/bench_svm.txt    # n = 5000, 20000, 50000
+    python benchmarks/bench_svm.py --n 5000 20000 --rounds 1             # a shorter run
 """
 
 import argparse
+import sys
 
 import numpy as np
-from sklearn.svm import SVC as LibSVC
 
-from dkernel.kernels import RBFKernel
-from dkernel.svm import SVC
+from _fresh import DISTRIBUTIONS, PeerTimes, compare, print_comparison, print_imports, problem_file
 from _problems import overlapping_classes  # benchmarks/_*.py, beside this script
-from _provenance import print_header
-from _timing import timed
+from _provenance import print_header, print_versions
 
-MEASURES = (  # the modules these figures depend on: re-run and record when one changes
+MEASURES = (  # the code these figures depend on: re-run and record when one changes
+    "dkernel/__init__.py",
     "dkernel/svm",
     "dkernel/solver",
-    "dkernel/gram/_sources.py",
-    "dkernel/gram/_in_memory.py",
-    "dkernel/gram/_on_demand_compiled.py",
-    "dkernel/gram/_on_the_fly.py",
-    "dkernel/kernels/_mirror_compiled.py",
+    "dkernel/gram",
     "dkernel/kernels",
-    "dkernel/kernels/_rbf_map.py",
-    "dkernel/kernels/_rbf_exp.py",
-    "dkernel/kernels/_rbf_compiled.py",
-    "dkernel/kernels/_products.py",
-    "dkernel/_runtime/jit.py",
-    "dkernel/_runtime/memory.py",
-    "dkernel/views/_operators.py",
-    "dkernel/_runtime/client.py",
-    "dkernel/_runtime/validation.py",
+    "dkernel/views",
+    "dkernel/_runtime",
+    "pyproject.toml",
+    "setup.py",
+    "src",
+    "benchmarks/_fresh.py",
+    "benchmarks/_fresh_fit.py",
 )
 
 N_TEST = 2000
 
 
-def libsvm_dual_objective(clf, X_train, kernel, block=4096):
-    """½ cᵀKc − Σ|c| for scikit-learn's binary SVC, with K over the support vectors in row blocks."""
-    c = clf.dual_coef_[0]
-    sv = X_train[clf.support_]
-    quad = 0.0
-    for start in range(0, sv.shape[0], block):
-        K = kernel(sv[start:start + block], sv)
-        quad += c[start:start + block] @ (K @ c)
-    return 0.5 * quad - np.abs(c).sum()
-
-
-def run(n, d, gamma, seed, skip_libsvm_above):
-    rng = np.random.default_rng(seed)
-    X, y = overlapping_classes(n + N_TEST, d, rng)
-    X_tr, y_tr, X_te, y_te = X[:n], y[:n], X[n:], y[n:]
-    kernel = RBFKernel(gamma=gamma)
-
-    ours, t_ours = timed(lambda: SVC(kernel="rbf", gamma=gamma, C=1.0, tol=1e-3).fit(X_tr, y_tr))
-    acc_ours = ours.score(X_te, y_te)
-    row = {
-        "gram": ours.gram_dtype_,
-        "n": n,
-        "dkernel_s": t_ours,
-        "dkernel_acc": acc_ours,
-        "dkernel_obj": float(ours.objective_[0]),
-        "dkernel_nsv": int(ours.support_.shape[0]),
-    }
-    if n <= skip_libsvm_above:
-        ref, t_ref = timed(
-            lambda: LibSVC(kernel="rbf", gamma=gamma, C=1.0, tol=1e-3, cache_size=2000).fit(X_tr, y_tr)
-        )
-        row.update(
-            sklearn_s=t_ref,
-            sklearn_acc=ref.score(X_te, y_te),
-            sklearn_obj=libsvm_dual_objective(ref, X_tr, kernel),
-            sklearn_nsv=int(ref.support_.shape[0]),
-            ratio=t_ours / t_ref,
-        )
-    return row
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, nargs="+", default=[5000, 20000, 50000])
+    parser.add_argument("--n", type=int, nargs="+", default=[5000, 20000, 50000], help="training set sizes")
     parser.add_argument("--d", type=int, default=64)
     parser.add_argument("--gamma", type=float, default=None, help="RBF gamma (default 1/d)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--skip-libsvm-above", type=int, default=10**9,
-                        help="do not run scikit-learn above this n (it is quadratic-to-cubic in time)")
+    parser.add_argument("--rounds", type=int, default=3, help="fresh processes per library and size (median)")
+    parser.add_argument("--once-above", type=float, default=30.0,
+                        help="a library whose first fit took longer is not fitted again (seconds, default: 30)")
+    parser.add_argument("--peer-max-seconds", type=float, default=900.0,
+                        help="a peer whose fit extrapolates above this is not run (default: 900)")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds before a process is stopped")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     print_header()
+    print_versions(*DISTRIBUTIONS)
     gamma = args.gamma or 1.0 / args.d
-    X_w, y_w = overlapping_classes(500, args.d, np.random.default_rng(args.seed + 1))
-    _, t_warm = timed(lambda: SVC(kernel="rbf", gamma=gamma).fit(X_w, y_w))
-    LibSVC(kernel="rbf", gamma=gamma).fit(X_w, y_w)
-    print(f"warm-up (numba cache load, once per process): dkernel {t_warm:.2f} s")
-    header = (f"{'n':>7} {'dkernel s':>10} {'sklearn s':>10} {'ratio':>6} {'acc dk':>7} {'acc sk':>7} "
-              f"{'obj dk':>12} {'obj sk':>12} {'rel diff':>9} {'nSV dk':>7} {'nSV sk':>7}  dkernel Gram")
-    print(f"RBF gamma={gamma:.4g}, C=1, tol=1e-3, d={args.d}, test n={N_TEST}")
-    print(header)
-    for n in args.n:
-        r = run(n, args.d, gamma, args.seed, args.skip_libsvm_above)
-        sk = "sklearn_s" in r
-        rel = abs(r["dkernel_obj"] - r["sklearn_obj"]) / abs(r["sklearn_obj"]) if sk else float("nan")
-        print(
-            f"{r['n']:>7} {r['dkernel_s']:>10.2f} {r.get('sklearn_s', float('nan')):>10.2f} "
-            f"{r.get('ratio', float('nan')):>6.3f} {r['dkernel_acc']:>7.4f} {r.get('sklearn_acc', float('nan')):>7.4f} "
-            f"{r['dkernel_obj']:>12.3f} {r.get('sklearn_obj', float('nan')):>12.3f} {rel:>9.2e} "
-            f"{r['dkernel_nsv']:>7} {r.get('sklearn_nsv', 0):>7}  {r['gram']}",
-            flush=True,
-        )
+    print(f"two overlapping Gaussian classes, d={args.d}; RBF gamma={gamma:.4g}, C=1, tol=1e-3, test n={N_TEST}")
+    peers = PeerTimes(max_seconds=args.peer_max_seconds)
+    results = []
+    for n in sorted(args.n):
+        X, y = overlapping_classes(n + N_TEST, args.d, np.random.default_rng(args.seed))
+        params = {"kernel": "rbf", "gamma": gamma, "C": 1.0, "tol": 1e-3}
+        with problem_file(X[:n], y[:n], X[n:], y[n:]) as path:
+            outcomes = compare(path, params, rounds=args.rounds, once_above=args.once_above, timeout=args.timeout,
+                               skip=peers.skip(n),
+                               progress=lambda line, n=n: print(f"[n={n}] {line}", flush=True, file=sys.stderr))
+        peers.record(n, outcomes)
+        results.append((f"n={n}", n, N_TEST, outcomes))
+    print_comparison(f"two overlapping classes, d={args.d}", results, args.rounds)
+    print_imports(results)
 
 
 if __name__ == "__main__":

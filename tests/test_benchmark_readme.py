@@ -113,3 +113,58 @@ def test_aligned_lines_without_a_header_stay_as_recorded():
     lines = ["read every chunk          1.67 s      540.4 M entries/s",
              "exact alignment           2.04 s      441.7 M entries/s   A = 0.137141"]
     assert readme.render_output(lines) == "```\n" + "\n".join(lines) + "\n```"
+
+
+_FRESH_RECORD = """\
+# commit 0123456789abcdef0123456789abcdef01234567  2026-11-26  python benchmarks/bench_matrix.py
+# 2 CPUs (AMD EPYC), 24 GiB memory, Linux 6.1, python 3.11.7, load average before: 0.10
+python 3.11.7, numpy 2.4.6, dkernel 0.1.0, scikit-learn 1.9.1, scikit-learn-intelex 2026.2.0
+
+## tiny sets, RBF gamma='scale', C=1: fit, one per fresh process (median of 5 rounds, alternating)
+problem                                  n     dkernel     sklearn         oneDAL   dk/sk  dk/oneDAL
+iris (150 x 4, 3 classes)              105    12.50 ms     2.50 ms  not installed    5.00
+wdbc (569 x 30)                        398    20.00 ms    10.00 ms  not installed    2.00
+
+## synthetic, make_classification, RBF gamma='scale', C=1: fit, one per fresh process (median of 3 rounds, alternating)
+problem                                  n     dkernel     sklearn         oneDAL   dk/sk  dk/oneDAL
+n=12000 apart d=10 dense             12000   200.00 ms   400.00 ms      300.00 ms    0.50       0.67
+n=12000 noisy d=64 dense             12000      2.00 s      8.00 s         3.00 s    0.25       0.67
+n=40000 noisy d=64 dense             40000     10.00 s   ~200.00 s        20.00 s*  ~0.05       0.50
+
+## targets: how many problems meet each, and the worst
+target                                                         problems   met  worst
+tiny: a dkernel fit <= 50 ms (seconds)                                2     2  0.02 (wdbc (569 x 30))
+"""
+
+
+def test_summary_shows_each_problem_and_the_synthetic_problems_of_each_size_as_ranges(tmp_path):
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "bench_matrix.txt").write_text(_FRESH_RECORD)
+    lines = readme.fresh_summary(tmp_path).splitlines()
+    assert "| problem | dkernel | sklearn | oneDAL | dkernel / sklearn | dkernel / oneDAL |" in lines
+    assert "| iris (150 x 4, 3 classes) | 12.50 ms | 2.50 ms | not installed | 5.00 |  |" in lines
+    assert ("| synthetic, n = 12000 (2 problems) | 200.00 ms – 2.00 s | 400.00 ms – 8.00 s | 300.00 ms – 3.00 s | "
+            "0.25 – 0.50 | 0.67 |") in lines
+    assert "| synthetic, n = 40000 | 10.00 s | ~200.00 s | 20.00 s* | ~0.05 | 0.50 |" in lines
+    assert any(line.startswith("\\*: fitted once") for line in lines)
+    assert "| tiny: a dkernel fit <= 50 ms (seconds) | 2 | 2 | 0.02 (wdbc (569 x 30)) |" in lines
+    assert "0123456789" in lines[0] and "2 CPUs (AMD EPYC)" in lines[0]
+
+
+def test_summary_says_so_when_no_fresh_process_fit_is_recorded(tmp_path):
+    (tmp_path / "results").mkdir()
+    assert "No fresh-process fit is recorded" in readme.fresh_summary(tmp_path)
+    (tmp_path / "results" / "bench_matrix.txt").write_text(
+        "# commit abc  2026-01-01  python benchmarks/bench_matrix.py\n## tiny (in one process)\n"
+        "problem   dkernel   sklearn   ratio\niris      4.75 ms   2.56 ms    1.85\n")
+    assert "No fresh-process fit is recorded" in readme.fresh_summary(tmp_path)
+
+
+def test_summary_option_prints_the_summary_of_the_page(tmp_path):
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "bench_matrix.txt").write_text(_FRESH_RECORD)
+    printed = subprocess.run([sys.executable, str(BENCHMARKS / "_readme.py"), "--dir", str(tmp_path), "--summary"],
+                             check=True, capture_output=True, text=True, timeout=60).stdout
+    assert printed.strip() == readme.fresh_summary(tmp_path)
+    assert printed.strip() in readme.render(tmp_path)
+    assert not (tmp_path / "README.md").exists()
