@@ -1,35 +1,16 @@
-"""The paper's Tables 1–6 (Kandola et al.), its yardstick, and the measured spread set beside them."""
+"""The paper's Tables 1–6 (Kandola et al.) and the arithmetic that checks their error columns against their F1."""
 
-import math
-
-import numpy as np
-
-__all__ = ["CLAIMED", "HEADERS", "PAPER", "cell_agrees", "format_spread", "paper_g_train", "spread"]
-
-def spread(records, key, **match):
-    """Mean and standard deviation (ddof=1; the paper's parentheses) of ``key`` over the matching records."""
-    values = [r[key] for r in records if all(r.get(k) == v for k, v in match.items())
-              and isinstance(r.get(key), (int, float)) and math.isfinite(r[key])]
-    if not values:
-        return None
-    return float(np.mean(values)), float(np.std(values, ddof=1)) if len(values) > 1 else 0.0, len(values)
+__all__ = ["CLAIMED", "HEADERS", "PAPER", "format_spread", "implied_other_rate", "largest_overall_error"]
 
 
-
-#: Tables 1–6 of the paper: {(matrix, train %): {measure: (mean, sd)}}, measures in MEASURE_KEYS order.
 def _table(columns, rows):
     return {(m, pct): dict(zip(columns, cells)) for (m, pct), cells in rows.items()}
 
 
-
 _UNEVEN = ("train_alignment", "test_alignment", "svc_error", "pw_error", "f1")
-
-
-
 _REGRESSION = ("train_alignment", "test_alignment", "rr_error")
 
-
-
+#: Tables 1–6 of the paper: ``{(dataset, algorithm): (title, {(matrix, train %): {measure: (mean, sd)}})}``.
 PAPER = {
     ("toy", "transductive"): ("Table 1", _table(_UNEVEN, {
         ("K", 80): ((0.009, 0.006), (0.080, 0.072), (0.567, 0.176), (0.617, 0.153), (0.696, 0.021)),
@@ -75,29 +56,32 @@ PAPER = {
         ("G", 20): ((0.148, 0.025), (0.129, 0.010), (0.309, 0.074), (0.337, 0.079), (0.444, 0.012))})),
 }  # fmt: skip
 
-
-
 #: What the paper states G does to each measure against K ("+": it rises, "-": it falls).
 CLAIMED = {"train_alignment": "+", "test_alignment": "+", "svc_error": "-", "pw_error": "-", "f1": "+",
            "rr_error": "-"}
-
-
 
 HEADERS = {"train_alignment": "Train Align", "test_alignment": "Test Align", "svc_error": "SVC Error",
            "pw_error": "PW Error", "f1": "F1 (SVC)", "rr_error": "RR Error"}
 
 
+def largest_overall_error(f1, positive_fraction):
+    """The largest share of test points a classifier of F1 ``f1`` can misclassify when ``positive_fraction`` of them
+    are positive.
 
-def paper_g_train(dataset, algorithm, pct):
-    """The paper's training alignment of G at ``pct`` % as ``mean (sd)``."""
-    return format_spread(PAPER[(dataset, algorithm)][1][("G", pct)]["train_alignment"], 3)
+    ``F1 = 2TP / (2TP + FP + FN)``, so ``FP + FN = 2TP (1/F1 − 1) ≤ 2P (1/F1 − 1)``: the overall error is at most
+    ``2π (1/F1 − 1)``.
+    """
+    return 2.0 * positive_fraction * (1.0 / f1 - 1.0) if f1 > 0 else float("inf")
 
 
-
-def cell_agrees(paper, measured):
-    """The paper's yardstick (§6): the means differ by at most the sum of the two standard deviations."""
-    return abs(paper[0] - measured[0]) <= paper[1] + measured[1] + 1e-12
-
+def implied_other_rate(f1, error):
+    """With ``error`` read as ``1 − recall`` (or ``1 − precision``), the precision (or recall) that F1 ``f1``
+    implies: ``F1 = 2PR / (P + R)`` solved for the other; None where no rate in (0, 1] gives ``f1``."""
+    rate = 1.0 - error
+    if rate <= 0 or 2 * rate <= f1:
+        return None
+    other = f1 * rate / (2 * rate - f1)
+    return min(other, 1.0) if 0 < other <= 1 + 1e-12 else None
 
 
 def format_spread(pair, digits):

@@ -238,3 +238,85 @@ def test_weights_and_new_rows_are_checked():
         aligner.transform(rows)
     with pytest.raises(ValueError, match=r"shape \(n, 40\); got shape \(5, 30\)"):
         aligner.transform(K[:5, :30])
+
+
+def _algorithm1_by_loops(K, y, rows, target, weighting):
+    """Algorithm 1 as printed, every eigenvector of ``K`` (the same eigensolver call as the library's): ``a(n) =
+    (V(I,n)'y(I))² / (V(I,n)'V(I,n))²`` (``weighting="algorithm1"``) or ``(V(I,n)'y(I))²`` (eq. 5), then
+    ``G = Σ a(n) V(:,n) V(:,n)'`` with ``Σ a² = 1``."""
+    values, vectors = np.linalg.eigh((K + K.T) / 2)
+    vectors = vectors[:, ::-1]
+    t = alignment_target(y, target)
+    a = np.zeros(vectors.shape[1])
+    for n in range(vectors.shape[1]):
+        v_I = vectors[rows, n]
+        a[n] = float(v_I @ t) ** 2 / (float(v_I @ v_I) ** 2 if weighting == "algorithm1" else 1.0)
+    a /= np.sqrt(np.sum(a**2))
+    G = np.zeros_like(K)
+    for n in range(vectors.shape[1]):
+        G += a[n] * np.outer(vectors[:, n], vectors[:, n])
+    return a, G
+
+
+@pytest.mark.parametrize("weighting", ["eq5", "algorithm1"])
+def test_algorithm1_keeps_every_eigenvector_and_either_weighting_of_the_paper(weighting):
+    """A rank-3 linear Gram on 40 points, 25 labelled: tol=None keeps all 40 eigenvectors (the null space's basis
+    included), and the weights are eq. (5)'s or Algorithm 1's line, divided by ‖V(I, n)‖⁴."""
+    rng = np.random.default_rng(21)
+    X = rng.normal(size=(40, 3))
+    K = X @ X.T
+    y = np.where(rng.random(40) < 0.6, 1, -1)
+    rows = np.sort(rng.choice(40, size=25, replace=False))
+    a, G_loops = _algorithm1_by_loops(K, y[rows], rows, "uneven", weighting)
+    G = transductive_adaptation(K, y[rows], rows, target="uneven", weighting=weighting, method="exact", tol=None)
+    assert G.rank == 40
+    np.testing.assert_allclose(G.weights, a, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(G.to_numpy(), G_loops, rtol=0, atol=1e-10)
+    assert transductive_adaptation(K, y[rows], rows, target="uneven", weighting=weighting, method="exact").rank == 3
+
+
+def test_the_two_weightings_differ_with_unlabelled_rows_and_agree_without():
+    X, K = _gram(60, 3, 22, kernel="rbf")
+    y = np.where(X[:, 0] > 0, 1, -1)
+    rows = np.arange(35)
+    eq5 = transductive_adaptation(K, y[rows], rows, method="exact", tol=None)
+    alg1 = transductive_adaptation(K, y[rows], rows, weighting="algorithm1", method="exact", tol=None)
+    norms = np.sum(eq5.vectors[rows] ** 2, axis=0)
+    expected = eq5.weights / norms**2
+    np.testing.assert_allclose(alg1.weights, expected / np.linalg.norm(expected), rtol=1e-10, atol=1e-14)
+    assert np.abs(alg1.weights - eq5.weights).max() > 1e-3
+    everyone = [transductive_adaptation(K, y, weighting=w, method="exact", tol=None).weights
+                for w in ("eq5", "algorithm1")]
+    np.testing.assert_allclose(everyone[0], everyone[1], rtol=0, atol=1e-10)
+    with pytest.raises(ValueError, match=r"weighting must be one of \['eq5', 'algorithm1'\]"):
+        transductive_adaptation(K, y, weighting="eq6")
+
+
+def test_numerical_rank_tol_keeps_exactly_the_rank_of_a_low_rank_gram():
+    """MATLAB's rank tolerance n·ε·λ_max: a linear Gram of 5 inputs on 50 points keeps 5 eigenvectors; the inductive
+    aligner refuses a threshold that would divide by zero eigenvalues."""
+    from dkernel.alignment import numerical_rank_tol
+
+    assert numerical_rank_tol(80) == pytest.approx(80 * np.finfo(np.float64).eps)
+    rng = np.random.default_rng(23)
+    X = rng.normal(size=(50, 5))
+    K = X @ X.T
+    y = np.where(rng.random(50) < 0.5, 1, -1)
+    aligner = KernelAligner(kernel="precomputed", target="uneven", tol=numerical_rank_tol(50)).fit(K, y)
+    assert len(aligner.eigenvalues_) == 5 == np.linalg.matrix_rank(K)
+    for tol in (None, 0.0, -1e-6):
+        with pytest.raises(ValueError, match="tol must be a positive number"):
+            KernelAligner(kernel="precomputed", tol=tol).fit(K, y)
+
+
+def test_one_eigendecomposition_serves_every_split_as_in_algorithm1():
+    X, K = _gram(50, 3, 24, kernel="rbf")
+    y = np.where(X[:, 0] > 0, 1, -1)
+    spectrum = top_eigenpairs(K, method="exact")
+    for rows in (np.arange(30), np.arange(20, 50)):
+        for weighting in ("eq5", "algorithm1"):
+            reused = transductive_adaptation(K, y[rows], rows, weighting=weighting, tol=None, spectrum=spectrum)
+            fresh = transductive_adaptation(K, y[rows], rows, weighting=weighting, tol=None, method="exact")
+            np.testing.assert_allclose(reused.to_numpy(), fresh.to_numpy(), rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="the spectrum's eigenvectors have 50 rows; the Gram matrix has 30"):
+        transductive_adaptation(K[:30, :30], y[:30], spectrum=spectrum)

@@ -1,17 +1,21 @@
-"""The Kandola pipelines (Tables 1–6): quick runs end to end; the report's numbers are the records'."""
+"""The Kandola pipelines (Tables 1–6): quick runs end to end, the report's numbers recomputed from the records by
+brute force, the verdict rules, the checks of the paper's own numbers, and no leakage across a split."""
 
 import json
+import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from pipelines import get_pipeline
-from pipelines._kandola import MEASURE_KEYS
-from pipelines._kandola_paper import PAPER, cell_agrees, spread
+from pipelines._fidelity import Verdict
+from pipelines._kandola_methods import C_GRID, RIDGE_GRID
+from pipelines._kandola_paper import PAPER
 from pipelines._runner import PipelineConfig, run_pipeline
 
-RECORD_KEYS = ("dataset", "algorithm", "matrix", "train_fraction", "repeat", *MEASURE_KEYS)
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 @pytest.fixture(scope="module")
@@ -22,162 +26,197 @@ def quick_runs(tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", ["kandola_uneven", "kandola_regression"])
-def test_quick_run_writes_complete_records_and_files(quick_runs, name):
+def test_quick_run_writes_records_with_every_fit_and_the_fidelity_tables(quick_runs, name):
     result = quick_runs[name]
     for filename in ("results.csv", "results.json", "report.md", "tables.png"):
         assert (result.outdir / filename).stat().st_size > 0
-    assert (result.outdir / "tables.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     payload = json.loads((result.outdir / "results.json").read_text())
-    assert len(payload["records"]) == len(result.records) == 3 * 2 * 4  # fractions × repeats × (algorithm, matrix)
-    for rec in result.records:
-        assert set(RECORD_KEYS) <= set(rec)
-        assert rec["algorithm"] in ("transductive", "inductive") and rec["matrix"] in ("K", "G")
-    task = "uneven" if name == "kandola_uneven" else "regression"
-    for rec in result.records:
-        assert (rec["svc_error"] is None) == (task == "regression")
-        assert (rec["rr_error"] is None) == (task == "uneven")
-
-
-def test_inductive_training_alignment_of_G_is_never_below_K(quick_runs):
-    for result in quick_runs.values():
-        by_split = {}
-        for rec in result.records:
-            if rec["algorithm"] == "inductive":
-                by_split.setdefault((rec["dataset"], rec["train_fraction"], rec["repeat"]), {})[rec["matrix"]] = rec
-        for pair in by_split.values():
-            assert pair["G"]["train_alignment"] >= pair["K"]["train_alignment"] - 1e-12
-
-
-def _cells(report, title):
-    """The dkernel ``mean (sd)`` cells of one table of report.md: {(row, header): (mean, sd)}."""
-    section = report.split(f"## {title}:")[1].split("\n## ")[0]
-    lines = section.split("\n|", 1)[1].split("\n\n")[0].splitlines()  # the first table of the section
-    lines = ["|" + lines[0], *lines[1:]]
-    headers = [h.strip() for h in lines[0].strip("|").split("|")]
-    cells = {}
-    for line in lines[2:]:
-        values = [v.strip() for v in line.strip("|").split("|")]
-        for header, value in zip(headers[1:], values[1:]):
-            if header.endswith("dkernel"):
-                mean, sd = re.match(r"(-?[\d.]+) \((-?[\d.]+)\)", value).groups()
-                cells[(values[0], header)] = (float(mean), float(sd), "✗" in value)
-    return cells
-
-
-@pytest.mark.parametrize("name", ["kandola_uneven", "kandola_regression"])
-def test_report_numbers_are_the_records(quick_runs, name):
-    result = quick_runs[name]
-    report = (result.outdir / "report.md").read_text()
-    module = get_pipeline(name)
-    agreeing = total = 0
-    for dataset, algorithm in module.TABLES:
-        if not any(r["dataset"] == dataset for r in result.records):
-            assert PAPER[(dataset, algorithm)][0] in report.split("Not run")[1].splitlines()[0]
-            continue
-        title, paper = PAPER[(dataset, algorithm)]
-        cells = _cells(report, title)
-        from pipelines._kandola_paper import HEADERS
-
-        for (matrix, pct), paper_cells in paper.items():
-            for key, paper_value in paper_cells.items():
-                mean, sd, marked = cells[(f"{matrix}{pct}", f"{HEADERS[key]} dkernel")]
-                got = spread(result.records, key, dataset=dataset, algorithm=algorithm, matrix=matrix,
-                             train_fraction=pct / 100)
-                digits = 2 if key == "rr_error" and dataset == "auto-mpg" else 3
-                assert mean == pytest.approx(round(got[0], digits), abs=10**-digits)
-                assert sd == pytest.approx(round(got[1], digits), abs=10**-digits)
-                assert marked == (not cell_agrees(paper_value, got))
-                agreeing += not marked
-                total += 1
-    assert f"**Overall: {agreeing}/{total} cells agree with the paper**" in report
-
-
-def _records_around_the_paper(dataset, algorithm):
-    """Two repeats per cell of a table, their mean placed against the paper's by the cell's position: equal, apart
-    by more than the paper's sd but within the sum of the two sds, or beyond the sum (either side of the paper's)."""
-    records = []
-    for i, ((matrix, pct), cells) in enumerate(PAPER[(dataset, algorithm)][1].items()):
-        pair = [{"dataset": dataset, "algorithm": algorithm, "matrix": matrix, "train_fraction": pct / 100,
-                 "repeat": repeat} for repeat in (0, 1)]
-        for j, (key, (mean, sd)) in enumerate(cells.items()):
-            half = 0.01 * (1 + j)  # the two values are the mean ± half: their sd is half · √2
-            measured_sd = half * np.sqrt(2)
-            offset = (0.0, sd + 0.9 * measured_sd, sd + 1.1 * measured_sd)[(i + j) % 3] * (-1) ** i
-            pair[0][key], pair[1][key] = mean + offset - half, mean + offset + half
-        records += pair
-    return records
-
-
-@pytest.mark.parametrize("table", [("toy", "transductive"), ("sinc", "transductive")])
-def test_the_crosses_and_the_disagreement_counts_are_cell_agrees_of_the_records(table):
-    from pipelines._kandola import side_by_side
-    from pipelines._kandola_checks import disagreement_line
-    from pipelines._kandola_paper import HEADERS
-
-    dataset, algorithm = table
-    records = _records_around_the_paper(dataset, algorithm)
-    _, rows, verdicts = side_by_side(records, dataset, algorithm)
-    paper = PAPER[table][1]
-    expected, counts = [], {}
-    for row, ((matrix, pct), cells) in zip(rows, paper.items()):
-        assert row[""] == f"{matrix}{pct}"
-        for key, paper_value in cells.items():
-            got = spread(records, key, dataset=dataset, algorithm=algorithm, matrix=matrix, train_fraction=pct / 100)
-            agrees = cell_agrees(paper_value, got)
-            expected.append(agrees)
-            assert row[f"{HEADERS[key]} dkernel"].endswith(" ✗") == (not agrees)
-            differ, total = counts.get(HEADERS[key], (0, 0))
-            counts[HEADERS[key]] = (differ + (not agrees), total + 1)
-            # Within the sum of the two sds but beyond the paper's alone: agreement by the paper's yardstick only.
-            if paper_value[1] < abs(got[0] - paper_value[0]) <= paper_value[1] + got[1]:
-                assert agrees
-    assert verdicts == expected and 0 < sum(expected) < len(expected)
-    line = disagreement_line(records, dataset, algorithm)
-    assert line.startswith(f"**Why {expected.count(False)} of {len(expected)} cells differ**")
-    for header, (differ, total) in counts.items():
-        assert f"{header} {differ}/{total}" in line
-
-
-def test_spread_is_the_sample_standard_deviation():
-    records = [{"dataset": "toy", "f1": v} for v in (0.5, 0.7, 0.9)]
-    mean, sd, count = spread(records, "f1", dataset="toy")
-    assert (mean, count) == (pytest.approx(0.7), 3) and sd == pytest.approx(np.std([0.5, 0.7, 0.9], ddof=1))
-    assert spread(records, "f1", dataset="medline") is None
-
-
-def test_medline_words_are_porter_stems_without_stop_words_or_punctuation():
-    import pickle
-
-    from dkernel.datasets._stemming import PorterAnalyzer
-
-    analyzer = pickle.loads(pickle.dumps(PorterAnalyzer()))
-    assert analyzer("The patients were running; relational studies, generalizations!") == [
-        "patient", "run", "relat", "studi", "gener"]
-
-
-@pytest.mark.parametrize("name", ["kandola_uneven", "kandola_regression"])
-def test_the_notes_under_each_table_are_the_records(quick_runs, name):
-    from pipelines._kandola_methods import C_GRID
-
-    result = quick_runs[name]
-    report = (result.outdir / "report.md").read_text()
-    for dataset, algorithm in get_pipeline(name).TABLES:
-        if not any(r["dataset"] == dataset for r in result.records):
-            continue
-        title, paper = PAPER[(dataset, algorithm)]
-        section = report.split(f"## {title}:")[1].split("\n## ")[0]
-        marked = sum(m for _, _, m in _cells(report, title).values())
-        assert f"**Why {marked} of {sum(len(c) for c in paper.values())} cells differ**" in section
-        match = dict(dataset=dataset, algorithm=algorithm, matrix="K", train_fraction=0.8)
-        check = section.split("Measured check")[1]
-        row = next(line for line in check.splitlines() if line.startswith("| K80 |"))
-        cells = [c.strip() for c in row.strip("|").split("|")]
+    main = [r for r in payload["records"] if r["dataset"] in ("toy", "sinc")]
+    # per split: K and G of each variant (uneven: 4 transductive, 2 inductive, K for each; regression: 2 data
+    # settings × (K + 4 G)); 3 fractions × 2 repeats
+    assert len(main) == 3 * 2 * (8 if name == "kandola_uneven" else 10)
+    for rec in main:
         if name == "kandola_uneven":
-            by_C = {C: spread(result.records, f"error_svc_C{C:g}", **match) for C in C_GRID}
-            best = min(by_C, key=lambda C: by_C[C][0])
-            assert cells[-1] == f"{best:g}" and cells[-2].startswith(f"{by_C[best][0]:.3f}")
-            share = spread(result.records, "error_all_positive", dataset=dataset, algorithm=algorithm, matrix="K")[0]
-            assert f"+1 ({share:.3f}" in section or f"relevant errs on {share:.3f}" in section
+            assert rec["svc"]["C"] == list(C_GRID) and len(rec["svc"]["status"]) == len(C_GRID)
+            assert sum(rec["pw"].values()) == rec["n_test"]
+            if "svc_cv" in rec:
+                assert rec["svc_cv"]["fits"] == rec["svc_cv"]["folds"] * len(C_GRID)
         else:
-            for column, key in ((2, "alignment_train_wide"), (4, "alignment_test_wide"), (6, "error_rr_wide")):
-                assert cells[column].startswith(f"{spread(result.records, key, **match)[0]:.3f}")
+            assert len(rec["ridge"]["converged_centered"]) == len(RIDGE_GRID)
+    assert payload["settings"] and payload["verdicts"] and payload["sensitivity"]
+    for verdict in payload["verdicts"]:
+        Verdict(**verdict)
+    assert "relation to the paper" in (result.outdir / "report.md").read_text()
+
+
+def _row(report, title, cell):
+    section = report.split(f"## {title}:")[1].split("\n## ")[0]
+    return next(line for line in section.splitlines() if line.startswith(f"| {cell} |"))
+
+
+def _spread(values):
+    return f"{np.mean(values):.3f} ({np.std(values, ddof=1):.3f})"
+
+
+def test_report_cells_are_the_records_by_brute_force(quick_runs):
+    """Alignment cells are the runs' mean (sd); an SVC error cell is the C of the lowest mean test error over the
+    runs (§6), recomputed here from the confusion counts."""
+    result = quick_runs["kandola_uneven"]
+    report = (result.outdir / "report.md").read_text()
+    runs = [r for r in result.records if r["dataset"] == "toy" and r["algorithm"] == "transductive"
+            and r["train_fraction"] == 0.8]
+    K = [r for r in runs if r["matrix"] == "K"]
+    assert f"| {_spread([r['train_alignment'] for r in K])} |" in _row(report, "Table 1", "K80 Train Align")
+    G = [r for r in runs if r["matrix"] == "G" and r["weighting"] == "algorithm1" and r["cutoff"] == "none"]
+    assert f"alg1: {_spread([r['test_alignment'] for r in G])}" in _row(report, "Table 1", "G80 Test Align")
+
+    def overall(r, k):
+        return (r["svc"]["fp"][k] + r["svc"]["fn"][k]) / r["n_test"]
+
+    k = min(range(len(C_GRID)), key=lambda i: (np.mean([overall(r, i) for r in K]), i))
+    expected = f"all: {_spread([overall(r, k) for r in K])}, C {C_GRID[k]:g}"
+    assert expected in _row(report, "Table 1", "K80 SVC Error")
+
+
+def _cell_records(values, statuses=None, matrix="K", fraction=0.8):
+    """Records of one toy cell: ``values[run]`` = (tp, fp, fn, tn) per C of a two-C grid."""
+    statuses = statuses or [[0, 0]] * len(values)
+    return [{"dataset": "toy", "data": "as stated", "algorithm": "transductive", "matrix": matrix, "weighting": None,
+             "cutoff": None, "train_fraction": fraction, "repeat": run, "n_test": sum(counts[0]),
+             "svc": {"C": [1.0, 10.0], **{key: [c[i] for c in counts] for i, key in enumerate(("tp", "fp", "fn", "tn"))},
+                     "status": status}}
+            for run, (counts, status) in enumerate(zip(values, statuses))]
+
+
+def test_the_paper_choice_of_C_is_the_lowest_mean_test_error_and_counts_every_fit():
+    from pipelines._kandola_cells import Config, cell_values
+
+    # C = 1 errs 2/10 and 4/10 (mean 0.3), C = 10 errs 3/10 twice (mean 0.3 too: the tie goes to the smaller C)
+    records = _cell_records([[(5, 1, 1, 3), (5, 2, 1, 2)], [(4, 2, 2, 2), (5, 1, 2, 2)]], [[0, 1], [0, 0]])
+    cell = cell_values(records, "svc_error", dataset="toy", algorithm="transductive", matrix="K", pct=80,
+                       config=Config(data="as stated"))
+    assert cell.choice == "C 1" and cell.values == {0: 0.2, 1: 0.4}
+    assert (cell.fits, cell.unconverged) == (4, 1)
+    recall = cell_values(records, "svc_error", dataset="toy", algorithm="transductive", matrix="K", pct=80,
+                         config=Config(data="as stated", error="1 − recall"))
+    # 1 − recall = fn/(tp+fn): C 1 misses 1/6 and 2/6 (mean 0.25), C 10 1/6 and 2/7 (mean 0.23): C 10
+    assert recall.choice == "C 10" and recall.values == pytest.approx({0: 1 / 6, 1: 2 / 7})
+
+
+def test_an_unconverged_fit_makes_a_cell_inconclusive_and_the_evidence_is_the_se_of_the_difference():
+    from pipelines._kandola_verdicts import claims, outcomes, verdict_of
+
+    claim = next(c for c in claims([("toy", "transductive")]) if c.short == "K80 SVC Error")
+    paper_mean, paper_sd = PAPER[("toy", "transductive")][1][("K", 80)]["svc_error"]
+    runs = [[(5, 0, 0, 5), (5, 0, 0, 5)]] * 3 + [[(5, 1, 0, 4), (5, 1, 0, 4)]]  # errors 0, 0, 0, 0.1 at both C
+    from pipelines._kandola_cells import Config
+
+    converged = verdict_of(claim, outcomes(_cell_records(runs), claim, Config(data="as stated")))
+    errors = [0, 0, 0, 0.1]
+    se = math.sqrt(paper_sd**2 / 10 + np.var(errors, ddof=1) / 4)
+    difference = np.mean(errors) - paper_mean
+    assert converged.verdict == "not reproduced"
+    assert converged.evidence.startswith(f"all: {difference:+.3g} ± {se:.2g} ({abs(difference) / se:.1f} SE)")
+    stalled = verdict_of(claim, outcomes(_cell_records(runs, [[0, 0], [0, 0], [1, 0], [0, 0]]), claim,
+                                         Config(data="as stated")))
+    assert stalled.verdict == "inconclusive" and not stalled.converged and stalled.n_unconverged == 1
+
+
+def test_the_largest_overall_error_that_an_f1_allows_by_enumeration():
+    from pipelines._kandola_paper import implied_other_rate, largest_overall_error
+
+    positives, negatives = 8, 199  # Medline's test part at 20 %: 39 relevant abstracts of 1033
+    share = positives / (positives + negatives)
+    for tp in range(1, positives + 1):
+        for fp in range(0, negatives + 1, 7):
+            fn = positives - tp
+            f1 = 2 * tp / (2 * tp + fp + fn)
+            error = (fp + fn) / (positives + negatives)
+            assert error <= largest_overall_error(f1, share) + 1e-12
+            if fn == 0:
+                assert error == pytest.approx(largest_overall_error(f1, share))
+            precision, recall = tp / (tp + fp), tp / positives
+            if recall < 1:
+                assert implied_other_rate(f1, 1 - recall) == pytest.approx(precision)
+    assert largest_overall_error(0.472, 39 / 1033) < 0.357 / 4  # Table 2, K80: the paper's error is not overall
+
+
+def test_inductive_medline_weights_and_auto_mpg_scaling_are_fitted_on_the_training_rows_only():
+    import scipy.sparse as sp
+
+    from pipelines._kandola_data import grams
+
+    rng = np.random.default_rng(0)
+    counts = sp.random(30, 40, density=0.3, random_state=1, format="csr") * 5
+    counts.data = np.ceil(counts.data)
+    train, test = np.arange(20), np.arange(20, 30)
+    changed = counts.tolil()
+    changed[25, :] = 3.0
+    changed = changed.tocsr()
+    medline = {s: {"counts": c, "y": np.r_[1, 1, -np.ones(28)], "K": {"unit length": None, "raw weights": None},
+                   "spectra": {"unit length": None, "raw weights": None}} for s, c in (("a", counts), ("b", changed))}
+    first, second = (grams("medline", medline[s], train)["unit length"][1] for s in ("a", "b"))
+    np.testing.assert_allclose(first[np.ix_(train, train)], second[np.ix_(train, train)], rtol=0, atol=1e-12)
+    X = rng.normal(size=(30, 6)) * [1, 100, 50, 3000, 5, 10]
+    moved = X.copy()
+    moved[test] *= 7.0
+    K, K_moved = (grams("auto-mpg", {"X": x, "y": np.arange(30.0), "spectrum": None}, train)["standardized"][0]
+                  for x in (X, moved))
+    np.testing.assert_allclose(K[np.ix_(train, train)], K_moved[np.ix_(train, train)], rtol=1e-12)
+
+
+def test_ridge_path_is_kernel_ridge_regression():
+    from sklearn.kernel_ridge import KernelRidge
+
+    from pipelines._kandola_methods import ridge_path
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 3))
+    K = np.exp(-((X[:, None, :] - X[None, :, :]) ** 2).sum(-1) / 4)
+    y = X[:, 0] + 5.0 + 0.1 * rng.normal(size=40)
+    lambdas = [1e-3, 0.1, 10.0]
+    for centered in (True, False):
+        predictions, converged = ridge_path(K[:30, :30], K[30:, :30], y[:30], lambdas, centered)
+        mean = y[:30].mean() if centered else 0.0
+        for lam, predicted in zip(lambdas, predictions):
+            expected = KernelRidge(alpha=lam, kernel="precomputed").fit(K[:30, :30], y[:30] - mean).predict(
+                K[30:, :30]) + mean
+            np.testing.assert_allclose(predicted, expected, rtol=1e-8, atol=1e-8)
+        assert all(converged)
+
+
+def test_splits_are_drawn_per_run_and_stratified():
+    from pipelines._kandola import split
+
+    y = np.r_[np.ones(39), -np.ones(994)]
+    a = split(len(y), "medline", 0.2, 3, 0, y)
+    b = split(len(y), "medline", 0.2, 3, 0, y)
+    np.testing.assert_array_equal(a[0], b[0])
+    assert int(np.sum(y[a[0]] == 1)) in (7, 8) and len(a[0]) == 206
+    assert not np.array_equal(split(len(y), "medline", 0.2, 4, 0, y)[0], a[0])
+
+
+def test_the_sinc_setting_run_is_the_nearest_to_the_paper_in_the_committed_records():
+    from pipelines._kandola_data import SINC_NOISE, SINC_SIGMA
+    from pipelines._kandola_report import calibration_distances
+
+    path = RESULTS / "kandola_regression" / "results.json"
+    if not path.exists():
+        pytest.skip("no committed kandola_regression results")
+    distances = calibration_distances(json.loads(path.read_text())["records"])
+    assert (distances[0][1], distances[0][2]) == (SINC_SIGMA, SINC_NOISE)
+
+
+@pytest.mark.parametrize("name", ["kandola_uneven", "kandola_regression"])
+def test_report_verdict_counts_are_results_json_verdicts(quick_runs, name):
+    result = quick_runs[name]
+    payload = json.loads((result.outdir / "results.json").read_text())
+    report = (result.outdir / "report.md").read_text()
+    verdicts = [v["verdict"] for v in payload["verdicts"]]
+    line = re.search(r"\*\*Verdicts as run \((\d+) claims\): (\d+) reproduced, (\d+) reproduced under a reading, "
+                     r"(\d+) not reproduced, (\d+) inconclusive\.\*\*", report)
+    assert line and int(line.group(1)) == len(verdicts)
+    assert int(line.group(2)) == verdicts.count("reproduced")
+    assert int(line.group(3)) == sum(v.startswith("reproduced under") for v in verdicts)
+    assert int(line.group(4)) == verdicts.count("not reproduced")
+    assert int(line.group(5)) == verdicts.count("inconclusive")

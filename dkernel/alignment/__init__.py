@@ -24,7 +24,8 @@ _EXPORTS = {
                    "sampled_target_alignment", "target_alignment"),
     "._adapted_gram": ("AdaptedGram",),
     "._inductive": ("AdaptedKernel", "KernelAligner"),
-    "._reweighting": ("alignment_weights", "labelled_target", "optimal_alignment", "transductive_adaptation"),
+    "._reweighting": ("alignment_weights", "labelled_target", "numerical_rank_tol", "optimal_alignment",
+                      "transductive_adaptation"),
     "._spectrum": ("METHODS", "Spectrum", "top_eigenpairs"),
 }
 

@@ -12,13 +12,16 @@ projected onto the eigenvectors through the kernel,
 (``v_i(x_j) = V_ji`` on the training points) and the adapted kernel is
 ``G(x, z) = Σ_i α_i v_i(x) v_i(z)``: Algorithm 2's ``G(I, I) = V diag(α) Vᵀ``,
 ``G(I, J) = V Λ⁻¹ diag(α) Vᵀ K(I, J)``, ``G(J, J) = K(J, I) V diag(α) Λ⁻² Vᵀ K(I, J)``.
+The training eigenvectors are orthonormal, so Algorithm 2's weight
+``a(n) = (V(:,n)'·y(I))² / (V(:,n)'·V(:,n))²`` is that of eq. (5): the two
+readings of Algorithm 1 (:mod:`~dkernel.alignment._reweighting`) coincide.
 It is the linear kernel of the features ``φ(x) = √α ⊙ Λ⁻¹ Vᵀ k(x)``, so
 :class:`KernelAligner` is a scikit-learn transformer (``transform`` gives
 ``φ``) and its ``adapted_kernel_`` a kernel function for ``dkernel.SVC`` or
 scikit-learn estimators.
 """
 
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -31,10 +34,11 @@ from ._spectrum import check_finite_gram, top_eigenpairs
 
 __all__ = ["AdaptedKernel", "KernelAligner"]
 
-#: Eigenvalues below ``INDUCTIVE_TOL · λ_max`` are dropped before projecting new points: ``v_i(x)`` divides by
-#: ``λ_i``, and the eigenvectors of the smallest eigenvalues are the least determined by the training sample, so
-#: their extension to new points is mostly noise (on the sinc task of the pipelines, a threshold of 10⁻¹⁰ gives
-#: test errors thousands of times those of 10⁻⁶).
+#: The default threshold of Algorithm 2's "threshold small eigenvalues", whose value the paper does not give:
+#: eigenvalues below ``INDUCTIVE_TOL · λ_max`` are dropped before projecting new points. ``v_i(x)`` divides by
+#: ``λ_i``, so an eigenvalue near round-off multiplies the round-off of ``K(x, X)`` by ``1/λ_i``; 10⁻⁶ bounds that
+#: factor by 10⁶ relative to ``λ_max``. :func:`~dkernel.alignment.numerical_rank_tol` gives the smallest
+#: threshold that drops only numerically zero eigenvalues.
 INDUCTIVE_TOL = 1e-6
 
 
@@ -96,7 +100,9 @@ class KernelAligner(TransformerMixin, BaseEstimator):
         default all above ``tol``.
     method : {"auto", "exact", "randomized", "nystroem"}, default="auto"
     tol : float, default=1e-6
-        Drop eigenvalues below ``tol · λ_max`` ("threshold small eigenvalues", Algorithm 2).
+        Drop eigenvalues below ``tol · λ_max`` ("threshold small eigenvalues", Algorithm 2; the paper gives no
+        value). Positive: new points are projected through ``1/λ_i``.
+        :func:`~dkernel.alignment.numerical_rank_tol` ``(n)`` drops only the numerically zero ones.
     random_state : int, Generator or None
     client : distributed.Client, str, None or False, default=None
         Where the randomized eigensolver's passes run.
@@ -151,6 +157,10 @@ class KernelAligner(TransformerMixin, BaseEstimator):
 
         if self.rank is not None and (isinstance(self.rank, bool) or not isinstance(self.rank, Integral)):
             raise ValueError(f"rank must be a positive integer; got {self.rank!r}.")
+        if isinstance(self.tol, bool) or not isinstance(self.tol, Real) or not self.tol > 0:
+            raise ValueError(f"tol must be a positive number; got {self.tol!r}. New points are projected through "
+                             f"1/λ_i, so eigenvalues at zero must be dropped: pass tol=numerical_rank_tol(n) (only "
+                             f"the numerically zero ones) or a larger fraction of λ_max such as 1e-6.")
         X = X if self.kernel == "precomputed" else check_data(X)
         kernel = self._base_kernel(X)
         y = check_labels(y, X.shape[0])

@@ -14,13 +14,25 @@ classes of eq. 9 (``1/n₊``, ``-1/n₋``) or centered outputs (eq. 7).
 
 Transductive use (Algorithm 1): the eigenvectors are those of the Gram of all
 points, labelled and unlabelled; ``⟨v_i, t⟩`` is summed over the labelled
-rows only, and ``G`` is defined on every point. Algorithm 1 further divides
-each weight by ``‖v_i‖⁴`` restricted to the labelled rows; dkernel keeps the
-weights of eq. 5, which is the same when every row is labelled and does not
-amplify eigenvectors that live on the unlabelled points.
+rows ``I`` only, and ``G`` is defined on every point. The paper gives the
+weights in two forms, which differ when some rows are unlabelled
+(``weighting``):
 
-Eigenvalues below ``tol · λ_max`` are dropped: their eigenvectors are not
-determined by ``K`` (any basis of its null space), so neither is ``G``.
+``"eq5"``
+    ``α_i ∝ ⟨v_i, t⟩²`` over the labelled rows, the maximizer of eq. (5);
+``"algorithm1"``
+    Algorithm 1's line ``a(n) = (V(I,n)'·y(I))² / (V(I,n)'·V(I,n))²``: each
+    weight divided by ``‖v_i‖⁴`` on the labelled rows, which amplifies the
+    eigenvectors that live mostly on the unlabelled points.
+
+Both are normalized to ``Σ α_i² = 1`` (the alignment is scale-free). When
+every row is labelled ``‖v_i‖ = 1`` and the two coincide.
+
+Algorithm 1 runs over every eigenvector (``for n = 1:length of Kernel``):
+``tol=None``. Those of numerically zero eigenvalues are then an arbitrary
+basis of ``K``'s null space (the one the eigensolver returns), and ``G``
+depends on it; the default ``tol`` drops eigenvalues below ``tol · λ_max``
+so that ``G`` is determined by ``K``.
 """
 
 import numpy as np
@@ -32,10 +44,24 @@ from ..exceptions import InvalidLabelsError
 from ._adapted_gram import AdaptedGram
 from ._spectrum import top_eigenpairs
 
-__all__ = ["alignment_weights", "optimal_alignment", "transductive_adaptation", "labelled_target"]
+__all__ = ["WEIGHTINGS", "alignment_weights", "numerical_rank_tol", "optimal_alignment", "transductive_adaptation",
+           "labelled_target"]
 
-#: Eigenvalues below ``TOL · λ_max`` are numerically zero.
+#: The default cut-off of :func:`transductive_adaptation`: eigenvalues below ``TOL · λ_max`` are dropped, so that
+#: ``G`` does not depend on the eigensolver's choice of a basis of the null space (Algorithm 1 keeps them: ``tol=None``).
 TOL = 1e-10
+
+#: The two forms of the weights (module docstring): eq. (5) and Algorithm 1's line.
+WEIGHTINGS = ("eq5", "algorithm1")
+
+
+def numerical_rank_tol(n):
+    """The relative cut-off of a numerically zero eigenvalue of an ``n × n`` matrix: ``n · ε`` (``λ < n ε λ_max``).
+
+    MATLAB's ``rank`` and ``pinv`` tolerance, ``max(size(A)) · eps(norm(A))``, as a fraction of ``λ_max``: the
+    eigenvalues it drops are round-off, the others are resolved by the eigensolver.
+    """
+    return float(n) * float(np.finfo(np.float64).eps)
 
 
 def adaptation_target(y, target):
@@ -53,6 +79,12 @@ def adaptation_target(y, target):
     return alignment_target(y, target)
 
 
+def _check_weighting(weighting):
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {list(WEIGHTINGS)} (eq. 5 or Algorithm 1's line); got "
+                         f"{weighting!r}.")
+
+
 def _projections(vectors, t):
     """``Vᵀ t`` after checking that ``vectors`` (m, k) and ``t`` (m,) match and are finite."""
     vectors, t = np.asarray(vectors, dtype=np.float64), np.asarray(t, dtype=np.float64)
@@ -64,8 +96,8 @@ def _projections(vectors, t):
     return vectors.T @ t
 
 
-def alignment_weights(vectors, t):
-    """The weights ``α_i = ⟨v_i, t⟩² / sqrt(Σ_j ⟨v_j, t⟩⁴)`` of eq. (5), ``Σ α_i² = 1``.
+def alignment_weights(vectors, t, weighting="eq5"):
+    """The weights ``α_i = ⟨v_i, t⟩² / sqrt(Σ_j ⟨v_j, t⟩⁴)`` of eq. (5), ``Σ α_i² = 1``, or Algorithm 1's.
 
     Parameters
     ----------
@@ -73,9 +105,16 @@ def alignment_weights(vectors, t):
         The eigenvectors' entries on the labelled rows.
     t : ndarray of shape (m,)
         The target on those rows.
+    weighting : {"eq5", "algorithm1"}, default="eq5"
+        ``"algorithm1"``: ``⟨v_i, t⟩² / ‖v_i‖⁴`` (``‖v_i‖`` over these rows; 0 for a column that is zero on
+        them), then normalized to ``Σ α_i² = 1``.
     """
+    _check_weighting(weighting)
     projections = _projections(vectors, t)
     squares = projections**2
+    if weighting == "algorithm1":
+        norms = np.sum(np.asarray(vectors, dtype=np.float64) ** 2, axis=0)
+        squares = np.divide(squares, norms**2, out=np.zeros_like(squares), where=norms > 0)
     norm = np.sqrt(np.sum(squares**2))
     if norm == 0:
         raise ValueError("the target is orthogonal to every eigenvector kept, so no reweighting aligns with it; "
@@ -123,8 +162,9 @@ def keep_significant(values, vectors, tol):
     return values[keep], vectors[:, keep]
 
 
-def transductive_adaptation(source, y, labelled=None, *, target="classification", rank=None, mass=None,
-                            method="auto", tol=TOL, random_state=None, client=None, **solver_options):
+def transductive_adaptation(source, y, labelled=None, *, target="classification", weighting="eq5", rank=None,
+                            mass=None, method="auto", tol=TOL, spectrum=None, random_state=None, client=None,
+                            **solver_options):
     """Kandola's Algorithm 1: adapt the Gram of labelled and unlabelled points to the labels.
 
     Parameters
@@ -136,21 +176,33 @@ def transductive_adaptation(source, y, labelled=None, *, target="classification"
         Labels of the rows ``labelled`` (of every row when it is None).
     labelled : bool mask of shape (n,) or indices, optional
     target : {"classification", "uneven", "regression"}, default="classification"
+    weighting : {"eq5", "algorithm1"}, default="eq5"
+        The weights of eq. (5) or of Algorithm 1's line (divided by ``‖v_i‖⁴`` on the labelled rows); the same
+        when every row is labelled.
     rank, mass, method, random_state, client, **solver_options
         The eigensolver (:func:`~dkernel.alignment.top_eigenpairs`).
     tol : float or None, default=1e-10
-        Drop eigenvalues below ``tol · λ_max``.
+        Drop eigenvalues below ``tol · λ_max``. ``None`` keeps every eigenvector, as Algorithm 1 does (those of
+        zero eigenvalues are then the eigensolver's basis of the null space).
+    spectrum : Spectrum, optional
+        The eigenpairs of ``source`` from :func:`~dkernel.alignment.top_eigenpairs`, reused: Algorithm 1
+        decomposes ``K`` once, before its runs, and only the labelled rows change from run to run.
 
     Returns
     -------
     AdaptedGram
         ``G = U diag(α) Uᵀ`` as a lazy low-rank view over every point.
     """
+    _check_weighting(weighting)
     n = source_n(source)
     rows, t = labelled_target(y, n, labelled, target)
-    spectrum = top_eigenpairs(source, rank, mass=mass, method=method, random_state=random_state, client=client,
-                              **solver_options)
+    if spectrum is None:
+        spectrum = top_eigenpairs(source, rank, mass=mass, method=method, random_state=random_state, client=client,
+                                  **solver_options)
+    elif spectrum.vectors.shape[0] != n:
+        raise ValueError(f"the spectrum's eigenvectors have {spectrum.vectors.shape[0]} rows; the Gram matrix has "
+                         f"{n}. Pass the top_eigenpairs of this Gram matrix.")
     values, vectors = keep_significant(spectrum.values, spectrum.vectors, tol)
-    weights = alignment_weights(vectors[rows], t)
+    weights = alignment_weights(vectors[rows], t, weighting)
     return AdaptedGram(vectors, weights, base=source, eigenvalues=values, target=target, method=spectrum.method,
                        mass=float(values.sum() / spectrum.trace) if spectrum.trace > 0 else float("nan"))
