@@ -26,11 +26,13 @@ def _git(*args):
 
 
 def commit():
-    """``<sha>``, or ``<sha>+modified`` when dkernel/ or benchmarks/ differ from it; ``unknown`` outside git."""
+    """``<sha>``, or ``<sha>+modified`` when the package (dkernel/, its compiled loops, its build) or benchmarks/
+    differ from it; ``unknown`` outside git."""
     sha = _git("rev-parse", "HEAD")
     if not sha:
         return "unknown"
-    modified = _git("status", "--porcelain", "--untracked-files=no", "--", "dkernel", "benchmarks/*.py")
+    modified = _git("status", "--porcelain", "--untracked-files=no", "--", "dkernel", "src", "setup.py",
+                    "pyproject.toml", "benchmarks/*.py")
     return sha + ("+modified" if modified else "")
 
 

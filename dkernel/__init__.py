@@ -34,8 +34,8 @@ behind these names only when a name is first used.
 from ._runtime.exports import lazy_exports
 
 #: Where each public name lives: a module is imported when one of its names is
-#: first used, so ``import dkernel`` loads neither Dask's array module, zarr,
-#: numba nor distributed, and ``dkernel.SVC`` loads only what a fit needs.
+#: first used, so ``import dkernel`` loads neither Dask's array module, zarr
+#: nor distributed, and ``dkernel.SVC`` loads only what a fit needs.
 _EXPORTS = {
     ".kernels": ("Kernel", "LinearKernel", "NormalizedKernel", "PolynomialKernel", "RBFKernel", "SigmoidKernel",
                  "gamma_from_sigma2", "get_kernel", "kernel_from_dict", "register_kernel"),

@@ -53,13 +53,14 @@ def test_a_stopped_solve_resumes_on_the_path_of_an_uninterrupted_one(tmp_path, s
     assert stopped.stop_reason == "callback" and stopped.n_iter == 37 < whole.n_iter
     resumed = solve_qp(rows, y, 1.0, checkpoint=path, **OPTIONS)
     assert _resumed_iterations(solver_log) == [37]
-    np.testing.assert_array_equal(resumed.alpha, whole.alpha)
-    np.testing.assert_array_equal(resumed.gradient, whole.gradient)
+    np.testing.assert_array_max_ulp(resumed.alpha, whole.alpha, maxulp=4)
+    np.testing.assert_array_max_ulp(resumed.gradient, whole.gradient, maxulp=4)
     assert resumed.n_iter == whole.n_iter and resumed.n_kernel_rows == whole.n_kernel_rows
     # The solved checkpoint returns its solution without iterating.
     calls = []
     again = solve_qp(rows, y, 1.0, checkpoint=path, callback=lambda *a: calls.append(a), **OPTIONS)
-    assert calls == [] and np.array_equal(again.alpha, whole.alpha) and again.converged
+    assert calls == [] and again.converged
+    np.testing.assert_array_max_ulp(again.alpha, whole.alpha, maxulp=4)
 
 
 def test_a_checkpoint_of_another_problem_is_refused_and_left_as_it_is(tmp_path):
@@ -96,7 +97,7 @@ def test_an_estimator_checkpoint_keeps_one_problem_per_folder_and_refuses_anothe
         "problem-0", "problem-1", "problem-2", "zarr.json"]
     again = SVC(checkpoint=path, **params).fit(X, y)
     assert sum("holds the solution" in m for m in solver_log) == 3
-    np.testing.assert_array_equal(again.decision_function(X), first.decision_function(X))
+    np.testing.assert_array_max_ulp(again.decision_function(X), first.decision_function(X), maxulp=4)
     with pytest.raises(ValueError, match="holds the state of 3 binary problems, but this fit has 1"):
         SVC(checkpoint=path, **params).fit(X[y < 2], y[y < 2])
 

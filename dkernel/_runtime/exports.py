@@ -3,7 +3,7 @@
 A package lists ``{module: (name, ...)}``; ``import dkernel.gram`` then
 imports none of its modules, and ``dkernel.gram.GramMatrix`` imports only
 the module that defines it (and what that module needs). This keeps
-``import dkernel`` free of Dask's array module, zarr, numba and distributed,
+``import dkernel`` free of Dask's array module, zarr and distributed,
 and a fit in memory free of the zarr store.
 """
 

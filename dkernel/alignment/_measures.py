@@ -34,12 +34,20 @@ import dask
 import dask.array as da
 import numpy as np
 
+# One pass over a block in its dtype, compiled at install time.
+from _dkernel_compiled.alignment import target_sums
+
 from .._runtime.client import client_for, compute_with_progress, put_data
-from .._runtime.jit import njit
-from ..gram._sources import KernelGram, principal_submatrix, source_dask, source_diag, source_n
 from .._runtime.validation import check_labels, random_generator
 from ..centering._origins import SampleSizeError
 from ..exceptions import InvalidLabelsError
+from ..gram._sources import (
+    KernelGram,
+    principal_submatrix,
+    source_dask,
+    source_diag,
+    source_n,
+)
 
 __all__ = [
     "AlignmentEstimate",
@@ -95,29 +103,12 @@ def alignment_target(y, target="classification"):
     return np.where(pos, 1.0 / n_pos, -1.0 / n_neg)
 
 
-@njit(cache=True, nogil=True, fastmath=True)
-def _target_sums_core(K, t_rows, t_cols):
-    # One pass over a block in its stored dtype, accumulating in float64:
-    # reading float32 stores costs no float64 copy of the block.
-    q = 0.0
-    f = 0.0
-    for i in range(K.shape[0]):
-        r = 0.0
-        s = 0.0
-        for j in range(K.shape[1]):
-            v = np.float64(K[i, j])
-            r += v * t_cols[j]
-            s += v * v
-        q += t_rows[i] * r
-        f += s
-    return q, f
-
-
 def _target_block_stats(K, t, rows, cols):
     K = np.asarray(K)
     if K.dtype not in (np.float32, np.float64):
         K = K.astype(np.float64)
-    q, f = _target_sums_core(K, t[rows[0] : rows[1]], t[cols[0] : cols[1]])
+    t = np.ascontiguousarray(t, dtype=np.float64)
+    q, f = target_sums(K, t[rows[0] : rows[1]], t[cols[0] : cols[1]])
     return np.array([q, f])
 
 

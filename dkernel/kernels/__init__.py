@@ -11,7 +11,7 @@ narrow interface (:mod:`._kernels`), user-defined kernels included.
 ``_products``       inner-product blocks ``X Zᵀ`` (BLAS), and why no kernel value's last bits are promised
 ``_rbf_map``        the RBF map from inner products to kernel values, in place
 ``_rbf_exp``        ``exp(t)``, ``t <= 0``, as a polynomial that compiles to vector code
-``_rbf_compiled``   the RBF map compiled with numba
+``_rbf_compiled``   the RBF map, compiled at install time
 ``_mirror_compiled`` the mirror of a square block's upper triangle onto its lower one, compiled
 =================== ==========================================================================
 """

@@ -2,8 +2,8 @@
 
 NumPy evaluates ``exp`` in float64 one element at a time through the C
 library where the CPU lacks AVX-512 (about 10 ns an element here). Written
-out as arithmetic, the exponential vectorizes (:mod:`dkernel.kernels._rbf_compiled`,
-AVX2: four float64 lanes):
+out as arithmetic, the exponential vectorizes (:mod:`dkernel.kernels._rbf_compiled`:
+four float64 lanes with AVX2, eight with AVX-512):
 
 * range reduction (Cody & Waite): ``t = k ln 2 + r``, ``k = round(t / ln 2)``,
   ``|r| ≤ ln 2 / 2``, ``ln 2`` split in a high part with trailing zero bits

@@ -21,9 +21,8 @@ them: the stopping test is always made on the whole problem, as libsvm's.
 
 import numpy as np
 
-from .._runtime.jit import njit
 from ._gradient import GRADIENT_BLOCK_ROWS, initial_gradient, starting_support
-from ._gradient_compiled import add_gradient_step, weighted_rows_step
+from ._gradient_compiled import add_gradient_step, gather_block_into, weighted_rows_step
 from ._rows import raise_nonfinite_rows
 from ._select import violation_sets
 from ._select_compiled import active_candidates
@@ -57,18 +56,6 @@ def row_source(rows, idx):
     ``row_source``: :mod:`dkernel.gram._sources`)."""
     source = getattr(rows, "row_source", None)
     return None if source is None else source(np.asarray(idx, dtype=np.intp))
-
-
-@njit(cache=True, nogil=True)
-def gather_block_into(K, rows, columns, out):
-    """``out = K[rows][:, columns]`` (``np.ix_``); whether every value is finite."""
-    finite = True
-    for r in range(rows.size):
-        src = K[rows[r]]
-        for c in range(columns.size):
-            out[r, c] = src[columns[c]]
-            finite &= np.isfinite(out[r, c])
-    return finite
 
 
 class ShrinkingGradients:

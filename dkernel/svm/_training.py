@@ -216,8 +216,7 @@ def outer_iteration_cap(n, working_set_size):
 def solve_qp(rows, y, C, *, client=None, **options):
     """:func:`dkernel.solver.solve_qp`, or :func:`._small.solve_small` for a problem that fits one working set.
 
-    The solver is imported on the first call: numba loads its compiled code
-    only when a problem needs it.
+    The solver is imported on the first call, when a problem needs it.
     """
     libsvm_limit = options.get("max_iter", 0) >= outer_iteration_cap(rows.n, options.get("working_set_size"))
     if solves_whole(rows.n, client, options, libsvm_limit):
@@ -241,7 +240,7 @@ def problem_checkpoints(checkpoint, n_problems):
     """
     if checkpoint is None:
         return [None] * n_problems
-    from ..solver._checkpoint import CHECKPOINT_FORMAT, as_checkpoint  # the solver loads numba: imported when used
+    from ..solver._checkpoint import CHECKPOINT_FORMAT, as_checkpoint  # the solver: imported when used
 
     checkpoint = as_checkpoint(checkpoint)
     import zarr
