@@ -180,6 +180,7 @@ def test_a_killed_client_releases_the_loop_and_a_new_client_resumes_it(tmp_path,
     # Rows on the fly in float64 (1 MB holds no whole Gram), as on the workers: the same path, not shrunk.
     single = SVC(client=False, cache_size=1, **params).fit(X, y)
     assert single.gram_dtype_ == "on-the-fly"
-    np.testing.assert_allclose(resumed.decision_function(X), single.decision_function(X), atol=1e-6)
+    # Both converged to tol 1e-6 in the duality gap: their decision values agree to that scale, not to rounding.
+    np.testing.assert_allclose(resumed.decision_function(X), single.decision_function(X), atol=1e-4)
     # The loop's record, made on a worker, reached this process's logger.
     assert any("resuming from the checkpoint" in m for m in solver_log), solver_log

@@ -25,11 +25,10 @@ Two views scale the Gram by a vector on both sides, ``s_i K_ij s_j``
 
 import copy
 
-import dask.array as da
 import numpy as np
 
 from .._runtime.validation import check_data, check_new_points
-from ..gram import GramMatrix, matrix_form, write_view_store
+from ..gram._format import matrix_form
 from ..gram._sources import principal_submatrix, source_columns
 
 __all__ = ["operator_chain", "scaled_block"]
@@ -182,6 +181,8 @@ class _GramView:
         return self._correct(principal_submatrix(self.base, indices), indices, indices)
 
     def _blockwise(self, K, v_rows, v_cols):
+        import dask.array as da
+
         return da.blockwise(
             self._apply, "ij", K, "ij", v_rows, "i", v_cols, "j", dtype=np.float64, **self._params()
         )
@@ -189,12 +190,16 @@ class _GramView:
     @property
     def dask(self):
         """Lazy Dask array of the view: one task per block of the base's ``.dask``."""
+        import dask.array as da
+
         K = self.base.dask
         v = self._vector
         return self._blockwise(K, da.from_array(v, chunks=(K.chunks[0],)), da.from_array(v, chunks=(K.chunks[1],)))
 
     def columns(self, indices):
         """Lazy ``[:, indices]`` of the view in row blocks (no ``n × n`` array)."""
+        import dask.array as da
+
         indices = np.asarray(indices, dtype=np.intp)
         K = source_columns(self.base, indices)
         v = self._vector
@@ -251,6 +256,8 @@ class _GramView:
             If ``path`` holds anything but a Gram store, or a Gram store
             without ``overwrite``; checked before anything is computed.
         """
+        from ..gram import GramMatrix, write_view_store
+
         return GramMatrix.open(write_view_store(self, path, operators=operator_chain(self), dtype=dtype,
                                                 overwrite=overwrite))
 
