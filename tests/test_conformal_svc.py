@@ -1,6 +1,8 @@
 """The two-pass ConformalSVC: its second pass is an SVM on the explicit D K D; prediction, persistence, errors."""
 
+import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -8,9 +10,9 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import InvalidParameterError
 
 from dkernel import SVC
-from dkernel.svm import ConformalSVC, load_conformal_model
-from dkernel.exceptions import ArtifactPathError, ModelFormatError
+from dkernel.exceptions import ArtifactPathError, ModelFormatError, UnverifiedModelWarning
 from dkernel.kernels import RBFKernel
+from dkernel.svm import ConformalSVC, load_conformal_model
 
 
 @pytest.fixture(scope="module")
@@ -114,3 +116,70 @@ def test_bad_inputs_are_refused(data):
         ConformalSVC().predict(Z)
     with pytest.raises(ValueError, match="Amari & Wu's κ has no default"):
         ConformalSVC(kernel="linear", conformal="amari-wu").fit(X, y)
+
+
+def _primal_reference(K_tilde, d, y, C, bias):
+    """min ½ cᵀK̃c + C Σ (1 - y_i f̃_i)_+ with f̃ = K̃c + b (free), K̃c + b D (scaled) or K̃c (none), by cvxpy."""
+    cp = pytest.importorskip("cvxpy")
+    n = y.shape[0]
+    L = np.linalg.cholesky(K_tilde + 1e-12 * np.eye(n))
+    c, b = cp.Variable(n), cp.Variable()
+    f = K_tilde @ c + {"free": b * np.ones(n), "scaled": b * d, "none": 0 * b}[bias]
+    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(L.T @ c) + C * cp.sum(cp.pos(1 - cp.multiply(y, f)))))
+    problem.solve(solver="CLARABEL", tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11)
+    return c.value, float(b.value)
+
+
+@pytest.mark.parametrize("conformal", ["williams", "amari-wu"])
+@pytest.mark.parametrize("bias", ["free", "scaled", "none"])
+def test_each_bias_reading_is_the_primal_solution_of_its_decision_function(data, conformal, bias):
+    # Williams eq. 5 with eq. 1: a free b̃, b̃ D(x) (the bias feature mapped as D(x)φ(x)) or no bias.
+    X, y, Z = data
+    X, y = X[:60], y[:60]
+    model = ConformalSVC(C=10, gamma=2.0, conformal=conformal, bias=bias, tol=1e-9).fit(X, y)
+    assert model.fit_status_ == 0
+    d, d_test = model.conformal_factor_, model.factor_(Z)
+    K_tilde = d[:, None] * RBFKernel(gamma=2.0).block(X, X, symmetric=True) * d[None, :]
+    c, b = _primal_reference(K_tilde, d, y, 10.0, bias)
+    bias_test = {"free": b, "scaled": b * d_test, "none": 0.0}[bias]
+    expected = d_test * ((RBFKernel(gamma=2.0).block(Z, X) * d[None, :]) @ c) + bias_test
+    np.testing.assert_allclose(model.decision_function(Z), expected, atol=2e-5 * np.abs(expected).max())
+    if bias == "none":
+        assert model.intercept_[0] == 0.0
+
+
+def test_the_bias_readings_differ_and_a_saved_model_keeps_its_reading(data, tmp_path):
+    X, y, Z = data
+    decisions = {}
+    for bias in ("free", "scaled", "none"):
+        model = ConformalSVC(C=10, gamma=2.0, bias=bias, tol=1e-9).fit(X, y)
+        loaded = load_conformal_model(model.save(tmp_path / f"{bias}.zarr"))
+        assert loaded.bias == bias
+        np.testing.assert_allclose(loaded.decision_function(Z), model.decision_function(Z), atol=1e-12)
+        decisions[bias] = model.decision_function(Z)
+    # Far from the boundary D vanishes: the free reading tends to its constant, the others to 0.
+    assert not np.allclose(decisions["free"], decisions["scaled"], atol=1e-3)
+    assert not np.allclose(decisions["scaled"], decisions["none"], atol=1e-3)
+
+
+def test_a_model_saved_before_the_bias_reading_existed_loads_as_the_free_bias(data, tmp_path):
+    # Those models kept eq. 1's constant b̃: their parameters have no "bias" (and no checksums, version 1).
+    X, y, Z = data
+    model = ConformalSVC(C=10, gamma=2.0, bias="free", tol=1e-9).fit(X, y)
+    path = Path(model.save(tmp_path / "old.zarr"))
+    for folder in (path, path / "first_pass", path / "second_pass"):
+        meta = json.loads((folder / "zarr.json").read_text())
+        meta["attributes"].pop("checksums")
+        meta["attributes"]["version"] = 1
+        meta["attributes"]["params"].pop("bias", None)
+        (folder / "zarr.json").write_text(json.dumps(meta))
+    with pytest.warns(UnverifiedModelWarning):
+        loaded = load_conformal_model(path)
+    assert loaded.bias == "free"
+    np.testing.assert_allclose(loaded.decision_function(Z), model.decision_function(Z), atol=1e-12)
+
+
+def test_an_unknown_bias_reading_is_refused(data):
+    X, y, _ = data
+    with pytest.raises(InvalidParameterError, match="'bias' parameter"):
+        ConformalSVC(bias="constant").fit(X, y)

@@ -11,11 +11,15 @@
   nodes, as :meth:`sklearn.manifold.Isomap.transform`.
 * :class:`PLSATopicFeatures` (20-newsgroups): the topic proportions
   ``P(z | d)`` of probabilistic latent semantic analysis (Hofmann 1999). A
-  non-negative factorization ``X ≈ W H`` under the Kullback–Leibler
-  divergence (:class:`sklearn.decomposition.NMF`, ``solver="mu"``) has the
-  same fixed points as pLSA's EM up to normalization (Gaussier & Goutte
-  2005): scaling the rows of ``H`` to ``P(w | z)`` and ``W`` to rows that sum
-  to one gives ``P(z | d)``.
+  non-negative factorization ``X ≈ W H`` of the counts under the
+  Kullback–Leibler divergence (:class:`sklearn.decomposition.NMF`,
+  ``solver="mu"``) has the same fixed points as pLSA's EM up to
+  normalization (Gaussier & Goutte 2005; Ding, Li & Peng 2008): scaling the
+  rows of ``H`` to ``P(w | z)`` and ``W`` to rows that sum to one gives
+  ``P(z | d)``. ``fit`` sees the documents it is given (and ``unlabeled``
+  ones, where given); ``transform`` folds new documents in as Hofmann does,
+  ``P(w | z)`` fixed and only ``P(z | d)`` fitted (a convex problem for each
+  document).
 """
 
 import numpy as np
@@ -122,6 +126,8 @@ class PLSATopicFeatures(TransformerMixin, BaseEstimator):
     unlabeled : array-like or sparse matrix, default=None
         Documents without labels added to the factorization (pLSA is
         unsupervised; the paper does not say on which documents it ran).
+        None fits the training documents only: nothing of a test document
+        reaches the topics.
     max_iter : int, default=200
     random_state : int, default=0
 

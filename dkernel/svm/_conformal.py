@@ -1,17 +1,32 @@
 """The two-pass conformal SVM :class:`ConformalSVC` (Williams, Li, Feng & Wu 2005; Amari & Wu 1999).
 
 Pass 1 trains :class:`dkernel.SVC` with the base kernel ``K``. Pass 2 trains
-an SVC on the lazy view ``K̃ = D K D`` (:class:`~dkernel.views.ConformalGram`,
+an SVM on the lazy view ``K̃ = D K D`` (:class:`~dkernel.views.ConformalGram`,
 Williams eq. 5) of the same training Gram, with ``D`` from the first pass:
 ``exp(-κ f(x)²)`` (eq. 8) or Amari & Wu's ``Σ_SV exp(-κ‖x - x_i‖²)`` (eq. 7).
-The decision function of the second pass at a new point is
+
+The paper gives the second pass as eq. 1 with ``K̃`` in place of ``K`` and
+says nothing of its bias; eq. 5 admits three readings (``bias``):
 
 .. math::
 
-    \\tilde f(x) = D(x) \\sum_{s} \\tilde\\alpha_s y_s K(x, x_s) D(x_s) + \\tilde b,
+    \\text{free:}\\quad \\tilde f(x) = D(x) \\sum_{s} \\tilde\\alpha_s y_s K(x, x_s) D(x_s) + \\tilde b,
+    \\qquad \\textstyle\\sum_i \\tilde\\alpha_i y_i = 0;
 
-evaluated through the first-pass support vectors (for ``D(x)``) and the
-second-pass ones: no training Gram is read at prediction.
+    \\text{scaled:}\\quad \\tilde f(x) = D(x) \\Big(\\sum_{s} \\tilde\\alpha_s y_s K(x, x_s) D(x_s) + \\tilde b\\Big),
+    \\qquad \\textstyle\\sum_i \\tilde\\alpha_i y_i D(x_i) = 0;
+
+    \\text{none:}\\quad \\tilde f(x) = D(x) \\sum_{s} \\tilde\\alpha_s y_s K(x, x_s) D(x_s),
+    \\qquad \\text{no equality constraint}.
+
+"free" is eq. 1 taken literally with ``K̃``: far from the boundary ``D``
+vanishes and ``f̃`` tends to the constant ``b̃``. "scaled" applies the
+conformal map ``φ̃(x) = D(x) φ(x)`` to the whole first-pass hypothesis, its
+constant feature included: the bias is the unregularized feature ``D(x)``
+(the generalized bias of Li, Leung & Lee 2007 with the one feature ``D``).
+"none" is the SVM without bias on ``K̃``. All three are evaluated through
+the first-pass support vectors (for ``D(x)``) and the second-pass ones: no
+training Gram is read at prediction.
 """
 
 from numbers import Real
@@ -22,17 +37,22 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._runtime.client import client_for, is_dask_array
+from .._runtime.validation import materialize
 from ..views._conformal import METHODS, ConformalFactor, ConformalGram
+from . import _multiclass
 from ._base import BaseSVM
 from ._classes import SVC
 from ._kernel import ESTIMATOR_DEFAULTS
-from .._runtime.validation import materialize
 from ._predict import PREDICT_BLOCK_ROWS
+from ._training import _row_provider, outer_iteration_cap, solver_client
 
-__all__ = ["ConformalSVC", "load_conformal_model"]
+__all__ = ["BIASES", "ConformalSVC", "load_conformal_model"]
 
 #: The parameters shared by both passes (passed to each :class:`SVC`).
 _SHARED = ("C", "tol", "shrinking", "max_iter", "working_set_size", "cache_size", "verbose")
+
+#: The readings of the second pass's bias (see the module docstring).
+BIASES = ("free", "scaled", "none")
 
 
 class ConformalSVC(BaseSVM):
@@ -52,6 +72,12 @@ class ConformalSVC(BaseSVM):
         κ of the factor. ``None``: ``1/|f|max`` over the training points
         (Williams §4) for ``"williams"``; the RBF ``gamma`` of the base kernel
         for ``"amari-wu"``.
+    bias : {"free", "scaled", "none"}, default="free"
+        The second pass's bias, in the three readings of eqs. 1 and 5 (module
+        docstring): ``"free"``, eq. 1 with ``K̃``, a constant ``b̃`` under
+        ``Σ α̃_i y_i = 0``; ``"scaled"``, ``D(x) b̃`` under
+        ``Σ α̃_i y_i D(x_i) = 0``; ``"none"``, no bias and no equality
+        constraint. The paper does not say which it used.
     tol, shrinking, max_iter, working_set_size, cache_size, verbose :
         Solver settings of both passes, as in :class:`dkernel.SVC`.
     store : str or path-like, default=None
@@ -68,14 +94,20 @@ class ConformalSVC(BaseSVM):
         The SVM trained on ``K``.
     second_pass_ : dkernel.SVC
         The SVM trained on ``K̃`` (``kernel="precomputed"``: its
-        ``decision_function`` takes ``K̃(X_test, X_train)``).
+        ``decision_function`` takes ``K̃(X_test, X_train)``, and is the second
+        pass's for ``bias="free"`` only). Its ``intercept_`` is ``b̃``: the
+        constant (``"free"``), the coefficient of ``D(x)`` (``"scaled"``) or 0
+        (``"none"``).
     factor_ : ConformalFactor
         ``D``, evaluated through the first-pass support vectors.
     kappa_ : float
     conformal_factor_ : ndarray of shape (n_samples,)
         ``D(x_i)`` at the training points.
     classes_, support_, support_vectors_, dual_coef_, intercept_, n_features_in_ :
-        Those of the second pass (``support_vectors_`` are training points).
+        Those of the second pass (``support_vectors_`` are training points;
+        ``intercept_`` is ``b̃`` as ``bias`` reads it).
+    fit_status_ : int
+        0 when the solvers of both passes converged, 1 otherwise.
 
     References
     ----------
@@ -87,11 +119,13 @@ class ConformalSVC(BaseSVM):
         **BaseSVM._parameter_constraints,
         "conformal": [StrOptions(set(METHODS))],
         "kappa": [Interval(Real, 0.0, None, closed="neither"), None],
+        "bias": [StrOptions(set(BIASES))],
     }
 
     def __init__(self, C=1.0, kernel="rbf", degree=ESTIMATOR_DEFAULTS["degree"], gamma=ESTIMATOR_DEFAULTS["gamma"],
-                 coef0=ESTIMATOR_DEFAULTS["coef0"], conformal="williams", kappa=None, tol=1e-3, shrinking=True,
-                 max_iter=-1, working_set_size=None, cache_size=None, store=None, client=None, verbose=False):
+                 coef0=ESTIMATOR_DEFAULTS["coef0"], conformal="williams", kappa=None, bias="free", tol=1e-3,
+                 shrinking=True, max_iter=-1, working_set_size=None, cache_size=None, store=None, client=None,
+                 verbose=False):
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -99,6 +133,7 @@ class ConformalSVC(BaseSVM):
         self.coef0 = coef0
         self.conformal = conformal
         self.kappa = kappa
+        self.bias = bias
         self.tol = tol
         self.shrinking = shrinking
         self.max_iter = max_iter
@@ -158,13 +193,48 @@ class ConformalSVC(BaseSVM):
         factor = ConformalFactor.from_svc(first, self.conformal, self.kappa, X_kappa=X)
         d = factor(X)
         view = ConformalGram(self._base_gram(first, X, client), d, factor)
-        second = SVC(kernel="precomputed", client=client if client is not None else False, **self._shared())
-        second.fit(view, y)
+        if self.bias == "free":
+            second = SVC(kernel="precomputed", client=client if client is not None else False, **self._shared())
+            second.fit(view, y)
+        else:
+            second = self._constrained_second_pass(view, y, d, client)
         self.first_pass_, self.second_pass_, self.factor_ = first, second, factor
         self.kappa_ = factor.kappa
         self.conformal_factor_ = d
         self.support_vectors_ = X[second.support_]
         self._set_second_pass_attributes()
+
+    def _constrained_second_pass(self, view, y, d, client):
+        """The second pass under ``bias="scaled"`` (equality row ``y ⊙ D``) or ``"none"`` (no row), as an SVC.
+
+        The dual is eq. 1's with ``K̃`` and the equality row of the reading;
+        :func:`dkernel.solver.solve_qp` returns ``b̃`` as the multiplier of
+        that row (the coefficient of ``D(x)``). The solution is held in a
+        ``kernel="precomputed"`` :class:`SVC`, the form in which a
+        :class:`ConformalSVC` keeps and saves its second pass.
+        """
+        from ..solver import solve_qp
+
+        classes, y_index = np.unique(y, return_inverse=True)
+        problems = _multiclass.binary_problems(y_index, 2, np.arange(y.shape[0]), "ovo")
+        y_pm = problems[0][1]
+        E = (y_pm * d)[None, :] if self.bias == "scaled" else np.zeros((0, y.shape[0]))
+        rows = _row_provider(view)
+        max_iter = outer_iteration_cap(rows.n, self.working_set_size) if self.max_iter == -1 else self.max_iter
+        result = solve_qp(rows, y_pm, self.C, E=E, e=np.zeros(E.shape[0]), tol=self.tol, max_iter=max_iter,
+                          working_set_size=self.working_set_size, client=solver_client(rows, client),
+                          verbose=bool(self.verbose))
+        b = float(result.intercept) if self.bias == "scaled" else 0.0
+        fit = {"coef": result.alpha * y_pm, "intercept": b, "uncorrected": b, "delta_b": 0.0,
+               "objective": result.objective, "n_iter": result.n_iter, "converged": result.converged}
+        second = SVC(kernel="precomputed", client=False, **self._shared())
+        second.classes_, second.class_weight_ = classes, np.ones(2)
+        second._kernel, second._sparse, second.gram_dtype_ = None, False, "precomputed"
+        second._probA, second._probB = np.empty(0), np.empty(0)
+        second.shape_fit_ = (y.shape[0], y.shape[0])
+        second.n_features_in_ = y.shape[0]
+        second._store_fits(None, problems, [fit], y_index)
+        return second
 
     def _base_gram(self, first, X, client):
         """The training Gram of the first pass: its store (computed once), else held as :class:`SVC` holds it."""
@@ -182,6 +252,7 @@ class ConformalSVC(BaseSVM):
         self.support_ = second.support_
         self.dual_coef_ = second.dual_coef_
         self.intercept_ = second.intercept_
+        self.fit_status_ = int(bool(self.first_pass_.fit_status_ or second.fit_status_))
         self._d_support = self.conformal_factor_[second.support_]
 
     # ----------------------------------------------------------- prediction
@@ -193,7 +264,8 @@ class ConformalSVC(BaseSVM):
         return self.factor_(X)[:, None] * K * self._d_support[None, :]
 
     def decision_function(self, X):
-        """The second-pass decision values (positive for ``classes_[1]``), blockwise over the rows of ``X``."""
+        """The second-pass decision values ``f̃(x)`` (positive for ``classes_[1]``) of the ``bias`` reading,
+        blockwise over the rows of ``X``."""
         check_is_fitted(self)
         if is_dask_array(X):
             return X.rechunk({1: -1}).map_blocks(self.decision_function, drop_axis=1, dtype=np.float64)
@@ -202,8 +274,17 @@ class ConformalSVC(BaseSVM):
         out = np.empty(X.shape[0])
         for start in range(0, X.shape[0], PREDICT_BLOCK_ROWS):
             stop = min(start + PREDICT_BLOCK_ROWS, X.shape[0])
-            out[start:stop] = self.conformal_kernel(X[start:stop]) @ coef + self.intercept_[0]
+            out[start:stop] = self._second_pass_decision(X[start:stop], coef)
         return out
+
+    def _second_pass_decision(self, X, coef):
+        """``f̃`` at the rows of ``X``: ``D(x) Σ α̃_s y_s K(x, x_s) D(x_s)`` plus ``b̃`` (``"free"``, ``"none"``:
+        ``b̃ = 0``) or ``D(x) b̃`` (``"scaled"``)."""
+        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=False)
+        K = np.asarray(self.first_pass_._kernel.block(X, self.support_vectors_), dtype=np.float64)
+        d = self.factor_(X)
+        kernel_part = d * ((K * self._d_support[None, :]) @ coef)
+        return kernel_part + self.intercept_[0] * (d if self.bias == "scaled" else 1.0)
 
     def predict(self, X):
         """Class labels of ``X``: ``classes_[1]`` where the decision value is > 0."""
