@@ -42,6 +42,7 @@ __all__ = [
     "kernel_matrices",
     "libsvm_one_vs_all",
     "load_coil100",
+    "mcnemar",
     "measure",
     "dkernel_one_vs_all",
     "object_errors",
@@ -166,8 +167,8 @@ def dkernel_one_vs_all(X_train, y_train, X_test, variant, degree, *, tol=TOL):
 
     Returns ``(decisions, fits)``: ``decisions`` of shape ``(n_test,
     n_objects)``, ``fits`` one dict per object with ``intercept`` (used for
-    prediction), ``uncorrected`` (the solver's), ``dual_coef`` and
-    ``support``.
+    prediction), ``uncorrected`` (the solver's), ``dual_coef``, ``support``
+    and ``fit_status`` (the estimator's ``fit_status_``: 0 converged).
     """
     classes = np.unique(y_train)
     if variant == "input-normalized":
@@ -180,7 +181,8 @@ def dkernel_one_vs_all(X_train, y_train, X_test, variant, degree, *, tol=TOL):
             clf = _svc(variant, degree, tol).fit(X_train, target)
         decisions.append(clf.decision_function(X_test))
         fits.append({"intercept": float(clf.intercept_[0]), "uncorrected": float(clf.uncorrected_intercept_[0]),
-                     "dual_coef": clf.dual_coef_[0], "support": clf.support_})  # fmt: skip
+                     "dual_coef": clf.dual_coef_[0], "support": clf.support_,
+                     "fit_status": int(clf.fit_status_)})  # fmt: skip
     return np.column_stack(decisions), fits
 
 
@@ -201,7 +203,8 @@ def libsvm_one_vs_all(K_train, y_train, K_test, *, bias_correction=False, tol=TO
                 warnings.simplefilter("ignore", RuntimeWarning)
                 intercept = graf_intercept(uncorrected, weight_norm(coef, K_train[np.ix_(sv, sv)]))
         decisions.append(K_test[:, sv] @ coef + intercept)
-        fits.append({"intercept": intercept, "uncorrected": uncorrected, "dual_coef": coef, "support": sv})
+        fits.append({"intercept": intercept, "uncorrected": uncorrected, "dual_coef": coef, "support": sv,
+                     "fit_status": int(clf.fit_status_)})
     return np.column_stack(decisions), fits
 
 
@@ -226,6 +229,20 @@ def _threshold_measures(fits, K_train):
     return np.array(changes), clipped
 
 
+def mcnemar(right_a, right_b):
+    """McNemar's exact test of two classifiers on the same test images: ``(fixed, broken, p_value)``.
+
+    ``fixed`` counts the images ``b`` gets right and ``a`` wrong, ``broken``
+    the reverse; ``p_value`` is the exact two-sided binomial test of the two
+    counts with p = 1/2 (1 when no image changes).
+    """
+    from ._verdicts import mcnemar_p
+
+    right_a, right_b = np.asarray(right_a, dtype=bool), np.asarray(right_b, dtype=bool)
+    fixed, broken = int(np.sum(right_b & ~right_a)), int(np.sum(~right_b & right_a))
+    return fixed, broken, mcnemar_p(fixed, broken)
+
+
 def _bprime_measures(decisions, fits, K_train, y_test, classes):
     """What b' changed: ``|b − b'|/|b|`` over the classifiers, clipped margins, and the test images it moved.
 
@@ -234,27 +251,27 @@ def _bprime_measures(decisions, fits, K_train, y_test, classes):
     turns right / wrong, and ``bprime_p_value`` is McNemar's exact two-sided
     test of the two counts (a binomial test with p = 1/2).
     """
-    from scipy.stats import binomtest
-
     changes, clipped = _threshold_measures(fits, K_train)
     shift = np.array([fit["intercept"] - fit["uncorrected"] for fit in fits])
     right = classes[np.argmax(decisions, axis=1)] == y_test
     right_before = classes[np.argmax(decisions - shift, axis=1)] == y_test
-    fixed, broken = int(np.sum(right & ~right_before)), int(np.sum(~right & right_before))
+    fixed, broken, p_value = mcnemar(right_before, right)
     return {
         "b_relative_change": float(changes.mean()),
         "b_relative_change_median": float(np.median(changes)),
         "b_relative_change_max": float(changes.max()),
+        "b_relative_changes": [float(c) for c in changes],
         "margins_clipped": clipped,
         "bprime_fixed": fixed,
         "bprime_broken": broken,
-        "bprime_p_value": float(binomtest(fixed, fixed + broken, 0.5).pvalue) if fixed + broken else 1.0,
+        "bprime_p_value": p_value,
     }
 
 
 #: The b' measures of the variants without b'.
 _NO_BPRIME = {"b_relative_change": math.nan, "b_relative_change_median": math.nan, "b_relative_change_max": math.nan,
-              "margins_clipped": 0, "bprime_fixed": 0, "bprime_broken": 0, "bprime_p_value": math.nan}  # fmt: skip
+              "b_relative_changes": [], "margins_clipped": 0, "bprime_fixed": 0, "bprime_broken": 0,
+              "bprime_p_value": math.nan}  # fmt: skip
 
 
 def measure(X_train, y_train, X_test, y_test, variant, degree, *, tol=TOL):
@@ -262,9 +279,13 @@ def measure(X_train, y_train, X_test, y_test, variant, degree, *, tol=TOL):
 
     Each record has ``solver``, ``error`` (mean over objects of the
     per-object test error), ``error_variance`` (over objects, ``ddof=0``),
-    ``object_errors``, the b' measures of :func:`_bprime_measures` (NaN or 0
-    without b'), ``n_sv`` (mean per classifier), ``decision_gap`` (the largest
-    difference from libsvm's decision values) and ``fit_seconds``.
+    ``object_errors``, ``correct`` (1 for each test image classified right,
+    0 otherwise, in test order: what McNemar's tests between two records
+    compare), ``fit_status`` (each object's classifier's ``fit_status_``) and
+    ``converged`` (all of them 0), the b' measures of
+    :func:`_bprime_measures` (NaN or 0 without b'), ``n_sv`` (mean per
+    classifier), ``decision_gap`` (the largest difference from libsvm's
+    decision values) and ``fit_seconds``.
     """
     classes = np.unique(y_train)
     K_train, K_test = kernel_matrices(X_train, X_test, variant, degree)
@@ -277,10 +298,13 @@ def measure(X_train, y_train, X_test, y_test, variant, degree, *, tol=TOL):
     lib_seconds = time.perf_counter() - start
     records = []
     for solver, (decisions, fits), seconds in (("dkernel", dk, dk_seconds), ("libsvm", lib, lib_seconds)):
-        errors = object_errors(y_test, classes[np.argmax(decisions, axis=1)], classes)
+        predicted = classes[np.argmax(decisions, axis=1)]
+        errors = object_errors(y_test, predicted, classes)
+        status = [fit["fit_status"] for fit in fits]
         records.append({
             "solver": solver, "error": float(errors.mean()), "error_variance": float(errors.var()),
-            "object_errors": [float(e) for e in errors],
+            "object_errors": [float(e) for e in errors], "correct": [int(c) for c in predicted == y_test],
+            "fit_status": status, "converged": not any(status),
             **(_bprime_measures(decisions, fits, K_train, y_test, classes) if bprime else _NO_BPRIME),
             "n_sv": float(np.mean([len(f["support"]) for f in fits])),
             "decision_gap": float(np.abs(decisions - lib[0]).max()),

@@ -389,7 +389,9 @@ def svc_stages(task, X, y, X_test, y_test, client):
 
     Meilă's translation invariance: the centered SVM with b − Δb is the
     uncentered one, so their decision values on the test points differ only
-    by the solver's tolerance; the largest difference is recorded.
+    by the solver's tolerance; the largest difference is recorded, and the
+    test points one classifies right and the other wrong. Each fit's
+    ``fit_status_`` is recorded (0: converged).
     """
     from dkernel import SVC
 
@@ -397,25 +399,29 @@ def svc_stages(task, X, y, X_test, y_test, client):
         return []
     if _skipped(task, "svc_fit"):
         return [not_run(task, "svc_fit", "skipped by the plan")]
-    records, decisions = [], {}
+    records, decisions, right = [], {}, {}
     for variant, centering in (("uncentered", None), ("centered", "class-balanced")):
         # One-vs-rest for many classes: c binary problems instead of c(c-1)/2 (Graf & Borer's COIL scheme).
         model = SVC(C=task["C"], kernel=task["kernel"], multiclass="ovr" if task["n_classes"] > 2 else "ovo",
                     centering=centering, client=client, **task["svc_params"])  # fmt: skip
         _, seconds, peaks = measured(client, lambda: model.fit(X, y))
         records.append(record(task, "svc_fit", variant=variant, seconds=seconds, solver="dkernel",
-                              n_sv=int(model.support_.size), **peaks))  # fmt: skip
+                              n_sv=int(model.support_.size), fit_status=int(model.fit_status_),
+                              converged=model.fit_status_ == 0, **peaks))  # fmt: skip
         decision, seconds, peaks = measured(client, lambda: np.asarray(model.decision_function(X_test)))
         predicted = model.classes_[np.argmax(decision, axis=1)] if decision.ndim > 1 else \
             np.where(decision > 0, model.classes_[1], model.classes_[0])
-        decisions[variant] = decision
+        decisions[variant], right[variant] = decision, predicted == y_test
         records.append(record(task, "svc_predict", variant=variant, seconds=seconds, solver="dkernel",
                               test_error=float(np.mean(predicted != y_test)), **peaks))  # fmt: skip
     gap = float(np.max(np.abs(decisions["centered"] - decisions["uncentered"])))
     scale = float(np.max(np.abs(decisions["uncentered"])))
+    # The test points the centered SVM gets right and the uncentered one wrong, and the reverse (McNemar).
+    fixed = int(np.sum(right["centered"] & ~right["uncentered"]))
+    broken = int(np.sum(~right["centered"] & right["uncentered"]))
     for rec in records:
         if rec["variant"] == "centered":
-            rec.update(decision_max_diff=gap, decision_scale=scale)
+            rec.update(decision_max_diff=gap, decision_scale=scale, centering_fixed=fixed, centering_broken=broken)
     return records
 
 
@@ -427,7 +433,8 @@ def sklearn_stage(task, X, y, X_test, y_test):
     _, seconds, peaks = measured(None, lambda: model.fit(X, y))
     error = float(np.mean(model.predict(X_test) != y_test))
     return [record(task, "sklearn_fit", seconds=seconds, solver="sklearn", test_error=error,
-                   n_sv=int(model.support_.size), **peaks)]  # fmt: skip
+                   n_sv=int(model.support_.size), fit_status=int(model.fit_status_),
+                   converged=model.fit_status_ == 0, **peaks)]  # fmt: skip
 
 
 # --------------------------------------------------------------------------- #
@@ -462,7 +469,7 @@ def unit_records(task, client, rng):
 
 
 def warm_up(client):
-    """Import and compile on every worker what the stages use (numba, the solver), so that no stage pays for it."""
+    """Import on every worker what the stages use (the kernels, the solver), so that no stage pays for it."""
     from dkernel import SVC, GramMatrix
     from dkernel.centering import Centering, origin_products
 

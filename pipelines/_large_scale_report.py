@@ -8,7 +8,18 @@ import numpy as np
 from dask.utils import format_bytes
 
 from ._large_scale import plan_for
-from ._report import listing, markdown_table, plural, run_line, save_figure, subplots, write_markdown
+from ._fidelity import Z
+from ._large_scale_fidelity import sensitivity, settings, verdicts
+from ._report import (
+    fidelity_sections,
+    listing,
+    markdown_table,
+    plural,
+    run_line,
+    save_figure,
+    subplots,
+    write_markdown,
+)
 
 __all__ = ["write_report", "scaling_slopes", "SCALING_STAGES"]
 
@@ -82,12 +93,19 @@ def scaling_slopes(records):
 # --------------------------------------------------------------------------- #
 
 
+def _style(stages, stage, workers):
+    """One colour per stage (of ``stages``, in order), the workers told apart by line and marker."""
+    return {"color": f"C{list(stages).index(stage) % 10}", "linestyle": "-" if workers == 2 else ":",
+            "marker": "^" if workers == 2 else "o"}
+
+
 def _time_figure(slopes, sklearn_points, outdir):
-    fig, ax = subplots(1, 1, figsize=(8, 5.5))
+    fig, ax = subplots(1, 1, figsize=(10, 5.5))
+    stages = list(dict.fromkeys(row["stage"] for row in slopes))
     for row in slopes:
         n, t = zip(*row["points"])
         slope = "" if row["slope"] is None else f", slope {row['slope']:.2f}"
-        ax.plot(n, t, marker="o", linestyle="-" if row["workers"] == 2 else ":",
+        ax.plot(n, t, **_style(stages, row["stage"], row["workers"]),
                 label=f"{row['stage']}, {row['workers']} w{slope}")  # fmt: skip
     if sklearn_points:
         n, t = zip(*sklearn_points)
@@ -99,30 +117,34 @@ def _time_figure(slopes, sklearn_points, outdir):
     ax.set_xlabel("n (synthetic, d = 64)")
     ax.set_ylabel("seconds")
     ax.set_title("Time per stage against n (fitted log-log slopes in the legend)", loc="left")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return save_figure(fig, outdir / "time_vs_n.png")
 
 
 def _error_figure(records, outdir):
     fig, axes = subplots(1, 2, figsize=(11, 4.5))
-    for label in _labels(records):
+    for index, label in enumerate(_labels(records)):
+        color = f"C{index % 10}"  # one colour per data set in both panels
         rows = [r for r in records if r["label"] == label and r["stage"] == "centering_sampled"
                 and r["h_rel_error"] is not None and r["workers"] == _most_workers(records)]  # fmt: skip
         if rows:
-            axes[0].plot([r["n_sample"] for r in rows], [r["h_rel_error"] for r in rows], marker="o", label=label)
+            axes[0].plot([r["n_sample"] for r in rows], [r["h_rel_error"] for r in rows], marker="o", color=color,
+                         label=label)  # fmt: skip
         rows = [r for r in records if r["label"] == label and r["stage"] == "alignment_sampled"
                 and r["exact_alignment"] is not None and r["workers"] == _most_workers(records)]  # fmt: skip
         if rows:
-            axes[1].errorbar([r["n_sample"] for r in rows],
-                             [abs(r["alignment"] - r["exact_alignment"]) for r in rows],
-                             yerr=[r["alignment_se"] for r in rows], marker="o", capsize=2, label=label)  # fmt: skip
+            n = [r["n_sample"] for r in rows]
+            axes[1].plot(n, [max(abs(r["alignment"] - r["exact_alignment"]), 1e-12) for r in rows], marker="o",
+                         color=color, label=f"{label}: |Â − A|")  # fmt: skip
+            axes[1].plot(n, [Z * r["alignment_se"] for r in rows], linestyle="--", color=color,
+                         label=f"{label}: {Z:g} SE")  # fmt: skip
     axes[0].set_ylabel("‖h̃ − h‖ / ‖h‖")
     axes[0].set_title("(a) sampled origin: relative error of h", loc="left")
-    axes[1].set_ylabel("|Â − A| (bars: standard error of Â)")
-    axes[1].set_title("(b) sampled alignment: error and its SE", loc="left")
+    axes[1].set_ylabel(f"|Â − A| (solid) and {Z:g} standard errors of Â (dashed)")
+    axes[1].set_title(f"(b) sampled alignment: error against {Z:g} SE", loc="left")
     for ax in axes:
         ax.set_xscale("log")
-        ax.set_yscale("symlog", linthresh=1e-4)
+        ax.set_yscale("log")
         ax.set_xlabel("n' (sample size)")
         if ax.has_data():
             ax.legend(fontsize=7)
@@ -130,8 +152,9 @@ def _error_figure(records, outdir):
 
 
 def _memory_figure(records, outdir):
-    fig, ax = subplots(1, 1, figsize=(8, 5))
-    for stage in ("gram", "centering_exact", "centering_sampled", "alignment_sampled", "svc_fit"):
+    fig, ax = subplots(1, 1, figsize=(10, 5))
+    stages = ("gram", "centering_exact", "centering_sampled", "alignment_sampled", "svc_fit")
+    for stage in stages:
         for w in sorted({r["workers"] for r in records if r["workers"]}):
             peaks = {}
             for r in records:
@@ -140,7 +163,7 @@ def _memory_figure(records, outdir):
                     peaks[r["n"]] = max(peaks.get(r["n"], 0), r["peak_worker_bytes"])
             if peaks:
                 n = sorted(peaks)
-                ax.plot(n, [peaks[k] / 1e9 for k in n], marker="o", linestyle="-" if w == 2 else ":",
+                ax.plot(n, [peaks[k] / 1e9 for k in n], **_style(stages, stage, w),
                         label=f"{stage}, {w} w (peak of one worker)")  # fmt: skip
     client = {}
     for r in records:
@@ -154,7 +177,7 @@ def _memory_figure(records, outdir):
     ax.set_ylabel("peak resident memory (GB)")
     ax.set_title("Peak memory against n", loc="left")
     if ax.has_data():
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return save_figure(fig, outdir / "memory_vs_n.png")
 
 
@@ -268,8 +291,8 @@ def _invariance_text(records):
             f"against uncentered), the largest difference of test decision values is "
             f"{fits[worst]['decision_max_diff']:.3g} ({fits[worst]['label']}, {fits[worst]['workers']} workers), "
             f"{relative[worst]:.2g} of the largest |f|; {within} of {len(fits)} pairs agree to within 1 % of the "
-            "largest decision value, the solver's stopping tolerance (tol = 1e-3 on the dual gap) being what "
-            "separates them.")  # fmt: skip
+            "largest decision value (the solver's stopping tolerance, tol = 1e-3 on the dual gap, allows "
+            "differences of that order).")  # fmt: skip
 
 
 def _sklearn_text(records):
@@ -325,6 +348,15 @@ def _record_rows(records):
              "h rel. error": _num(r["h_rel_error"])} for r in records if r.get("seconds") is not None]  # fmt: skip
 
 
+def _priority_text():
+    """A sentence where this process runs at a lowered priority: its times then include waiting for the CPU."""
+    niceness = os.nice(0) if hasattr(os, "nice") else 0
+    if niceness <= 0:
+        return ""
+    return (f" The run had niceness {niceness} (a lowered priority), so other work on the machine took the cores "
+            "first: its times include waiting for them, upper bounds of what the stages take on an idle machine.")
+
+
 def write_report(result, outdir):
     """Write ``report.md``, ``time_vs_n.png``, ``sampled_error.png`` and ``memory_vs_n.png``."""
     records = result.records
@@ -347,14 +379,21 @@ def write_report(result, outdir):
         "cluster (`distributed.diagnostics.MemorySampler`) and of this process (the client). "
         f"{plural(len(timed), 'timed measurement')} in {plural(len(_labels(records)), 'unit')} of data.",
         "",
-        f"Machine: {_machine()}.",
+        f"Machine: {_machine()}.{_priority_text()}",
         "",
         f"Plan ({'quick' if result.config.quick else 'full'}): {_plan_text(plan)}",
         "",
         run_line(result),
         "",
+        f"A run reuses the units an earlier, interrupted run of the same plan saved (`.{result.name}.units/` "
+        f"beside the results): the duration above is that of the last command; the stages' own times sum to "
+        f"{sum(r['seconds'] for r in timed):.0f} s.",
+        "",
         _storage_text(records),
         "",
+        *fidelity_sections(settings(result.config), verdicts(records, result.config),
+                           sensitivity(records, result.config),
+                           sensitivity_note="Every setting is the project's own: the paper ran none at this scale."),
     ]
     parts += _not_run_lines(records)
     parts += [
@@ -397,6 +436,7 @@ def write_report(result, outdir):
     parts += ["## Every measurement", ""]
     if rows:
         parts += [markdown_table(rows, [(k, k) for k in rows[0]]), ""]
-    parts += ["Files: `results.csv`, `results.json` (records), `time_vs_n.png`, `sampled_error.png`, "
+    parts += ["Files: `results.csv`, `results.json` (records, settings, verdicts and sensitivity), `time_vs_n.png`, "
+              "`sampled_error.png`, "
               "`memory_vs_n.png`.", ""]
     return write_markdown(outdir, parts, figures)

@@ -4,10 +4,10 @@ Kernels of the paper, the data sets of its Table 1 with their random
 train/test splits (and the tasks that carry them to the workers), SVM fits
 on a precomputed Gram matrix by the paper's solver (libsvm, through
 :class:`sklearn.svm.SVC`) or by dkernel's own
-(:func:`dkernel.solver.solve_qp`), the values measured of each fit, and one
-sample of the shift experiments of §6.1. The algebra of shifting, centering and Δb
-lives in :mod:`dkernel.views` and :mod:`dkernel.centering`; nothing here
-re-derives it.
+(:class:`dkernel.SVC` on the precomputed Gram), and the values measured of each fit; one
+sample of the shift experiments of §6.1 is in :mod:`pipelines._meila_shift`.
+The algebra of shifting, centering and Δb lives in :mod:`dkernel.views` and
+:mod:`dkernel.centering`; nothing here re-derives it.
 
 References
 ----------
@@ -26,11 +26,10 @@ from pathlib import Path
 import numpy as np
 
 __all__ = [
-    "LIBSVM_MAX_ITER",
-    "DKERNEL_MAX_ITER",
+    "DIGITS",
     "FIT_MEASURES",
-    "REPEATS",
     "QUICK_REPEATS",
+    "REPEATS",
     "TABLE1",
     "SVMFit",
     "alignment",
@@ -41,27 +40,33 @@ __all__ = [
     "dataset_source",
     "digits_sentence",
     "error_rate",
+    "feature_readings",
     "fit_measures",
     "fit_svm",
     "kernel_params",
+    "libsvm_max_iter",
     "load_split",
     "make_kernel",
     "n_repeats",
+    "scale_features",
     "seed_from",
-    "shift_tasks",
     "split_task",
+    "table1",
     "task_split",
 ]
 
-#: libsvm's iteration cap. libsvm has none by default; on badly shifted Gram
-#: matrices its SMO can cycle for a very long time, so the cap is recorded and
-#: every fit reports whether it converged. 10⁶ SMO steps take about half a
-#: second at n ≈ 300.
-LIBSVM_MAX_ITER = 1_000_000
+#: libsvm's own iteration cap (svm.cpp of later versions: ``max(10⁷, 100 n)`` SMO
+#: steps, then a warning), which scikit-learn's copy leaves out. The 2001 LIBSVM
+#: of the paper had none; without one, a single ill-conditioned fit (glass,
+#: poly2, centered) ran 8 × 10⁸ steps. A fit stopped by the cap is recorded as
+#: not converged, and every verdict resting on it is inconclusive.
+LIBSVM_MIN_MAX_ITER = 10_000_000
 
-#: Outer (working-set) iterations of dkernel's solver; at n ≤ 400 the working
-#: set holds every variable, so a few iterations normally suffice.
-DKERNEL_MAX_ITER = 2_000
+
+def libsvm_max_iter(n):
+    """libsvm's iteration cap for ``n`` training points: ``max(10⁷, 100 n)`` (svm.cpp, ``Solver::Solve``)."""
+    return max(LIBSVM_MIN_MAX_ITER, 100 * int(n))
+
 
 #: Stopping tolerance of both solvers (libsvm's default ``-e 0.001``, on the
 #: maximal violating pair gap).
@@ -156,13 +161,30 @@ def data_home():
 
 
 def dataset_source(name):
-    """Where ``name`` will be read from: ``"file"``, ``"sklearn"`` or None when it is unavailable.
+    """Where ``name`` will be read from: ``"file"``, ``"usps"``, ``"sklearn"`` or None when it is unavailable.
 
-    digits is bundled with scikit-learn. wdbc falls back to scikit-learn's
-    ``load_breast_cancer``, the same 569 × 30 values and labels as the UCI
-    file. cmc and glass need the UCI files (data folder, cache or download).
+    ``digits`` is the paper's USPS (:data:`DIGITS`), from the data folder, and
+    scikit-learn's bundled 8 × 8 digits where no USPS file is found;
+    ``digits-8x8`` is always scikit-learn's. wdbc falls back to
+    scikit-learn's ``load_breast_cancer``, the same 569 × 30 values and labels
+    as the UCI file. cmc and glass need the UCI files (data folder, cache or
+    download).
     """
     return client_data(name)[0]
+
+
+#: The digits of Table 1 ("handwritten digits from the USPS", 64 inputs), and the alternative run beside them.
+DIGITS = {
+    "usps": "USPS (the 7291 training images), 16 × 16 pixels mapped to [−1, 1] (2x − 1 of the stored [0, 1], the "
+            "scale USPS was distributed in) and reduced to 8 × 8 = 64 inputs by averaging 2 × 2 patches",
+    "sklearn": "scikit-learn's bundled 8 × 8 digits (UCI optdigits, 1797 images, values 0 … 16, 64 inputs; about "
+               "180 per digit)",
+}  # fmt: skip
+
+
+def table1(name):
+    """Table 1's row of a data set (``digits-8x8``, the alternative digits, shares the row of ``digits``)."""
+    return TABLE1["digits" if name.startswith("digits") else name]
 
 
 def client_data(name):
@@ -173,19 +195,22 @@ def client_data(name):
     data set and passed to :func:`load_split`: the tasks then receive the
     arrays from the client (each worker fetches them once), so workers need
     neither the data folder nor ``$DKERNEL_DATA``. ``data`` is None for
-    digits, which scikit-learn bundles, and for an unavailable data set.
+    scikit-learn's bundled digits and for an unavailable data set.
     """
     import dask
+
     from dkernel.datasets import DatasetNotFoundError
 
-    if name == "digits":
+    if name == "digits-8x8":
         return "sklearn", None
     try:
         X, y = _load_xy(name, "file")
-        source = "file"
+        source = "usps" if name == "digits" else "file"
     except (DatasetNotFoundError, OSError):
-        if name != "wdbc":
+        if name not in ("wdbc", "digits"):
             return None, None
+        if name == "digits":
+            return "sklearn", None
         source = "sklearn"
         X, y = _load_xy(name, source)
     key = f"pipeline-data-{name}-{dask.base.tokenize(X, y)}"
@@ -201,6 +226,15 @@ def _load_xy(name, source):
         bunch = load_breast_cancer()
         # scikit-learn codes malignant as 0; the UCI file (and Table 1's task) has malignant as the positive class.
         return bunch.data.astype(np.float64), np.where(bunch.target == 0, 1, -1).astype(np.int64)
+    if name.startswith("digits") and source == "sklearn":
+        data = load("digits")
+        return np.asarray(data.X, dtype=np.float64), np.asarray(data.y)
+    if name == "digits":
+        from ._graf import block_average
+
+        data = load("usps", data_home=data_home(), download=False)
+        images = 2.0 * np.asarray(data.X, dtype=np.float64).reshape(-1, 16, 16) - 1.0
+        return block_average(images, size=8).reshape(len(images), 64), np.asarray(data.y, dtype=np.int64)
     data = load(name, data_home=data_home())
     return data.X, binary_task(data.y, TABLE1[name]["positive"])
 
@@ -210,43 +244,57 @@ def load_split(name, rng, *, source="file", pair=None, n_train=None, n_test=None
 
     Parameters
     ----------
-    name : {"cmc", "glass", "wdbc", "digits"}
+    name : {"cmc", "glass", "wdbc", "digits", "digits-8x8"}
     rng : numpy.random.Generator
         Draws the permutation.
-    source : {"file", "sklearn"}
+    source : {"file", "usps", "sklearn"}
         See :func:`dataset_source`.
     pair : (int, int), optional
         The digits ``(a, b)`` of a digits task (a is +1).
     n_train, n_test : int, optional
         Default: Table 1's sizes. The test set is capped at the points left
-        after the training set (the 8 × 8 digits have about 180 images per
-        class, so a pair leaves about 160 test points, not 400).
+        after the training set (scikit-learn's 8 × 8 digits have about 180
+        images per class, so a pair leaves about 160 test points, not 400).
     data : dict, optional
         ``{"X": ..., "y": ...}`` already read (by :func:`client_data`);
         otherwise the data set is read here.
 
     Returns
     -------
-    X_train, y_train, X_test, y_test : ndarrays (raw features, not standardized)
+    X_train, y_train, X_test, y_test : ndarrays (the features as read, not scaled: :func:`scale_features`)
     """
     from dkernel.datasets import pair_task
 
-    spec = TABLE1[name]
-    if name == "digits":
-        from dkernel.datasets import load
-
-        data = load("digits")
-        X, y = pair_task(data.X, data.y, *pair)
-    elif data is not None:
+    spec = table1(name)
+    if data is not None:
         X, y = data["X"], data["y"]
     else:
         X, y = _load_xy(name, source)
+    if name.startswith("digits"):
+        X, y = pair_task(X, y, *pair)
     n_train = spec["n_train"] if n_train is None else n_train
     n_test = spec["n_test"] if n_test is None else n_test
     order = rng.permutation(X.shape[0])
     train = order[:n_train]
     test = order[n_train : n_train + n_test]
     return X[train], y[train], X[test], y[test]
+
+
+def scale_features(X_train, X_test):
+    """Each feature mapped linearly onto [−1, 1] by its range on the training split (libsvm's ``svm-scale``).
+
+    The map is fitted on ``X_train`` alone and applied to both; a feature
+    constant on the training split becomes 0. Test values may fall outside
+    [−1, 1].
+    """
+    X_train, X_test = np.asarray(X_train, dtype=np.float64), np.asarray(X_test, dtype=np.float64)
+    low, high = X_train.min(axis=0), X_train.max(axis=0)
+    width = np.where(high > low, high - low, 1.0)
+
+    def scaled(X):
+        return np.where(high > low, 2.0 * (X - low) / width - 1.0, 0.0)
+
+    return scaled(X_train), scaled(X_test)
 
 
 def client_datasets(pipeline, names):
@@ -282,8 +330,14 @@ def task_split(task, rng):
     return load_split(task["dataset"], rng, source=task["source"], pair=pair, data=task["data"])
 
 
+def feature_readings(X, X_test, features):
+    """``{reading: (X, X_test)}`` for each of ``features``: ``"raw"`` (as read) and ``"scaled"``
+    (:func:`scale_features`, fitted on the training split)."""
+    return {f: (X, X_test) if f == "raw" else scale_features(X, X_test) for f in features}
+
+
 def digits_sentence(records):
-    """What the digits pairs of ``records`` (data sets ``digiab``) were: the sizes their splits really had."""
+    """What the digits pairs of ``records`` (data sets ``digiab``) were: their source and split sizes."""
     digits = [r for r in records if str(r.get("dataset", "")).startswith("digi")]
     if not digits:
         return ""
@@ -293,9 +347,14 @@ def digits_sentence(records):
         return f"{values[0]}" if len(values) == 1 else f"{values[0]}–{values[-1]}"
 
     spec = TABLE1["digits"]
-    return (f"The digits pairs use the 8 × 8 digits bundled with scikit-learn (about 180 images per digit): "
-            f"{span(r['n_train'] for r in digits)} training points and the {span(r['n_test'] for r in digits)} "
-            f"others as test set (Table 1: {spec['n_train']} training and {spec['n_test']} test points).")
+    parts = []
+    for source in ("usps", "sklearn"):
+        these = [r for r in digits if r.get("source") == source]
+        if these:
+            parts.append(f"{DIGITS[source]}: {span(r['n_train'] for r in these)} training and "
+                         f"{span(r['n_test'] for r in these)} test points")  # fmt: skip
+    return (f"Digits pairs: {'; '.join(parts)} (Table 1: {spec['n_train']} training and {spec['n_test']} test "
+            "points).")
 
 
 def seed_from(rng):
@@ -315,8 +374,8 @@ class SVMFit:
     Attributes
     ----------
     solver : str
-        ``"libsvm"`` (scikit-learn's SVC), ``"dkernel"`` (:func:`solve_qp` on
-        the float64 Gram) or ``"dkernel-float32"`` (the same on the Gram
+        ``"libsvm"`` (scikit-learn's SVC), ``"dkernel"`` (:class:`dkernel.SVC`
+        on the float64 Gram) or ``"dkernel-float32"`` (the same on the Gram
         rounded to float32, the precision of libsvm's kernel cache).
     dual_coef : ndarray of shape (n,)
         ``α_i y_i`` for every training point (0 off the support).
@@ -325,7 +384,8 @@ class SVMFit:
     n_iter : int
         SMO steps (libsvm) or working-set iterations (dkernel).
     converged : bool
-        Whether the stopping tolerance was met before the iteration cap.
+        Whether the stopping tolerance was met before the iteration cap: libsvm's ``fit_status_ == 0``
+        (scikit-learn sets 1 when the cap stopped it), dkernel's ``converged``.
     seconds : float
     """
 
@@ -364,7 +424,7 @@ def fit_svm(K, y, C, solver="libsvm"):
     if solver == "libsvm":
         from sklearn.svm import SVC
 
-        model = SVC(kernel="precomputed", C=C, tol=TOL, max_iter=LIBSVM_MAX_ITER)
+        model = SVC(kernel="precomputed", C=C, tol=TOL, max_iter=libsvm_max_iter(K.shape[0]))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
             model.fit(K, y)
@@ -375,16 +435,19 @@ def fit_svm(K, y, C, solver="libsvm"):
         return SVMFit(solver, coef, float(model.intercept_[0]), int(model.n_support_.sum()),
                       int(model.n_iter_[0]), bool(converged), time.perf_counter() - start)  # fmt: skip
     if solver in ("dkernel", "dkernel-float32"):
-        from dkernel import DenseGram
-        from dkernel.solver import solve_qp
+        from dkernel import SVC as DkernelSVC
 
-        rows = DenseGram(K.astype(np.float32) if solver == "dkernel-float32" else K)
+        # The float32 variant rounds every entry as libsvm's kernel cache does; the arithmetic stays in float64.
+        M = K.astype(np.float32).astype(np.float64) if solver == "dkernel-float32" else K
+        model = DkernelSVC(kernel="precomputed", C=float(C), tol=TOL, max_iter=libsvm_max_iter(K.shape[0]),
+                           client=False)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            result = solve_qp(rows, y, float(C), tol=TOL, max_iter=DKERNEL_MAX_ITER)
-        alpha = np.asarray(result.alpha, dtype=np.float64)
-        return SVMFit(solver, alpha * y, float(result.intercept), int(np.count_nonzero(alpha > 0)),
-                      int(result.n_iter), bool(result.converged), time.perf_counter() - start)  # fmt: skip
+            model.fit(M, y)
+        coef = np.zeros(K.shape[0])
+        coef[model.support_] = model.dual_coef_[0]
+        return SVMFit(solver, coef, float(model.intercept_[0]), int(model.support_.size), int(model.n_iter_[0]),
+                      model.fit_status_ == 0, time.perf_counter() - start)  # fmt: skip
     raise ValueError(f"unknown solver {solver!r}; use 'libsvm', 'dkernel' or 'dkernel-float32'.")
 
 
@@ -408,18 +471,8 @@ def alignment(K, y):
 
 
 # --------------------------------------------------------------------------- #
-# One sample of the shift experiments (Meilă §6.1, Figs. 3–5)
+# What is measured of a fit
 # --------------------------------------------------------------------------- #
-
-
-def _centering(scheme, y):
-    from dkernel.centering import Centering
-
-    if scheme == "class-balanced":
-        return Centering.class_balanced(y)
-    if scheme == "standard":
-        return Centering.standard(len(y))
-    raise ValueError(f"unknown centering {scheme!r}; use 'class-balanced' or 'standard'.")
 
 
 #: What :func:`fit_measures` records of an SVM fit, in this order.
@@ -448,82 +501,3 @@ def fit_measures(fit, K_train, y, decision, y_test, keys=FIT_MEASURES):
         "fit_seconds": lambda: fit.seconds,
     }
     return {key: measure[key]() for key in keys}
-
-
-def shift_tasks(kernels, repeats, shifts):
-    """One task per kernel × repeat of a shift experiment; a task runs every shift length on its sample."""
-    return [{"kernel": kernel, "repeat": r, "shifts": list(shifts)} for kernel in kernels for r in range(repeats)]
-
-
-def shift_experiment(X, y, X_test, y_test, params, C, shifts, direction_seed, *,
-                     recenterings=(("recentered", "class-balanced"),),
-                     shifted_solvers=("libsvm", "dkernel", "dkernel-float32")):  # fmt: skip
-    """Original, shifted and recentered SVMs of one sample, for each shift length.
-
-    The data are moved by ``|a|`` along one random feature-space direction
-    (:class:`dkernel.views.ShiftedGram`; the same direction for every
-    length, drawn from ``direction_seed``), and the shifted Gram is recentered
-    by :class:`dkernel.views.CenteredGram`. Test points go through the
-    same translation (``ShiftedGram.cross``). A recentered SVM classifies
-    with the shifted kernel and ``b - Δb`` (Meilă §4, eqs. 16–19); its
-    decision values through the recentered test rows ``K_c(x, x_i)`` are
-    computed too, and ``decision_gap`` is the largest difference between the
-    two.
-
-    Parameters
-    ----------
-    X, y, X_test, y_test : ndarrays (labels ±1)
-    params : dict
-        :func:`kernel_params` output.
-    C : float
-    shifts : sequence of float
-        Shift lengths ``|a|``.
-    direction_seed : int
-    recenterings : sequence of (variant name, centering scheme)
-        ``"class-balanced"`` (eq. 13) or ``"standard"`` (γ = 1/n).
-    shifted_solvers : sequence of str
-        Solvers run on the shifted Gram; the original and recentered Grams
-        are solved by libsvm, the paper's solver.
-
-    Returns
-    -------
-    list of dict
-        One record per shift × variant × solver with ``shift``, ``variant``,
-        ``solver`` and the measured values; the caller adds the setting.
-    """
-    from dkernel.centering import delta_b
-    from dkernel import CenteredGram, KernelGram, ShiftedGram
-
-    base = KernelGram(X, make_kernel(params))
-    K = base.to_numpy()
-    K_test = base.cross(X_test)
-    original = fit_svm(K, y, C, "libsvm")
-    original_measures = fit_measures(original, K, y, original.decision(K_test), y_test)
-    original_measures["alignment_limit"] = alignment_limit(y)
-    records = []
-    for shift in shifts:
-        records.append({"shift": float(shift), "variant": "original", "solver": "libsvm", **original_measures})
-        shifted = ShiftedGram(base, shift, random_state=direction_seed)
-        K_s = shifted.to_numpy()
-        K_s_test = shifted.cross(X_test)
-        for solver in shifted_solvers:
-            fit = fit_svm(K_s, y, C, solver)
-            records.append({"shift": float(shift), "variant": "shifted", "solver": solver,
-                            **fit_measures(fit, K_s, y, fit.decision(K_s_test), y_test),
-                            "alignment_limit": alignment_limit(y)})  # fmt: skip
-        for variant, scheme in recenterings:
-            recentered = CenteredGram(shifted, _centering(scheme, y))
-            K_c = recentered.to_numpy()
-            fit = fit_svm(K_c, y, C, "libsvm")
-            db = delta_b(fit.dual_coef, recentered.h)
-            # Meilă §4: classify with the kernel the data came in (here the shifted one) and b - Δb.
-            decision = K_s_test @ fit.dual_coef + (fit.intercept - db)
-            decision_kc = fit.decision(recentered.cross(X_test))
-            rec = {"shift": float(shift), "variant": variant, "solver": "libsvm",
-                   **fit_measures(fit, K_c, y, decision, y_test)}  # fmt: skip
-            rec["alignment_limit"] = alignment_limit(y)
-            rec["test_error_kc"] = error_rate(decision_kc, y_test)
-            rec["decision_gap"] = float(np.abs(decision - decision_kc).max())
-            rec["delta_b"] = db
-            records.append(rec)
-    return records

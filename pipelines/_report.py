@@ -7,6 +7,7 @@ __all__ = [
     "agree",
     "cell",
     "count_repeats",
+    "fidelity_sections",
     "fmt_mean_se",
     "listing",
     "markdown_table",
@@ -157,6 +158,48 @@ def not_run_note(planned, run):
     """The report lines naming the planned experiments that did not run (no data file); none when all ran."""
     missing = [label for label in planned if label not in run]
     return [f"Not run (data files not found): {', '.join(missing)}.", ""] if missing else []
+
+
+def fidelity_sections(settings, verdicts, sensitivity=(), *, sensitivity_note=""):
+    """The report lines of a run's settings, verdicts and sensitivity (:mod:`pipelines._fidelity`).
+
+    ``settings``, ``verdicts`` and ``sensitivity`` are the lists a pipeline's
+    ``settings(config)``, ``verdicts(records, config)`` and
+    ``sensitivity(records, config)`` return; ``sensitivity_note`` is a
+    sentence placed under the sensitivity table.
+    """
+    from ._fidelity import ALPHA, Z, sensitivity_table, settings_table, verdict_table
+
+    rule = (f"A claim is *not reproduced* only where every fit behind it converged and the measured difference is "
+            f"beyond the noise (more than {Z:g} standard errors, or a test at p < {ALPHA:g}), both shown in the "
+            "evidence; otherwise it is *inconclusive*.")
+    lines = ["## Settings and the paper", "", *settings_table(settings), "",
+             "## Verdicts", "", rule, "", *verdict_table(verdicts), ""]  # fmt: skip
+    if sensitivity:
+        flips = sum(row.flips for row in sensitivity)
+        lines += ["## Sensitivity: the verdicts under the alternatives of the settings the paper is silent on", "",
+                  *sensitivity_table(_flipping_rows(sensitivity)), "",
+                  f"{flips} of {len(sensitivity)} verdicts change under an alternative; an alternative under which "
+                  "no verdict changes has one row (every row is in results.json)." + (
+                      f" {sensitivity_note}" if sensitivity_note else ""), ""]  # fmt: skip
+    return lines
+
+
+def _flipping_rows(rows):
+    """The sensitivity rows of the alternatives under which some verdict flips; one row for each other one."""
+    from ._fidelity import Sensitivity
+
+    groups = {}
+    for row in rows:
+        groups.setdefault((row.setting, row.alternative), []).append(row)
+    out = []
+    for (setting, alternative), found in groups.items():
+        if any(row.flips for row in found):
+            out += found
+        else:
+            out.append(Sensitivity(setting, alternative, f"every one of its {len(found)} claims", "unchanged",
+                                   "unchanged"))
+    return out
 
 
 def write_markdown(outdir, parts, figures):

@@ -365,9 +365,25 @@ def write_tables(name, config, records, summary, outdir, fidelity=None):
         **fidelity,
     }
     tmp = json_path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(payload, indent=1, default=_json_default, allow_nan=False))
+    tmp.write_text(results_json(payload))
     tmp.replace(json_path)
     return [csv_path, json_path]
+
+
+def results_json(payload):
+    """``results.json``'s text: its keys one per line, each item of a list (a record, a verdict) on a line of its
+    own, so that a diff of two runs shows the records that changed and a record's lists take one line."""
+    def dumps(value):
+        return json.dumps(value, default=_json_default, allow_nan=False, ensure_ascii=False)
+
+    parts = []
+    for key, value in payload.items():
+        if isinstance(value, list) and value:
+            items = ",\n  ".join(dumps(item) for item in value)
+            parts.append(f"{dumps(key)}: [\n  {items}\n ]")
+        else:
+            parts.append(f"{dumps(key)}: {dumps(value)}")
+    return "{\n " + ",\n ".join(parts) + "\n}\n"
 
 
 def _record_files(folder):
@@ -375,7 +391,7 @@ def _record_files(folder):
     json_path = folder / "results.json"
     payload = json.loads(json_path.read_text())
     payload["files"] = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
-    json_path.write_text(json.dumps(payload, indent=1, allow_nan=False))
+    json_path.write_text(results_json(payload))
 
 
 def run_pipeline(module, config):

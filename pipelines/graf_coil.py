@@ -21,8 +21,9 @@ import math
 
 import numpy as np
 
-from . import _graf, _meila
+from . import _graf, _graf_verdicts, _meila
 from ._report import (
+    fidelity_sections,
     listing,
     markdown_table,
     not_run_note,
@@ -42,10 +43,6 @@ DESCRIPTION = (
 )
 
 QUICK_DEGREES = (1, 2, 7)
-#: The paper's measured threshold change |b − b'|/|b| (§4: "≃ 5 %").
-PAPER_B_CHANGE = 0.05
-#: The degrees for which the paper reports that b' lowers the error ("the four most sensitive kernels").
-PAPER_BPRIME_DEGREES = (4, 5, 6, 7)
 LABELS = {
     "input-normalized": "input space x/‖x‖",
     "feature-normalized": "feature space K/√(K(x,x)K(z,z))",
@@ -96,6 +93,27 @@ def make_tasks(config):
     found = _client_datasets()
     return [{"dataset": name, "degree": p, "variant": variant, "data": data}
             for name, data in found.items() for p in degrees(config.quick) for variant in _graf.VARIANTS]  # fmt: skip
+
+
+def _main_dataset(names):
+    """The data set the verdicts are of: the paper's COIL-100 where it was run, else COIL-20."""
+    return "coil100" if "coil100" in names else "coil20"
+
+
+def settings(config):
+    """Every setting of the run and how it relates to the paper (rule 1 of :mod:`pipelines._fidelity`)."""
+    found = _graf.coil100_folder(_meila.data_home()) is not None
+    return _graf_verdicts.settings("coil100" if found else "coil20", degrees(config.quick))
+
+
+def verdicts(records, config):
+    """The verdicts on §4's statements, on the paper's data set where it was run, by dkernel's solver."""
+    return _graf_verdicts.verdicts_of(records, _main_dataset({r["dataset"] for r in records}))
+
+
+def sensitivity(records, config):
+    """The verdicts with libsvm's fits of the same kernel matrices."""
+    return _graf_verdicts.sensitivity_of(records, _main_dataset({r["dataset"] for r in records}))
 
 
 def run_task(task):
@@ -175,7 +193,7 @@ def _threshold_table(records, dataset):
         plain = _get(records, dataset, p, "feature-normalized")
         rows.append({
             "p": p,
-            "paper |b − b'|/|b|": f"≈ {PAPER_B_CHANGE:.0%}",
+            "paper |b − b'|/|b|": f"≈ {_graf_verdicts.PAPER_B_CHANGE:.0%}",
             "dkernel mean": f"{dk['b_relative_change']:.2%}",
             "median": f"{dk['b_relative_change_median']:.2%}",
             "max": f"{dk['b_relative_change_max']:.2%}",
@@ -188,38 +206,17 @@ def _threshold_table(records, dataset):
     return markdown_table(rows, [(k, k) for k in rows[0]]) if rows else ""
 
 
-def _facts(records, dataset):
-    """The comparisons the findings state, computed from the records of ``dataset`` (dkernel's solver)."""
-    ps = _degrees(records, dataset)
-    err = {v: [_get(records, dataset, p, v)["error"] for p in ps] for v in _graf.VARIANTS}
-    wrong = {v: [_misclassified(_get(records, dataset, p, v)) for p in ps] for v in _graf.VARIANTS}
-    rises = {v: [f"{ps[i]}→{ps[i + 1]}" for i in range(len(ps) - 1) if wrong[v][i + 1] > wrong[v][i]]
-             for v in _graf.VARIANTS}  # fmt: skip
-    crossings = []
-    for a, b in (("input-normalized", "feature-normalized"), ("feature-normalized", "feature-normalized-bprime"),
-                 ("input-normalized", "feature-normalized-bprime")):  # fmt: skip
-        signs = [np.sign(x - y) for x, y in zip(wrong[a], wrong[b]) if x != y]
-        if any(s != signs[0] for s in signs):
-            crossings.append(f"{LABELS[a]} / {LABELS[b]}")
-    input_v, feature_v = wrong["input-normalized"], wrong["feature-normalized"]
-    bprime_v = wrong["feature-normalized-bprime"]
-    feature_better = [p for p, i, f in zip(ps, input_v, feature_v) if f < i and p > 1]
-    feature_not_better = [p for p, i, f in zip(ps, input_v, feature_v) if f >= i and p > 1]
-    bprime_better = [p for p, f, b in zip(ps, feature_v, bprime_v) if b < f]
-    bprime_worse = [p for p, f, b in zip(ps, feature_v, bprime_v) if b > f]
-    gains = {p: f - b for p, f, b in zip(ps, feature_v, bprime_v)}
-    changes = [_get(records, dataset, p, "feature-normalized-bprime")["b_relative_change"] for p in ps]
-    agree = [(p, v) for p in ps for v in _graf.VARIANTS
-             if _misclassified(_get(records, dataset, p, v)) == _misclassified(_get(records, dataset, p, v, "libsvm"))]
-    gaps = [_get(records, dataset, p, v)["decision_gap"] for p in ps for v in _graf.VARIANTS]
-    clipped = sum(_get(records, dataset, p, "feature-normalized-bprime")["margins_clipped"] for p in ps)
-    p_values = {p: _get(records, dataset, p, "feature-normalized-bprime")["bprime_p_value"] for p in ps}
-    return {"ps": ps, "err": err, "rises": rises, "crossings": crossings, "feature_better": feature_better,
-            "feature_not_better": feature_not_better, "bprime_better": bprime_better, "bprime_worse": bprime_worse,
-            "gains": gains, "p_values": p_values, "changes": changes, "agree": agree,
-            "n_compared": len(ps) * len(_graf.VARIANTS),
-            "max_gap": max(gaps, default=float("nan")), "clipped": clipped,
-            "n_test": _get(records, dataset, ps[0], "input-normalized")["n_test"] if ps else 0}  # fmt: skip
+def _libsvm_text(records, dataset):
+    """How libsvm's fits of the same kernel matrices compare with dkernel's, and whether every fit converged."""
+    cells = [(p, v) for p in _degrees(records, dataset) for v in _graf.VARIANTS]
+    same = [c for c in cells if _misclassified(_get(records, dataset, *c)) == _misclassified(
+        _get(records, dataset, *c, "libsvm"))]
+    gap = max((_get(records, dataset, *c)["decision_gap"] for c in cells), default=float("nan"))
+    statuses = [s for r in records if r["dataset"] == dataset for s in r.get("fit_status", [])]
+    return (f"libsvm on the same kernel matrices misclassifies the same number of test images as dkernel in "
+            f"{len(same)}/{len(cells)} (degree, variant) cells; dkernel's decision values are within {gap:.2g} of "
+            f"libsvm's (tol {_graf.TOL:g}). {sum(s == 0 for s in statuses)} of {len(statuses)} one-vs-all fits "
+            "(both solvers) converged (fit_status_ = 0).")
 
 
 def _threshold_text(records, dataset):
@@ -227,73 +224,14 @@ def _threshold_text(records, dataset):
     rows = [_get(records, dataset, p, "feature-normalized-bprime") for p in _degrees(records, dataset)]
     means = [r["b_relative_change"] for r in rows]
     maxima = [r["b_relative_change_max"] for r in rows]
-    above = [r["degree"] for r in rows if r["b_relative_change_max"] >= PAPER_B_CHANGE]
-    return (f"The paper does not say over which classifiers or degrees its ≈ {PAPER_B_CHANGE:.0%} is taken. Here "
+    paper = _graf_verdicts.PAPER_B_CHANGE
+    above = [r["degree"] for r in rows if r["b_relative_change_max"] >= paper]
+    return (f"The paper does not say over which classifiers or degrees its ≈ {paper:.0%} is taken. Here "
             f"the mean change over the {rows[0]['n_objects']} classifiers of a degree "
             + ("grows with p" if all(b > a for a, b in zip(means, means[1:])) else "varies with p")
             + f", between {min(means):.1%} and {max(means):.1%}, and the largest change of one classifier between "
-            f"{min(maxima):.1%} and {max(maxima):.1%}; a classifier moves b by {PAPER_B_CHANGE:.0%} or more at "
+            f"{min(maxima):.1%} and {max(maxima):.1%}; a classifier moves b by {paper:.0%} or more at "
             + (f"p = {listing(above)}." if above else "no degree."))  # fmt: skip
-
-
-def _significance(p_values):
-    """Which degrees' changes by b' are significant (McNemar's exact test on the test images it moved, 5 %)."""
-    significant = [p for p, value in p_values.items() if value < 0.05]
-    smallest = min(p_values.values(), default=float("nan"))
-    if significant:
-        return f"significant (McNemar p < 0.05) at p = {listing(significant)}"
-    return f"significant at no degree (McNemar's exact test, smallest p-value {smallest:.2g})"
-
-
-def _yes_partly_no(ok, total):
-    return "yes" if ok == total else ("**no**" if ok == 0 else "partly")
-
-
-def _findings(facts):
-    ps, rises, crossings = facts["ps"], facts["rises"], facts["crossings"]
-    higher = [p for p in ps if p > 1]
-    monotone = [v for v in _graf.VARIANTS if not rises[v]]
-    sensitive = [p for p in PAPER_BPRIME_DEGREES if p in ps]
-    bprime_sensitive = [p for p in sensitive if p in facts["bprime_better"]]
-    changes = facts["changes"]
-    lo, hi = (min(changes), max(changes)) if changes else (float("nan"), float("nan"))
-    gains = facts["gains"]
-    rows = [
-        {"paper (Graf & Borer 2001, §4, Fig. 3)": "The three error curves decrease monotonically with p",
-         "dkernel measured": f"non-increasing over p = {listing(ps)} for {len(monotone)}/3 variants"
-         + "".join(f"; {LABELS[v]} rises at p = {', '.join(rises[v])}" for v in _graf.VARIANTS if rises[v]),
-         "agrees": _yes_partly_no(len(monotone), 3)},
-        {"paper (Graf & Borer 2001, §4, Fig. 3)": "None of the curves cross",
-         "dkernel measured": ("no pair of curves changes order" if not crossings
-                              else f"these pairs change order: {'; '.join(crossings)}"),
-         "agrees": "yes" if not crossings else "**no**"},
-        {"paper (Graf & Borer 2001, §4, Fig. 3)": "Feature-space normalization beats input-space normalization for "
-         "every degree except p = 1, where the two are almost identical",
-         "dkernel measured": f"lower error for p = {listing(facts['feature_better'])} "
-         f"({len(facts['feature_better'])}/{len(higher)} degrees p > 1); not lower for p = "
-         f"{listing(facts['feature_not_better'])}; p = 1: {facts['err']['input-normalized'][0]:.4f} (input) vs "
-         f"{facts['err']['feature-normalized'][0]:.4f} (feature)" if ps and ps[0] == 1 else "–",
-         "agrees": _yes_partly_no(len(facts["feature_better"]), len(higher))},
-        {"paper (Graf & Borer 2001, §4, Fig. 3)": "b' lowers the error further, not significantly, for the four most "
-         "sensitive kernels (p = 4 … 7)",
-         "dkernel measured": f"b' lowers the error for p = {listing(facts['bprime_better'])}, raises it for "
-         + (f"p = {listing(facts['bprime_worse'])}" if facts["bprime_worse"] else "no degree")
-         + "; net test images gained per degree: "
-         + ", ".join(f"p = {p}: {g:+d}" for p, g in gains.items())
-         + f" (of {facts['n_test']}); among p = 4 … 7: lower for {len(bprime_sensitive)}/{len(sensitive)}; "
-         + _significance(facts["p_values"]),
-         "agrees": _yes_partly_no(len(bprime_sensitive), len(sensitive)) if sensitive else "–"},
-        {"paper (Graf & Borer 2001, §4, Fig. 3)": f"|b − b'|/|b| ≃ {PAPER_B_CHANGE:.0%}",
-         "dkernel measured": f"mean over the classifiers between {lo:.1%} (p = {ps[int(np.argmin(changes))]}) and "
-         f"{hi:.1%} (p = {ps[int(np.argmax(changes))]})" if changes else "–",
-         "agrees": ("yes" if lo >= PAPER_B_CHANGE / 2 and hi <= 2 * PAPER_B_CHANGE
-                    else "same order" if hi >= PAPER_B_CHANGE / 5 else "**no**")},
-        {"paper (Graf & Borer 2001, §4, Fig. 3)": "(not in the paper) libsvm on the same kernel matrices",
-         "dkernel measured": f"the same number of test errors in {len(facts['agree'])}/{facts['n_compared']} "
-         f"(degree, variant) cells; decision values within {facts['max_gap']:.2g} of libsvm's (tol {_graf.TOL:g})",
-         "agrees": "–"},
-    ]  # fmt: skip
-    return markdown_table(rows, [(k, k) for k in rows[0]])
 
 
 def _pixels_text(rec):
@@ -342,11 +280,18 @@ def write_report(result, outdir):
     if "coil100" not in datasets:
         parts += ["COIL-100 is not in the data folder (no `coil100/` of `obj<i>__<angle>.png` files under "
                   "`$DKERNEL_DATA`), so the paper's data set was not run; COIL-20 is run with the same protocol.", ""]
-    parts += [run_line(result), ""]
+    main = _main_dataset(datasets)
+    parts += [run_line(result), "",
+              f"The settings, verdicts and sensitivity below are of {main.upper()}, solved by dkernel's SVC; every "
+              "comparison of two variants or degrees is McNemar's exact test on the same test images (how many "
+              "images change, and p).", "",
+              *fidelity_sections(settings(result.config), verdicts(records, result.config),
+                                 sensitivity(records, result.config))]  # fmt: skip
     for dataset, figure in zip(datasets, figures):
         recs = [r for r in records if r["dataset"] == dataset]
-        facts = _facts(recs, dataset)
         first = recs[0]
+        clipped = sum(r["margins_clipped"] for r in recs if r["variant"] == "feature-normalized-bprime"
+                      and r["solver"] == "dkernel")  # fmt: skip
         parts += [
             f"## {dataset.upper()}",
             "",
@@ -354,30 +299,29 @@ def write_report(result, outdir):
             "",
             f"![Fig. 3, {dataset}]({figure.name})",
             "",
-            "### Findings: the paper's statements and dkernel's measurements",
-            "",
-            _findings(facts),
-            "",
             "The paper gives Fig. 3 as a plot only (no table of its values) and for COIL-100, so the comparison is "
             "with its statements; absolute errors are not comparable: COIL-20's processed images are cropped and "
             "size-normalized, there are 20 objects instead of 100 (fewer competitors for the winner take all), and "
             f"one test image is {1 / first['n_test']:.2%} of the error here. A difference of a few test images "
-            "between two variants is within the noise of a single fixed split.",
+            "between two variants is within the noise of a single fixed split: the verdicts test it.",
             "",
             "### Error per degree (dkernel; libsvm beside it, ≠ where it misclassifies another number of images)",
             "",
             _error_table(recs, dataset),
+            "",
+            _libsvm_text(recs, dataset),
             "",
             "### The threshold b' (eq. 3)",
             "",
             _threshold_table(recs, dataset),
             "",
             f"A classifier whose margin b ± 1/‖w‖ leaves [−1, 1] has no b' by eq. 3 (the margin misses the "
-            f"sphere); dkernel then takes the margin at the pole (a clipped margin). Here {facts['clipped']} of the "
-            f"{len(facts['ps']) * first['n_objects']} corrected classifiers had one. {_threshold_text(recs, dataset)}",
+            f"sphere); dkernel then takes the margin at the pole (a clipped margin). Here {clipped} of the "
+            f"{len(_degrees(recs, dataset)) * first['n_objects']} corrected classifiers had one. "
+            f"{_threshold_text(recs, dataset)}",
             "",
         ]  # fmt: skip
-    parts += ["Files: `results.csv`, `results.json` (records and summary), "
+    parts += ["Files: `results.csv`, `results.json` (records, summary, settings, verdicts and sensitivity), "
               + ", ".join(f"`{f.name}`" for f in figures) + ".", ""]
     return write_markdown(outdir, parts, figures)
 

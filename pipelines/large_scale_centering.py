@@ -42,10 +42,12 @@ from ._large_scale import (
     unit_records,
     warm_up,
 )
+from ._large_scale_fidelity import sensitivity, settings, verdicts
 from ._large_scale_report import write_report
 from ._runner import run_as_script, task_rng
 
-__all__ = ["NAME", "DESCRIPTION", "make_tasks", "execute", "run_task", "write_report"]
+__all__ = ["NAME", "DESCRIPTION", "make_tasks", "execute", "run_task", "sensitivity", "settings", "verdicts",
+           "write_report"]
 
 NAME = "large_scale_centering"
 DESCRIPTION = (
@@ -139,8 +141,10 @@ def make_tasks(config):
 
 
 def _task(unit, limits, workers, labels):
+    # record_format: what the records hold (2: convergence and McNemar counts); a unit saved in another format
+    # is measured again.
     task = {"solver": "dkernel", "sampled_only": False, "n_test": None, "missing": None, **unit, **limits,
-            "workers": workers, "seed_index": labels.index(unit["label"])}  # fmt: skip
+            "workers": workers, "seed_index": labels.index(unit["label"]), "record_format": 2}  # fmt: skip
     task["samples"] = [s for s in task["samples"] if s <= max(task["n"], 2)]
     task["svc_params"] = {k: v for k, v in task["kernel_params"].items() if v is not None}
     return task

@@ -11,18 +11,24 @@ with its limit ``(n⁺ - n⁻)²/n²`` (eq. 34).
 
 The paper does not name its four kernels; we use linear ``xᵀz``, poly2
 ``(1 + xᵀz)²``, poly3 ``(1 + xᵀz)³`` and RBF ``exp(-|x - z|²/σ²)`` with
-σ² = 1, and C = 1000 as in Fig. 3.
+σ² = 1, and C = 1000 as in Fig. 3; a full run also runs C = 1 (libsvm's
+default) and σ² = 0.25 and 4, and shows the verdicts under each
+(:mod:`pipelines._fidelity`).
 
 Run ``dkernel run meila_imbalanced`` (``--quick`` for a reduced run) or
 ``python -m pipelines.meila_imbalanced``.
 """
 
 from . import _meila
+from ._fidelity import Setting
+from ._meila_fidelity import solver_settings
+from ._meila_shift import main_setting, shift_experiment, shift_sensitivity, shift_tasks
 from ._report import (
     STYLES,
     agree,
     cell,
     count_repeats,
+    fidelity_sections,
     listing,
     markdown_table,
     one,
@@ -33,9 +39,9 @@ from ._report import (
     subplots,
     symlog_shift_axis,
     write_markdown,
-    yes_no,
 )
-from ._runner import run_as_script, task_rng
+from ._runner import run_as_script, summarize, task_rng
+from ._verdicts import either, every, paired, paired_by
 
 NAME = "meila_imbalanced"
 DESCRIPTION = (
@@ -56,29 +62,125 @@ LIMIT = ((RATIO - 1) / (RATIO + 1)) ** 2
 VARIANTS = ("original", "shifted") + tuple(v for v, _ in RECENTERINGS)
 
 
+#: The alternatives of the settings the paper is silent on, run beside the main setting in a full run:
+#: (setting, alternative, parameters, kernels).
+ALTERNATIVES = (
+    ("C", "C = 1 (libsvm's default)", {"C": 1.0}, KERNELS),
+    ("σ²", "σ² = 0.25", {"sigma2": 0.25}, ("rbf",)),
+    ("σ²", "σ² = 4", {"sigma2": 4.0}, ("rbf",)),
+)
+
+
 def make_tasks(config):
-    """One task per kernel × repeat; a task runs every shift length on its sample."""
+    """One task per kernel × repeat (and per alternative setting in a full run); a task runs every shift length."""
     kernels = QUICK_KERNELS if config.quick else KERNELS
-    return _meila.shift_tasks(kernels, _meila.n_repeats(config), QUICK_SHIFTS if config.quick else SHIFTS)
+    shifts = QUICK_SHIFTS if config.quick else SHIFTS
+    return shift_tasks(kernels, _meila.n_repeats(config), shifts, {"C": C, "sigma2": SIGMA2},
+                       () if config.quick else ALTERNATIVES)
 
 
 def run_task(task):
     """Draw one unbalanced sample and a direction; return the records of every shift and variant."""
     from dkernel.datasets import make_imbalanced
 
-    # The stream depends on the repeat only, so that all kernels see the same samples and directions.
+    # The stream depends on the repeat only, so that all kernels (and alternatives) see the same samples and
+    # directions.
     rng = task_rng(task["seed"], task["repeat"])
     X, y = make_imbalanced(N_TRAIN, RATIO, random_state=_meila.seed_from(rng))
     X_test, y_test = make_imbalanced(N_TEST, RATIO, random_state=_meila.seed_from(rng))
     direction_seed = _meila.seed_from(rng)
-    params = _meila.kernel_params(task["kernel"], sigma2=SIGMA2 if task["kernel"] == "rbf" else None)
-    setting = {"dataset": "circles-unbalanced", **params, "C": C, "n_train": N_TRAIN, "n_test": N_TEST,
-               "n_positive": int((y > 0).sum()), "n_negative": int((y < 0).sum())}  # fmt: skip
-    records = _meila.shift_experiment(
-        X, y, X_test, y_test, params, C, task["shifts"], direction_seed,
+    params = _meila.kernel_params(task["kernel"], sigma2=task["sigma2"] if task["kernel"] == "rbf" else None)
+    setting = {"dataset": "circles-unbalanced", **params, "C": task["C"], "n_train": N_TRAIN, "n_test": N_TEST,
+               "n_positive": int((y > 0).sum()), "n_negative": int((y < 0).sum()),
+               "alternative": task["alternative"]}  # fmt: skip
+    records = shift_experiment(
+        X, y, X_test, y_test, params, task["C"], task["shifts"], direction_seed,
         recenterings=RECENTERINGS, shifted_solvers=("libsvm",),
     )  # fmt: skip
     return [{**setting, **rec, "repeat": task["repeat"]} for rec in records]
+
+
+# --------------------------------------------------------------------------- #
+# Settings and verdicts
+# --------------------------------------------------------------------------- #
+
+
+def settings(config):
+    """Every setting of the run and how it relates to the paper (rule 1 of :mod:`pipelines._fidelity`)."""
+    kernels = QUICK_KERNELS if config.quick else KERNELS
+    shifts = QUICK_SHIFTS if config.quick else SHIFTS
+    return [
+        Setting("data", f"concentric circles (radii 1 and 2, noise 0.25), n⁺ = {RATIO} n⁻", "stated",
+                "§6.1: 'the number of examples in one class was 20 times larger'; 'the setup mimicked the first "
+                "experiment' (radii and noise as in the first experiment, our choice there)"),
+        Setting("train / test sizes", f"{N_TRAIN} / {N_TEST} (n⁺ = 286, n⁻ = 14)", "stated",
+                "the first experiment's sizes (§6.1); 300 = 20.4 × 14 + 14 is the nearest split to 20:1"),
+        Setting("kernels", ", ".join(_KERNEL_TEXT[k] for k in kernels), "silent",
+                "Fig. 5 shows 4 kernels without naming them; the first experiment's two and the next simpler and "
+                "richer polynomial"),
+        Setting("σ²", f"{SIGMA2:g}", "silent", "as in the first experiment; 0.25 and 4 are run beside it in a full "
+                "run (sensitivity)"),
+        Setting("C", f"{C:g}", "silent", "Table 1's value; C = 1, libsvm's default, is run beside it in a full run "
+                "(sensitivity)"),
+        Setting("shift lengths", ", ".join(f"{a:g}" for a in shifts), "silent",
+                "Fig. 5's axis is not in the text (sensitivity: the grid cut at 10⁴)"),
+        Setting("recentering", "centre of weight (γ_i = 1/n) and class-balanced origin (eq. 13) of the shifted "
+                "Gram; classification with the shifted kernel and b − Δb (§4)", "stated", "§6.1 and §4"),
+        *solver_settings(_meila.n_repeats(config)),
+    ]  # fmt: skip
+
+
+def _side(kernel, shift, variant):
+    return {"kernel": kernel, "shift": shift, "variant": variant, "solver": "libsvm"}
+
+
+def _claims(records):
+    """The paper's statements on Fig. 5 measured on ``records`` (one setting): a list of Verdicts, per kernel."""
+    out = []
+    for kernel in present(records, "kernel", KERNELS):
+        shifts = sorted_values(records, "shift", kernel=kernel)
+        top = shifts[-1]
+        shifted, original = _side(kernel, top, "shifted"), _side(kernel, top, "original")
+        out.append(paired_by(f"For a large shift the alignment tends to (n⁺ − n⁻)²/n² (eq. 34; read: within 0.01 "
+                             f"at the largest shift) ({kernel})", records, shifted, original,
+                             lambda s, o: abs(s["alignment"] - s["alignment_limit"]) - 0.01, claim_is="lower",
+                             evidence=f"|A(K_s) − (n⁺ − n⁻)²/n²| − 0.01 at |a| = {top:g}", fits=[]))  # fmt: skip
+        out.append(paired_by(f"... which is 0.82 for n⁺ = 20 n⁻ (read: 0.82 ± 0.005) ({kernel})", records, shifted,
+                             original, lambda s, o: abs(s["alignment"] - 0.82) - 0.005, claim_is="lower",
+                             evidence=f"|A(K_s) − 0.82| − 0.005 at |a| = {top:g}", fits=[]))  # fmt: skip
+        highest = [(_LABELS[v], paired("", records, "alignment", shifted, _side(kernel, top, v), claim_is="higher",
+                                       evidence=f"A(K_s) − A at |a| = {top:g}", fits=[]))
+                   for v in VARIANTS if v != "shifted"]  # fmt: skip
+        out.append(every(f"The alignment is highest for the shifted data ({kernel})", highest))
+        def reduced(factor, claim_is, text):
+            return every("", [(_LABELS[v], paired_by("", records, _side(kernel, top, v), shifted,
+                                                     lambda c, x: c["alignment"] - factor * x["alignment"],
+                                                     claim_is=claim_is, evidence=text, fits=[]))
+                              for v, _ in RECENTERINGS])  # fmt: skip
+
+        out.append(either(f"Centering drastically reduces the alignment ({kernel})",
+                          reduced(0.5, "lower", f"A(K_c) − A(K_s)/2 at |a| = {top:g}"),
+                          reduced(1.0, "lower", f"A(K_c) − A(K_s) at |a| = {top:g}"),
+                          ("below half", "lower beyond the noise")))
+        same = [(f"{_LABELS[v]}, |a| = {s:g}", paired("", records, "test_error", _side(kernel, s, v),
+                                                      _side(kernel, s, "original"))) for v, _ in RECENTERINGS
+                for s in shifts]  # fmt: skip
+        out.append(every(f"For both centering methods the recentered and the original classifier are essentially "
+                         f"the same for the whole range of shifts ({kernel})", same))
+        methods = [(f"|a| = {s:g}", paired("", records, "test_error", _side(kernel, s, "recentered-standard"),
+                                          _side(kernel, s, "recentered-class-balanced"))) for s in shifts]
+        out.append(every(f"There is no practical difference between the two centering methods ({kernel})", methods))
+    return out
+
+
+def verdicts(records, config):
+    """The verdicts on the paper's statements on Fig. 5, in the main setting (C = 1000, σ² = 1)."""
+    return _claims(main_setting(records))
+
+
+def sensitivity(records, config):
+    """The verdicts with the shift grid cut at 10⁴, and under each alternative C and σ² that was run."""
+    return shift_sensitivity(records, _claims, ALTERNATIVES)
 
 
 # --------------------------------------------------------------------------- #
@@ -156,51 +258,6 @@ def _table(summary, kernel):
     return markdown_table(rows, [(k, k) for k in rows[0]]) if rows else ""
 
 
-def _findings(summary):
-    rows = []
-    for kernel in _kernels(summary):
-        shifts = _shifts(summary, kernel)
-        top = shifts[-1]
-        sh = _get(summary, kernel, top, "shifted")
-        limit = sh["alignment_limit_mean"]
-
-        def add(paper, measured, agrees):
-            rows.append({"paper (Meilă 2002, §6.1, Fig. 5)": paper, "kernel": kernel, "dkernel measured": measured,
-                         "agrees": agrees})  # fmt: skip
-
-        add("For a large shift the alignment tends to (n⁺ − n⁻)²/n² (eq. 34) = 0.82 for n⁺ = 20 n⁻",
-            f"A(K_s) at |a| = {top:g}: {cell(sh, 'alignment', 4)}; (n⁺ − n⁻)²/n² of these samples = {limit:.4f}",
-            f"{yes_no(abs(sh['alignment_mean'] - limit) <= 0.02 and abs(sh['alignment_mean'] - 0.82) <= 0.02)} "
-            f"(|A − 0.82| = {abs(sh['alignment_mean'] - 0.82):.4f})")  # fmt: skip
-        o = _get(summary, kernel, top, "original")
-        cb = _get(summary, kernel, top, "recentered-class-balanced")
-        st = _get(summary, kernel, top, "recentered-standard")
-        add("The alignment is highest for the shifted data, while centering drastically reduces it",
-            f"at |a| = {top:g}: shifted {sh['alignment_mean']:.3f}, original {o['alignment_mean']:.3f}, "
-            f"centre of weight {st['alignment_mean']:.3f}, class-balanced {cb['alignment_mean']:.3f}",
-            yes_no(sh["alignment_mean"] > max(o["alignment_mean"], st["alignment_mean"], cb["alignment_mean"])))
-        ok = {v: all(agree(_get(summary, kernel, s, v), _get(summary, kernel, s, "original")) for s in shifts)
-              for v, _ in RECENTERINGS}  # fmt: skip
-        worst = max(abs(_get(summary, kernel, s, v)["test_error_mean"] - _get(summary, kernel, s, "original")
-                        ["test_error_mean"]) for s in shifts for v, _ in RECENTERINGS)  # fmt: skip
-        add("For both centering methods the recentered and the original classifier are essentially the same for "
-            "the whole range of shifts",
-            f"largest |mean difference| of test error, over shifts and both methods: {worst:.4f}; at |a| = "
-            f"{top:g} the two prediction routes (K_s with b − Δb, and the K_c test rows) differ by up to "
-            f"{max(st['decision_gap_mean'], cb['decision_gap_mean']):.2g} in decision value, test error via K_c rows "
-            f"{st['test_error_kc_mean']:.3f} (centre of weight) / {cb['test_error_kc_mean']:.3f} (class-balanced)",
-            f"{yes_no(all(ok.values()))} (within 1 SE at every shift: centre of weight "
-            f"{yes_no(ok['recentered-standard'])}, class-balanced {yes_no(ok['recentered-class-balanced'])})")
-        rise = [s for s in shifts if _get(summary, kernel, s, "shifted")["test_error_mean"]
-                > _get(summary, kernel, s, "original")["test_error_mean"]
-                + 2 * max(_get(summary, kernel, s, "shifted")["test_error_se"], 0.005)]  # fmt: skip
-        add("(the shifted SVM itself)",
-            f"libsvm on K_s at |a| = {top:g}: {cell(sh, 'test_error')} vs original {cell(o, 'test_error')}; first "
-            f"shift with a rise of more than 2 SE: {f'{rise[0]:g}' if rise else 'none'}",
-            "–")  # fmt: skip
-    return markdown_table(rows, [(k, k) for k in rows[0]]) if rows else ""
-
-
 def _harm_sentence(summary):
     """Per kernel at its largest shift: recentered alignments against the shifted one, and their test errors."""
     kernels = _kernels(summary)
@@ -247,21 +304,23 @@ def _routes_sentence(records):
 
 def write_report(result, outdir):
     """Write ``report.md``, ``fig5_alignment.png`` and ``fig5_test_error.png``."""
-    summary = result.summary
+    records = main_setting(result.records)
+    summary = summarize(records)
     fig_a = _figure(summary, outdir, "alignment", "alignment A(K, yyᵀ)", "fig5_alignment.png",
                     "Alignment vs shift, n⁺ = 20 n⁻ (Meilă 2002, Fig. 5)")  # fmt: skip
     fig_e = _figure(summary, outdir, "test_error", "test error", "fig5_test_error.png",
                     "Test error vs shift, n⁺ = 20 n⁻")  # fmt: skip
-    repeats = count_repeats(result.records)
-    npos = {r["n_positive"] for r in result.records}
-    nneg = {r["n_negative"] for r in result.records}
+    repeats = count_repeats(records)
+    npos = {r["n_positive"] for r in records}
+    nneg = {r["n_negative"] for r in records}
     parts = [
         f"# {NAME}: alignment with unbalanced classes (Meilă 2002, Fig. 5)",
         "",
         f"Concentric circles with n⁺ = {RATIO} n⁻ ({N_TRAIN} training points: n⁺ = {'/'.join(map(str, npos))}, "
         f"n⁻ = {'/'.join(map(str, nneg))}; {N_TEST} test points from the same distribution), a new sample and "
         f"direction per repeat ({repeats} repeats; mean ± standard error). Kernels (the paper does not name its "
-        f"four): {', '.join(_KERNEL_TEXT[k] for k in _kernels(summary))}; C = {C:g}; solver libsvm (`sklearn.svm.SVC`, precomputed kernel). The shifted Gram is recentered at "
+        f"four): {', '.join(_KERNEL_TEXT[k] for k in _kernels(summary))}; C = {C:g} (the tables and figures are of "
+        "this setting); solver libsvm (`sklearn.svm.SVC`, precomputed kernel). The shifted Gram is recentered at "
         "the centre of weight (γ_i = 1/n) or at the class-balanced origin (γ_i = 1/(2n^±), eq. 13); each "
         "recentered SVM classifies with the shifted kernel and b − Δb.",
         "",
@@ -271,9 +330,9 @@ def write_report(result, outdir):
         "",
         "![test error](fig5_test_error.png)",
         "",
-        "## Findings: the paper's statements and dkernel's measurements",
-        "",
-        _findings(summary),
+        *fidelity_sections(settings(result.config), verdicts(result.records, result.config),
+                           sensitivity(result.records, result.config)),
+        "## Why eq. (34), and float64 at large shifts",
         "",
         "Why eq. (34): for |a| → ∞, K_s ≈ |a|² 11ᵀ, so A(K_s) = yᵀK_s y / (n‖K_s‖_F) → (1ᵀy)² / n² = "
         f"(n⁺ − n⁻)²/n², whatever the kernel. With n⁺ = {RATIO} n⁻ exactly this is ({RATIO - 1}/{RATIO + 1})² = "
@@ -284,7 +343,7 @@ def write_report(result, outdir):
         "At large shifts float64 itself starts to show: K_s has entries of about |a|², so its rounding "
         "(~|a|² · 10⁻¹⁶) is carried into the recentered Gram, and the prediction through the shifted kernel with "
         "b − Δb cancels terms of size |a|² weighted by Σ|α_i y_i| (large when many α_i sit at C = "
-        f"{C:g}, as for the linear kernel, which cannot separate the circles). {_routes_sentence(result.records)}",
+        f"{C:g}, as for the linear kernel, which cannot separate the circles). {_routes_sentence(records)}",
         "",
     ]
     for kernel in _kernels(summary):

@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 import pytest
+from scipy.stats import binomtest
 from sklearn.svm import SVC as LibSVC
 
 from pipelines import PIPELINES, _graf, get_pipeline
@@ -203,30 +204,70 @@ def test_report_numbers_are_the_records(quick_run):
         assert cells[8] == f"{bp['bprime_fixed']} / {bp['bprime_broken']} ({bp['bprime_p_value']:.2g})"
     changes = [get[p, "feature-normalized-bprime", "dkernel"]["b_relative_change"]
                for p in get_pipeline(NAME).QUICK_DEGREES]  # fmt: skip
-    assert f"between {min(changes):.1%} " in report and f"and {max(changes):.1%} " in report
+    assert f"between {min(changes):.1%} and {max(changes):.1%}, and the largest" in report
     maxima = [get[p, "feature-normalized-bprime", "dkernel"]["b_relative_change_max"]
               for p in get_pipeline(NAME).QUICK_DEGREES]  # fmt: skip
     assert f"the largest change of one classifier between {min(maxima):.1%} and {max(maxima):.1%};" in report
-    assert f"the same number of test errors in {len(records) // 2}/{len(records) // 2} " in report
+    assert f"the same number of test images as dkernel in {len(records) // 2}/{len(records) // 2} " in report
     assert "COIL-100 is not in the data folder" in report
     assert "pixels used raw as read, no rescaling (0 … 255)" in report
     assert f"Run: `dkernel run {NAME} --quick --cluster threads --out " in report
 
 
-def test_report_follows_changed_records(quick_run, tmp_path):
-    """The verdicts are computed: records where b' raises the error at p = 7 turn its row to 'no'."""
+def _rewritten(quick_run, tmp_path, change):
+    """report.md and the verdicts written from the quick run's records as modified by ``change(record)``."""
     module = get_pipeline(NAME)
-    records = [dict(r) for r in quick_run.records]
-    for rec in records:
-        if rec["degree"] == 7 and rec["variant"] == "feature-normalized-bprime":
-            rec["error"] = 0.5
+    records = [change(dict(r)) for r in quick_run.records]
     result = type(quick_run)(name=NAME, config=quick_run.config, records=records, summary=[], outdir=tmp_path)
     module.write_report(result, tmp_path)
-    report = (tmp_path / "report.md").read_text()
-    row = _row(report, "### Findings", "b' lowers the error further, not significantly, for the four most sensitive "
-               "kernels (p = 4 … 7)")  # fmt: skip
-    assert "raises it for p = 7" in row[1] and row[2] == "**no**"
-    assert re.search(r"\| 7 \| .* \| 0\.5000 \(", report)
+    verdicts = {v.claim: v for v in module.verdicts(records, quick_run.config)}
+    return (tmp_path / "report.md").read_text(), verdicts
+
+
+def _verdict_row(report, claim):
+    return _row(report, "## Verdicts", claim.replace("|", "\\|"))
+
+
+def test_verdicts_carry_the_images_that_change_and_mcnemars_p(quick_run):
+    """Every comparison of two variants rests on the test images: its count and McNemar's p are in the row."""
+    report = (quick_run.outdir / "report.md").read_text()
+    records = _json_records(quick_run)
+    get = {(r["degree"], r["variant"], r["solver"]): r for r in records}
+    plain, corrected = get[7, "feature-normalized", "dkernel"], get[7, "feature-normalized-bprime", "dkernel"]
+    fixed, broken, p_value = _graf.mcnemar(plain["correct"], corrected["correct"])
+    assert (fixed, broken) == (corrected["bprime_fixed"], corrected["bprime_broken"])
+    assert p_value == pytest.approx(binomtest(fixed, fixed + broken, 0.5).pvalue if fixed + broken else 1.0)
+    row = _verdict_row(report, "b' lowers the error further (not significantly) for the four most sensitive kernels")
+    changed = f"{fixed + broken} image" + ("" if fixed + broken == 1 else "s")
+    assert (f"p = 7: {round(plain['error'] * 240)} → {round(corrected['error'] * 240)} wrong of 240, "
+            f"{changed} change ({fixed} fixed, {broken} broken), McNemar p = {p_value:.2g}") in row[2]
+    assert row[1] != "not reproduced" and row[3] == "all"
+    assert all(rec["converged"] and rec["fit_status"] == [0] * 20 for rec in records)
+    assert "relation to the paper" in report and "| data set | COIL-20 (20 objects × 72 views) | differs" in report
+
+
+def test_a_verdict_turns_only_on_a_difference_beyond_the_noise(quick_run, tmp_path):
+    """b' breaking 30 images at p = 7 is beyond the noise (not reproduced); one image is not (inconclusive); an
+    unconverged classifier makes the row inconclusive however many images change."""
+    def breaks(count, status=0):
+        def change(rec):
+            if rec["degree"] == 7 and rec["variant"] == "feature-normalized-bprime":
+                right = [k for k, c in enumerate(rec["correct"]) if c][:count]
+                rec["correct"] = [0 if k in right else c for k, c in enumerate(rec["correct"])]
+                rec["error"] = 1 - sum(rec["correct"]) / len(rec["correct"])
+                rec["fit_status"] = [status] + rec["fit_status"][1:]
+            return rec
+        return change
+
+    claim = "b' lowers the error further (not significantly) for the four most sensitive kernels"
+    report, verdicts = _rewritten(quick_run, tmp_path, breaks(30))
+    assert verdicts[claim].verdict == "not reproduced" and "McNemar p = " in verdicts[claim].evidence
+    assert re.search(r"\| 7 \| .* \| 0\.1[0-9]{3} \(", report)
+    assert _verdict_row(report, claim)[1] == "not reproduced"
+    _, verdicts = _rewritten(quick_run, tmp_path, breaks(2))
+    assert verdicts[claim].verdict == "inconclusive"
+    _, verdicts = _rewritten(quick_run, tmp_path, breaks(30, status=1))
+    assert verdicts[claim].verdict == "inconclusive" and "1 classifier(s) not converged" in verdicts[claim].evidence
 
 
 def test_cli_runs_the_quick_pipeline(coil20, tmp_path, capsys):

@@ -115,13 +115,55 @@ def test_report_numbers_are_those_of_the_records(quick_run):
     assert f"Machine: {cores} cores" in report
 
 
-def test_report_verdicts_follow_the_records(quick_run, tmp_path):
-    # h errors that grow with n': the report says they decrease in none of the data sets.
-    records = [dict(r, h_rel_error=r["n_sample"] * 1.0) if r["h_rel_error"] else dict(r) for r in quick_run.records]
+def _rewritten(quick_run, tmp_path, change):
+    records = [change(dict(r)) for r in quick_run.records]
     altered = dataclasses.replace(quick_run, records=records, summary=summarize(records), outdir=tmp_path)
     get_pipeline(NAME).write_report(altered, tmp_path)
-    report = (tmp_path / "report.md").read_text()
+    verdicts = {v.claim.split(" (")[0]: v for v in get_pipeline(NAME).verdicts(records, quick_run.config)}
+    return (tmp_path / "report.md").read_text(), verdicts
+
+
+def test_report_verdicts_follow_the_records(quick_run, tmp_path):
+    # h errors that grow with n': the report says they decrease in none of the data sets, and the verdict on
+    # the sampled origin turns to "not reproduced".
+    report, verdicts = _rewritten(quick_run, tmp_path, lambda r: dict(r, h_rel_error=r["n_sample"] * 1.0)
+                                  if r["h_rel_error"] else r)  # fmt: skip
     assert "decreases with n' in 0 of" in report
+    sampled = verdicts["The sampled origin approaches the exact one as n' grows"]
+    assert sampled.verdict == "not reproduced" and "slope of log ‖h̃ − h‖/‖h‖ against log n' = 1.00" in sampled.evidence
+
+
+def test_every_setting_and_verdict_is_in_results_and_report(quick_run):
+    payload = json.loads((quick_run.outdir / "results.json").read_text())
+    report = (quick_run.outdir / "report.md").read_text()
+    assert "| setting | value | relation to the paper | why / where |" in report
+    assert {s["status"] for s in payload["settings"]} <= {"stated", "silent"}  # nothing differs from the paper
+    claims = [v["claim"] for v in payload["verdicts"]]
+    assert claims[0] == "Centering with b − Δb leaves the SVM's classification unchanged (Meilă §4, eqs. 16–19)"
+    for verdict in payload["verdicts"]:
+        assert f"| {verdict['claim']} | {verdict['verdict']} |" in report
+    fits = _timed(_stage(quick_run.records, "svc_fit") + _stage(quick_run.records, "sklearn_fit"))
+    assert fits and all(r["fit_status"] == 0 and r["converged"] for r in fits)
+    for rec in _stage(quick_run.records, "svc_fit", variant="centered"):
+        assert rec["centering_fixed"] == rec["centering_broken"] == 0  # the same predictions, point by point
+
+
+def test_the_invariance_verdict_rests_on_the_test_points_that_change(quick_run, tmp_path):
+    """Many test points flipped by centering: not reproduced; the same with an unconverged fit: inconclusive."""
+    claim = "Centering with b − Δb leaves the SVM's classification unchanged"
+
+    def flipped(converged):
+        def change(rec):
+            if rec["stage"] == "svc_fit" and rec.get("variant") == "centered":
+                rec.update(centering_fixed=2, centering_broken=40, converged=converged, fit_status=int(not converged))
+            return rec
+        return change
+
+    report, verdicts = _rewritten(quick_run, tmp_path, flipped(True))
+    assert verdicts[claim].verdict == "not reproduced"
+    assert "42 of " in verdicts[claim].evidence and "McNemar p = " in verdicts[claim].evidence
+    _, verdicts = _rewritten(quick_run, tmp_path, flipped(False))
+    assert verdicts[claim].verdict == "inconclusive"
 
 
 def test_a_second_run_reuses_the_saved_units(quick_run):

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipelines import PIPELINES, get_pipeline
+from pipelines import PIPELINES, _meila, get_pipeline
+from pipelines._fidelity import Verdict
 from pipelines._report import markdown_table
 from pipelines._runner import PipelineConfig, run_pipeline, summarize, task_rng
 
@@ -94,7 +95,12 @@ def test_quick_run_writes_well_formed_outputs(quick_runs, name):
     assert all("test_error_mean" in row and "test_error_se" in row for row in summary)
     report = (outdir / "report.md").read_text()
     assert report.startswith(f"# {name}")
-    assert "paper" in report and "dkernel measured" in report
+    assert "| setting | value | relation to the paper | why / where |" in report
+    assert "| claim | verdict | evidence | fits converged |" in report
+    assert payload["settings"] and payload["verdicts"]
+    for verdict in payload["verdicts"]:
+        Verdict(**verdict)  # a "not reproduced" without converged fits or a difference beyond the noise raises
+        assert f"| {verdict['claim'].replace('|', chr(92) + '|')} | {verdict['verdict']} |" in report
     for figure in FIGURES[name]:
         assert f"]({figure})" in report
         assert (outdir / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -121,7 +127,7 @@ def _by(records, **match):
     return [r for r in records if all(r.get(k) == v for k, v in match.items())]
 
 
-def _paired(records, key, match_a, match_b, on=("kernel", "dataset", "shift", "repeat")):
+def _paired(records, key, match_a, match_b, on=("kernel", "dataset", "shift", "features", "repeat")):
     index = {tuple(r.get(k) for k in on): r for r in _by(records, **match_b)}
     pairs = [(r[key], index[tuple(r.get(k) for k in on)][key]) for r in _by(records, **match_a)]
     assert pairs
@@ -195,7 +201,7 @@ def test_centering_real_applies_delta_b_and_keeps_rbf_results(quick_runs):
     records = quick_runs["meila_centering_real"].records
     centered = _by(records, variant="centered")
     assert centered and all(math.isfinite(r["delta_b"]) for r in centered)
-    on = ("experiment", "repeat")
+    on = ("experiment", "features", "repeat")
     errors = _paired(records, "test_error", {"variant": "centered", "kernel": "rbf"},
                      {"variant": "original", "kernel": "rbf"}, on=on)  # fmt: skip
     np.testing.assert_allclose(errors[:, 0], errors[:, 1], atol=2.0 / 150)
@@ -307,23 +313,67 @@ def test_cli_run_report_names_its_options(tmp_path):
 def test_centering_real_report_text_follows_the_records(quick_runs, tmp_path):
     result = quick_runs["meila_centering_real"]
     report = (result.outdir / "report.md").read_text()
-    labels = sorted({r["experiment"] for r in result.records})
-    sets = {r["dataset"] for r in result.records}
+    as_run = [r for r in result.records if r["features"] == "raw"]
+    labels = sorted({r["experiment"] for r in as_run})
+    sets = {r["dataset"] for r in as_run}
     assert f"We ran {len(labels)} experiments on {len(sets)} data sets" in report
-    unconverged = sorted({r["experiment"] for r in result.records if not r["converged"]})
+    unconverged = sorted({r["experiment"] for r in as_run if not r["converged"]})
     if unconverged:
         assert "libsvm stopped at its iteration cap" in report and f"{unconverged[0]} (max |K| = " in report
-    test_sizes = sorted({r["n_test"] for r in result.records if r["dataset"].startswith("digi")})
-    assert f"and the {test_sizes[0]}" in report
+    test_sizes = sorted({r["n_test"] for r in as_run if r["dataset"].startswith("digi")})
+    assert f"{test_sizes[0]} test points" in report
     # Every split converged, and centering changed every test error: the text says so.
-    original = {(r["experiment"], r["repeat"]): r["test_error"] for r in _by(result.records, variant="original")}
+    original = {(r["experiment"], r["features"], r["repeat"]): r["test_error"]
+                for r in _by(result.records, variant="original")}  # fmt: skip
     converged = _rewritten(result, tmp_path, lambda r: {**r, "converged": True, "test_error": (
-        original[r["experiment"], r["repeat"]] + (0.25 if r["variant"] == "centered" else 0.0))})
+        original[r["experiment"], r["features"], r["repeat"]] + (0.25 if r["variant"] == "centered" else 0.0))})
     assert "libsvm met the tolerance on every split of every experiment" in converged
     assert "libsvm stopped at its iteration cap" not in converged
     assert "made the same test errors on every split in 0; they differ in " in converged
     assert all(f"{label} (Δerr +0.2500 ± 0.0000)" in converged for label in labels)
-    assert f"centering significantly worse (paired difference > 2 SE) in {len(labels)}/{len(labels)}" in converged
+
+
+def _hurting(result, converged=True):
+    """The records of ``result`` where centering raises every test error by 0.2 to 0.3 (not by a constant, which
+    would leave no noise estimate), every fit converged or not."""
+    def change(rec):
+        if rec["variant"] == "centered":
+            rec["test_error"] += 0.2 + 0.1 * rec["repeat"]
+        return {**rec, "converged": converged}
+
+    return [change(dict(r)) for r in result.records]
+
+
+def test_centering_real_verdicts_hold_a_no_to_converged_fits_and_the_noise(quick_runs):
+    """Centering that raises the error beyond the noise is 'not reproduced' only when every fit converged."""
+    result = quick_runs["meila_centering_real"]
+    module = get_pipeline("meila_centering_real")
+    claim = "In none of the experiments did data centering hurt performance"
+    verdicts = {v.claim: v for v in module.verdicts(_hurting(result), result.config)}
+    assert verdicts[claim].verdict == "not reproduced" and verdicts[claim].beyond_noise
+    assert "+0.25 ± 0.05 (5.0 SE)" in verdicts["centering does not raise the test error: wdbc/rbf"].evidence
+    verdicts = {v.claim: v for v in module.verdicts(_hurting(result, converged=False), result.config)}
+    assert verdicts[claim].verdict == "inconclusive"
+    assert "fit(s) not converged" in verdicts["centering does not raise the test error: wdbc/rbf"].evidence
+    # As run, the capped wdbc/poly2 fits leave that cell inconclusive, never "not reproduced".
+    as_run = {v.claim: v for v in module.verdicts(result.records, result.config)}
+    poly = as_run["centering does not raise the test error: wdbc/poly2"]
+    capped = [r for r in result.records if r["experiment"] == "wdbc/poly2" and r["features"] == "raw"
+              and not r["converged"]]  # fmt: skip
+    assert (poly.verdict == "inconclusive") if capped else poly.verdict != "not reproduced"
+    assert all(r["n_iter"] == _meila.libsvm_max_iter(r["n_train"]) for r in capped)
+
+
+def test_centering_real_sensitivity_shows_the_scaled_features(quick_runs):
+    result = quick_runs["meila_centering_real"]
+    module = get_pipeline("meila_centering_real")
+    rows = module.sensitivity(result.records, result.config)
+    as_run = {v.claim: v.verdict for v in module.verdicts(result.records, result.config)}
+    assert {row.claim for row in rows if row.setting == "feature scaling"} == set(as_run)
+    assert all(row.verdict_as_run == as_run[row.claim] for row in rows)
+    scaled = [r for r in result.records if r["features"] == "scaled"]
+    assert scaled and all(r["kernel_max_abs"] < 1e3 for r in scaled)  # poly2 on [−1, 1] features: (1 + 30)² at most
+    assert max(r["kernel_max_abs"] for r in result.records if r["features"] == "raw") > 1e10  # wdbc/poly2 raw
 
 
 def test_shift_uci_report_text_follows_the_records(quick_runs, tmp_path):
@@ -333,17 +383,21 @@ def test_shift_uci_report_text_follows_the_records(quick_runs, tmp_path):
     def degraded(rec):
         if rec["variant"] == "shifted" and rec["solver"] == "libsvm" and rec["shift"] == 1000.0:
             rec["test_error"] += 0.3 + 0.1 * rec["repeat"]
-        return rec
+        return {**rec, "converged": True}
 
     report = _rewritten(result, tmp_path, degraded)
     assert f"their test error is higher by more than 2 SE on {n}/{n}" in report
     assert "The paper reports a degradation at this shift, as measured here." in report
     assert "We cannot check the cause" not in report
+    assert "| A large shift (\\|a\\| = 1000) is detrimental to classification performance | reproduced |" in report
+    capped = _rewritten(result, tmp_path, lambda rec: {**degraded(rec), "converged": rec["variant"] != "shifted"})
+    assert "so the verdict on it is inconclusive" in capped
+    assert "| A large shift (\\|a\\| = 1000) is detrimental to classification performance | inconclusive |" in capped
 
     def same(rec):
         if rec["variant"] == "shifted":
             original = _by(result.records, dataset=rec["dataset"], repeat=rec["repeat"], shift=rec["shift"],
-                           variant="original")[0]  # fmt: skip
+                           features=rec["features"], variant="original")[0]  # fmt: skip
             rec["test_error"], rec["n_sv"] = original["test_error"], original["n_sv"]
         return rec
 
@@ -418,17 +472,35 @@ def test_pipeline_tasks_carry_the_data_read_on_the_client(data_home, monkeypatch
     first = {}
     for task in tasks:
         first.setdefault(task["dataset"], {**task, "seed": 0})
-    assert set(first) == {"cmc", "glass", "wdbc", "digits"}
+    assert set(first) == {"cmc", "glass", "wdbc", "digits", "digits-8x8"}
     assert all(first[name]["source"] == "file" for name in ("cmc", "glass", "wdbc"))
+    assert first["digits"]["source"] == "usps" and first["digits-8x8"]["source"] == "sklearn"
     # Read where the task runs, while the data folder is there: the reference records.
-    expected = {name: meila_centering_real.run_task({**first[name], "data": None}) for name in ("cmc", "glass")}
+    expected = {name: meila_centering_real.run_task({**first[name], "data": None}) for name in ("cmc", "digits")}
 
     _no_data_anywhere(monkeypatch, tmp_path / "empty")
-    with pytest.raises(DatasetNotFoundError):
-        meila_centering_real.run_task({**first["cmc"], "data": None})
-    for name in ("cmc", "glass"):
+    for name in ("cmc", "digits"):
+        with pytest.raises(DatasetNotFoundError):
+            meila_centering_real.run_task({**first[name], "data": None})
         (records,) = dask.compute(dask.delayed(meila_centering_real.run_task)(first[name]), scheduler="sync")
         assert _timeless(records) == _timeless(expected[name])
+
+
+@pytest.mark.data
+def test_the_digits_are_the_papers_usps_with_64_inputs(data_home, monkeypatch):
+    monkeypatch.setenv("DKERNEL_DATA", str(data_home))
+    source, data = _meila.client_data("digits")
+    assert source == "usps"
+    X, y, X_test, y_test = _meila.load_split("digits", np.random.default_rng(0), source=source, pair=(2, 6),
+                                             data=data.compute())  # fmt: skip
+    assert X.shape == (200, 64) and X_test.shape == (400, 64)  # Table 1: 64 inputs, 200 / 400 points
+    assert X.min() >= -1.0 and X.max() <= 1.0 and X.min() < -0.9
+    assert set(np.unique(np.concatenate([y, y_test]))) == {-1, 1}
+    from dkernel.datasets import load
+
+    usps = load("usps", data_home=data_home, download=False)
+    image = 2.0 * usps.X[0].reshape(16, 16) - 1.0  # the first image, averaged over 2 × 2 patches
+    np.testing.assert_allclose(data.compute()["X"][0], image.reshape(8, 2, 8, 2).mean(axis=(1, 3)).ravel())
 
 
 @pytest.mark.slow
@@ -462,6 +534,62 @@ def test_run_on_a_scheduler_reads_the_data_on_the_client(quick_runs, scheduler_a
     assert wdbc and all(r["source"] == "file" for r in wdbc)
     assert scheduler_address.startswith("tcp://127.0.0.1:")
     assert_same_results(_load(quick_runs["meila_centering_real"]), payload)
+
+
+def test_scaled_features_are_fitted_on_the_training_split():
+    X = np.array([[0.0, 5.0, 1.0], [10.0, 5.0, 3.0]])
+    X_test = np.array([[20.0, 7.0, 2.0]])
+    train, test = _meila.scale_features(X, X_test)
+    np.testing.assert_allclose(train, [[-1.0, 0.0, -1.0], [1.0, 0.0, 1.0]])  # a constant feature becomes 0
+    np.testing.assert_allclose(test, [[3.0, 0.0, 0.0]])  # the training range maps the test point, even outside
+
+
+def test_libsvm_cap_is_libsvms_own_and_a_capped_fit_is_not_converged(monkeypatch):
+    """libsvm's own cap is max(10⁷, 100 n); a fit stopped by it (fit_status_ = 1) is recorded as not converged."""
+    assert _meila.libsvm_max_iter(300) == 10_000_000 and _meila.libsvm_max_iter(200_000) == 20_000_000
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=80) > 0, 1, -1)
+    K = (1.0 + X @ X.T) ** 2
+    fit = _meila.fit_svm(K, y, 1000.0)
+    assert fit.converged and fit.n_iter < _meila.libsvm_max_iter(80)
+    monkeypatch.setattr(_meila, "LIBSVM_MIN_MAX_ITER", 5)  # the cap is then 100 n = 8000, below this fit's steps
+    capped = _meila.fit_svm(K, y, 1000.0)
+    assert _meila.libsvm_max_iter(80) == 8000 < fit.n_iter
+    assert not capped.converged and capped.n_iter == 8000
+
+
+def test_a_paired_verdict_is_inconclusive_unless_every_fit_converged():
+    from pipelines._verdicts import every, paired
+
+    records = [{"variant": v, "repeat": r, "test_error": 0.1 + (0.2 + 0.01 * r if v == "b" else 0.0),
+                "converged": True} for v in ("a", "b") for r in range(5)]  # fmt: skip
+    worse = paired("b is not worse", records, "test_error", {"variant": "b"}, {"variant": "a"},
+                   claim_is="not higher")
+    assert worse.verdict == "not reproduced" and worse.evidence.startswith("+0.22 ± 0.0071 (31.1 SE)")
+    records[0]["converged"] = False  # a fit of side a
+    worse = paired("b is not worse", records, "test_error", {"variant": "b"}, {"variant": "a"},
+                   claim_is="not higher")
+    assert worse.verdict == "inconclusive" and worse.n_unconverged == 1
+    same = paired("equal", records, "test_error", {"variant": "a"}, {"variant": "a"})
+    assert same.verdict == "inconclusive" and same.evidence.startswith("+0 ± 0: equal on all 5 repeats")
+    both = every("all", [("x", worse), ("y", same)])
+    assert both.verdict == "inconclusive" and "inconclusive on 2/2" in both.evidence
+
+
+def test_a_vague_claim_is_judged_under_both_readings_and_most_means_more_than_half():
+    from pipelines._fidelity import judge
+    from pipelines._verdicts import either, most
+
+    held, failed, unsure = judge("", 0.1, se=0.01), judge("", -0.1, se=0.01), judge("", -0.01, se=0.01)
+    assert either("c", held, failed, ("strong", "weak")).verdict == "reproduced"
+    assert either("c", failed, held, ("strong", "weak")).verdict == "reproduced under reading 'weak'"
+    assert either("c", failed, unsure, ("strong", "weak")).verdict == "inconclusive"
+    both = either("c", failed, failed, ("strong", "weak"))
+    assert both.verdict == "not reproduced" and "read 'strong'" in both.evidence and "Read 'weak'" in both.evidence
+    assert most("m", [("a", held), ("b", held), ("c", failed)]).verdict == "reproduced"
+    assert most("m", [("a", failed), ("b", failed), ("c", held)]).verdict == "not reproduced"
+    assert most("m", [("a", held), ("b", unsure), ("c", failed)]).verdict == "inconclusive"
 
 
 def test_point_labels_do_not_overlap_and_coincident_points_share_one():
