@@ -376,34 +376,44 @@ def summary_rows(title, labels, rows):
             for key, group in groups.items()]
 
 
-def fresh_summary(directory=HERE):
-    """Markdown: the fresh-process fit times of ``bench_matrix.py``'s record, its targets, or why there are none."""
-    path = Path(directory) / "results" / SUMMARY_RECORD
-    _, runs = parse_record(path.read_text()) if path.exists() else ("", [])
-    rows, targets, sources = [], [], []
-    for run in runs:
-        tables = fit_tables(run)
-        found = [render_table(header, lines) for _, header, lines in _tables_after(run["body"], TARGETS_HEADING)
-                 if lines]
-        if tables or found:
-            sources.append(f"`{run['command']}` at {run['commit'][:10]} ({run['date']}; "
-                           f"{'; '.join(run['machine'][:1])})")
-        rows += [row for table in tables for row in summary_rows(*table)]
-        targets += found
-    if not rows:
-        return (f"No fresh-process fit is recorded in [results/{SUMMARY_RECORD}](results/{SUMMARY_RECORD}) yet: "
-                f"record `bench_matrix.py` as its docstring says.")
-    source = f"[results/{SUMMARY_RECORD}](results/{SUMMARY_RECORD}): {', '.join(sources)}"
-    intro = (f"One fit per fresh Python process, the import apart; medians over rounds; ratios below 1: dkernel "
-             f"faster. From {source}.")
-    lines = [intro, "",
-             "| problem | " + " | ".join(SUMMARY_COLUMNS.values()) + " |",
+def _run_summary(run):
+    """The fit rows and target tables of one run of ``bench_matrix.py``, and how the run is named."""
+    rows = [row for table in fit_tables(run) for row in summary_rows(*table)]
+    targets = [render_table(header, lines) for _, header, lines in _tables_after(run["body"], TARGETS_HEADING)
+               if lines]
+    source = f"`{run['command']}` at {run['commit'][:10]} ({run['date']}; {'; '.join(run['machine'][:1])})"
+    return rows, targets, source
+
+
+def _summary_table(rows, targets):
+    lines = ["| problem | " + " | ".join(SUMMARY_COLUMNS.values()) + " |",
              "| --- |" + " ---: |" * len(SUMMARY_COLUMNS)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     if any(mark in cell for row in rows for cell in row[1:] for mark in "*~>!"):
         lines += ["", MARKS]
     for table in targets:
         lines += ["", "The targets, as the run checked them:", "", table]
+    return lines
+
+
+def fresh_summary(directory=HERE):
+    """Markdown: the fresh-process fit times of ``bench_matrix.py``'s record, its targets, or why there are none.
+
+    A record of several runs (other options, another load) gives one table per run, each under its command."""
+    path = Path(directory) / "results" / SUMMARY_RECORD
+    _, runs = parse_record(path.read_text()) if path.exists() else ("", [])
+    summaries = [summary for summary in map(_run_summary, runs) if summary[0] or summary[1]]
+    if not any(rows for rows, _, _ in summaries):
+        return (f"No fresh-process fit is recorded in [results/{SUMMARY_RECORD}](results/{SUMMARY_RECORD}) yet: "
+                f"record `bench_matrix.py` as its docstring says.")
+    intro = "One fit per fresh Python process, the import apart; medians over rounds; ratios below 1: dkernel faster."
+    link = f"[results/{SUMMARY_RECORD}](results/{SUMMARY_RECORD})"
+    if len(summaries) == 1:
+        rows, targets, source = summaries[0]
+        return "\n".join([f"{intro} From {link}: {source}.", ""] + _summary_table(rows, targets))
+    lines = [f"{intro} From {link}, one table per run:"]
+    for rows, targets, source in summaries:
+        lines += ["", f"{source}:", ""] + _summary_table(rows, targets)
     return "\n".join(lines)
 
 

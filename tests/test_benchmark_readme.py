@@ -168,3 +168,16 @@ def test_summary_option_prints_the_summary_of_the_page(tmp_path):
     assert printed.strip() == readme.fresh_summary(tmp_path)
     assert printed.strip() in readme.render(tmp_path)
     assert not (tmp_path / "README.md").exists()
+
+
+def test_summary_of_a_record_of_several_runs_gives_one_table_per_run_under_its_command(tmp_path):
+    (tmp_path / "results").mkdir()
+    second = _FRESH_RECORD.replace("0123456789", "abcdef0123", 1).replace("load average before: 0.10",
+                                                                          "load average before: 2.40")
+    (tmp_path / "results" / "bench_matrix.txt").write_text(_FRESH_RECORD + "\n" + second)
+    summary = readme.fresh_summary(tmp_path)
+    assert "one table per run" in summary.splitlines()[0]
+    assert summary.count("| problem | dkernel | sklearn | oneDAL |") == 2
+    first_run, second_run = summary.split("`python benchmarks/bench_matrix.py")[1:3]
+    assert "0123456789" in first_run and "load average before: 0.10" in first_run
+    assert "abcdef0123" in second_run and "load average before: 2.40" in second_run
