@@ -251,8 +251,11 @@ def interrupt(cwd, args, sig, ready, timeout=120):
 
     Returns ``(exit status, stderr)``. Fails when the command ends before it was interrupted.
     """
+    # As from a terminal, where Ctrl-C is not ignored (a test run started in the background of a shell inherits
+    # SIGINT ignored, and Python then installs no KeyboardInterrupt handler in the command).
     process = subprocess.Popen([*DKERNEL, *map(str, args)], cwd=cwd, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+                               stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     err = []
     reader = threading.Thread(target=lambda: err.extend(iter(process.stderr.readline, "")), daemon=True)
     reader.start()
