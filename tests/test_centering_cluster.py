@@ -127,10 +127,15 @@ def test_sampled_h_at_scale_keeps_worker_memory_bounded(cluster_client):
     h, h0 = origin_products(source, centering, client=cluster_client)
     peaks = cluster_client.run(peak_memory)
     block_bytes = source.chunks[0] * n_sample * 8  # 16 MB
+    cross_bytes = n * n_sample * 8  # 1.6 GB: K(X, X_S) held whole
     for worker, peak in peaks.items():
         assert peak < 600e6, f"{worker}: peak RSS {peak / 1e6:.0f} MB with a 1 GB limit"
         growth = peak - baseline[worker]
-        assert growth < X.nbytes + 6 * block_bytes, f"{worker}: peak RSS grew by {growth / 1e6:.0f} MB"
+        # X arrives once; a few blocks per thread are in flight (kernel, distances, the
+        # allocator's slack): far below the 1.6 GB of the whole cross kernel.
+        bound = X.nbytes + 12 * block_bytes
+        assert bound < cross_bytes / 7
+        assert growth < bound, f"{worker}: peak RSS grew by {growth / 1e6:.0f} MB"
     rows = rng.choice(n, 50, replace=False)
     expected = source.cross(X[rows], columns=centering.indices) @ centering.weights
     _close(h[rows], expected)

@@ -39,9 +39,11 @@ def test_worker_memory_does_not_grow_with_the_number_of_blocks(tmp_path, limited
     peaks = client.run(peak_memory)
     assert gram.n_blocks_computed == 36 and gram.complete
     # Without a pool per run and worker, each finished block kept its buffer alive: 18 x 12.5 MB per worker.
+    # A block in flight takes a few buffers (kernel, distances, compressed copy) and the allocator keeps some
+    # slack: 6 blocks is a third of what a leak would hold.
     for worker, peak in peaks.items():
         growth = peak - baseline[worker]
-        assert growth < 3 * block_bytes, (
+        assert growth < 6 * block_bytes, (
             f"{worker}: peak RSS grew by {growth / 2**20:.0f} MiB during a run of 36 blocks of "
             f"{block_bytes / 2**20:.1f} MiB"
         )
