@@ -53,7 +53,9 @@ def test_a_failed_run_is_tried_again_without_presolve_then_by_interior_point(mon
 
     monkeypatch.setattr(_bias, "linprog", flaky)
     res = linear_program(np.array([1.0, 1.0]), "test LP", A_ub=-np.eye(2), b_ub=-np.ones(2))
-    assert calls == [("highs", {}), ("highs", {"presolve": False}), ("highs-ipm", {"presolve": False})]
+    limit = {"time_limit": _bias.TIME_LIMIT}
+    assert calls == [("highs", limit), ("highs", dict(limit, presolve=False)),
+                     ("highs-ipm", dict(limit, presolve=False))]
     np.testing.assert_allclose(res.x, [1.0, 1.0])
 
     calls.clear()
@@ -62,6 +64,14 @@ def test_a_failed_run_is_tried_again_without_presolve_then_by_interior_point(mon
     with pytest.raises(RuntimeError, match="The test LP failed: Not Set"):
         linear_program(np.array([1.0]), "test LP", bounds=[(0, 1)])
     assert len(calls) == 3
+
+
+def test_a_run_out_of_time_is_a_failure_named_as_such():
+    """HiGHS's simplex has cycled for more than 40 minutes on badly scaled topic features: every run stops."""
+    rng = np.random.default_rng(0)
+    A = rng.random((1500, 1500))  # each run needs far longer than 0.05 s
+    with pytest.raises(RuntimeError, match="The test LP failed: Time limit reached"):
+        linear_program(-np.ones(1500), "test LP", A_ub=A, b_ub=np.ones(1500), time_limit=0.05)
 
 
 def test_infeasible_constraints_are_not_tried_again_and_say_so():

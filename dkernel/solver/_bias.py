@@ -25,18 +25,23 @@ _DEFINITE_FAILURES = (2, 3)
 #: The HiGHS runs tried in turn: its presolve can end with status "Not Set" on LPs the simplex then solves
 #: (entries spanning 60 orders of magnitude, as topic proportions give), and the interior point is the last resort.
 _HIGHS_RUNS = (("highs", {}), ("highs", {"presolve": False}), ("highs-ipm", {"presolve": False}))
+#: Seconds one HiGHS run may take before the next is tried. These linear programs have a few thousand
+#: variables and take well under a second when HiGHS copes; on badly scaled data its simplex has been seen
+#: to cycle for more than 40 minutes without an answer.
+TIME_LIMIT = 60.0
 
 
-def linear_program(cost, what, *, infeasible=None, **problem):
+def linear_program(cost, what, *, infeasible=None, time_limit=TIME_LIMIT, **problem):
     """``scipy.optimize.linprog`` with HiGHS, run again without presolve, then by interior point, if it fails.
 
-    ``problem`` holds linprog's constraint and bound arguments. Returns its
-    result; raises ``ValueError(infeasible)`` when the constraints have no
-    solution and that message is given, else ``RuntimeError`` naming
-    ``what`` when no run succeeds.
+    ``problem`` holds linprog's constraint and bound arguments; each run
+    stops after ``time_limit`` seconds. Returns its result; raises
+    ``ValueError(infeasible)`` when the constraints have no solution and
+    that message is given, else ``RuntimeError`` naming ``what`` when no run
+    succeeds (every run failed or ran out of time).
     """
     for method, options in _HIGHS_RUNS:
-        res = linprog(cost, method=method, options=options, **problem)
+        res = linprog(cost, method=method, options=dict(options, time_limit=time_limit), **problem)
         if res.status == 0 or res.status in _DEFINITE_FAILURES:
             break
     if res.status == 2 and infeasible is not None:
