@@ -234,7 +234,7 @@ def test_warm_start_converges_to_the_same_optimum(wdbc_problem):
 
 def test_max_iter_warns_with_remedy(wdbc_problem):
     _, y, K, _ = wdbc_problem
-    with pytest.warns(ConvergenceWarning, match="Increase max_iter"):
+    with pytest.warns(ConvergenceWarning, match=r"Solver terminated early \(max_iter=.*increase max_iter or tol"):
         res = solve_qp(DenseGram(K), y, 1.0, tol=1e-6, working_set_size=4, max_iter=3)
     assert not res.converged and res.stop_reason == "max_iter" and res.n_iter == 3
 

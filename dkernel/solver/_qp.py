@@ -272,9 +272,10 @@ def prepare_problem(rows, y, C, p, E, e, alpha0, *, tol, working_set_size, max_i
 
 def _warn_not_converged(max_iter, gap, tol):
     warnings.warn(
-        f"The QP solver stopped after max_iter={max_iter} iterations with KKT gap {gap:.3g} > "
-        f"tol={tol:g}. Increase max_iter, increase tol, or scale the data (e.g. StandardScaler) "
-        "so that the kernel is better conditioned.",
+        # scikit-learn's words first (code that filters its warning filters this one), then the gap.
+        f"Solver terminated early (max_iter={max_iter}).  Consider pre-processing your data with "
+        f"StandardScaler or MinMaxScaler. The QP solver's KKT gap is {gap:.3g} > tol={tol:g}: increase "
+        "max_iter or tol, or scale the data so that the kernel is better conditioned.",
         ConvergenceWarning,
         stacklevel=3,
     )

@@ -40,6 +40,28 @@ DEFAULT_ROW_CACHE_BYTES = 2**30
 #: small fit); a larger one is held in float32.
 SMALL_GRAM_BYTES = 2**24
 
+#: Sparse training data whose dense copy takes at most this many bytes are made dense for the Gram.
+DENSE_COPY_BYTES = 2**24
+
+
+def kernel_input(X):
+    """``X`` as the Gram is computed from it: a sparse ``X`` of at most :data:`DENSE_COPY_BYTES` made dense.
+
+    The kernel's inner products then come from the same BLAS calls as for
+    the same data given dense, to the last bit: a sparse fit and a dense fit
+    of the same problem follow the same solver path and give the same model
+    (as libsvm's two kernels do). Otherwise the sparse product and BLAS sum
+    in different orders; on a problem whose optimum is not unique (duplicate
+    samples, a kernel of low rank) the solver may then stop at another of
+    its optimal points, within ``tol``. Large sparse data stay sparse: their
+    dense copy would cost memory and time the sparse product saves.
+    """
+    import scipy.sparse as sp
+
+    if sp.issparse(X) and X.shape[0] * X.shape[1] * 8 <= DENSE_COPY_BYTES:
+        return X.toarray()
+    return X
+
 
 def gram_memory_budget(cache_size_mb):
     """Bytes allowed for a whole in-memory Gram: ``cache_size`` MB, or half the available memory."""
@@ -96,6 +118,7 @@ def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progre
             return GramMatrix.compute(X, kernel=kernel, store=store_path, client=client, progress=progress), "store"
         except StoreMismatchError as exc:  # a fit never replaces a store: its own advice, not "pass overwrite"
             raise kept_store_error(exc) from None
+    X = kernel_input(X)
     n = X.shape[0]
     # A large Gram in float32: the solver's row reads and gradient updates are memory-bound, and half
     # the bytes take about half the time (as libsvm, whose kernel cache is single precision).

@@ -1,0 +1,46 @@
+"""scikit-learn's own SVC tests (``sklearn/svm/tests``), run against ``dkernel.SVC``.
+
+Every test there that fits an ``SVC`` runs with ``sklearn.svm.SVC`` replaced
+by ``dkernel.SVC``; all pass but those that read or write libsvm's private
+attributes. The sparse tests among them fit the same data dense and sparse and
+compare ``dual_coef_`` to 1e-7.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sklearn
+
+SKLEARN_TESTS = Path(sklearn.__file__).parent / "svm" / "tests"
+
+#: Tests that read or set libsvm's private state: not part of the estimator's interface.
+PRIVATE = {
+    "test_svm.py::test_tweak_params": "sets libsvm's private _dual_coef_ and expects predict to use it",
+    "test_svm.py::test_gamma_scale": "reads the private _gamma",
+    "test_svm.py::test_svc_raises_error_internal_representation": "corrupts libsvm's private _internal arrays",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (SKLEARN_TESTS / "test_sparse.py").exists(), reason="scikit-learn installed without its tests")
+def test_sklearn_own_svc_tests_pass_with_dkernel_svc(tmp_path):
+    for name in ("test_svm.py", "test_sparse.py"):
+        shutil.copy(SKLEARN_TESTS / name, tmp_path / name)
+    outcomes = tmp_path / "outcomes.json"
+    env = dict(os.environ, DKERNEL_SKLEARN_OUTCOMES=str(outcomes),
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_sklearn_svc_plugin",
+                          "-o", "addopts=", "--rootdir", str(tmp_path), "test_svm.py", "test_sparse.py"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert outcomes.exists(), run.stdout[-3000:] + run.stderr[-3000:]
+    fitting = json.loads(outcomes.read_text())
+    assert len(fitting) >= 100, f"only {len(fitting)} of scikit-learn's tests fit an SVC"
+    failed = {test for test, outcome in fitting.items() if outcome != "passed"}
+    assert failed <= set(PRIVATE), f"failed: {sorted(failed - set(PRIVATE))}\n{run.stdout[-4000:]}"
+    sparse = [test for test in fitting if test.startswith("test_sparse.py::test_svc[")]
+    assert len(sparse) >= 64 and all(fitting[test] == "passed" for test in sparse)
