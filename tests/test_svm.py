@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.datasets import load_breast_cancer, load_digits, make_classification
+from sklearn.datasets import load_breast_cancer, load_digits, load_iris, make_classification
 from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.model_selection import GridSearchCV, cross_val_score, train_test_split
 from sklearn.pipeline import make_pipeline
@@ -146,6 +146,35 @@ def test_precomputed_and_sparse_inputs_agree_with_dense():
     d = dense.decision_function(X_te)
     np.testing.assert_allclose(sparse.decision_function(sp.csr_matrix(X_te)), d, atol=1e-6)
     np.testing.assert_allclose(pre.decision_function(K_te), d, atol=1e-6)
+
+
+@pytest.mark.parametrize("kernel", ["linear", "poly", "rbf", "sigmoid"])
+def test_dense_and_sparse_fits_give_the_same_model_to_the_last_bit(kernel):
+    """iris has duplicate samples and a linear kernel of rank 4: the optimum is not unique, and a solver
+    fed kernel values that differ in the last bit may stop at another optimal point (2e-3 apart in
+    ``dual_coef_`` before sparse data small enough were made dense for the Gram)."""
+    X, y = load_iris(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    params = {"kernel": kernel, "gamma": 0.1, "C": 1.0, "client": False}
+    dense = SVC(**params).fit(X, y)
+    sparse = SVC(**params).fit(sp.csr_matrix(X), y)
+    np.testing.assert_array_equal(sparse.support_, dense.support_)
+    np.testing.assert_array_equal(sparse.dual_coef_.toarray(), dense.dual_coef_)
+    np.testing.assert_array_equal(sparse.intercept_, dense.intercept_)
+    np.testing.assert_allclose(sparse.decision_function(sp.csr_matrix(X)), dense.decision_function(X),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_sparse_data_too_large_to_copy_dense_keep_the_sparse_product(monkeypatch):
+    from dkernel.svm import _training
+
+    X, y = make_classification(n_samples=300, n_features=40, random_state=2)
+    X[np.abs(X) < 1] = 0
+    monkeypatch.setattr(_training, "DENSE_COPY_BYTES", X.size * 8 - 1)
+    assert sp.issparse(_training.kernel_input(sp.csr_matrix(X)))
+    sparse = SVC(kernel="rbf", gamma=0.02, tol=1e-8, client=False).fit(sp.csr_matrix(X), y)
+    dense = SVC(kernel="rbf", gamma=0.02, tol=1e-8, client=False).fit(X, y)
+    np.testing.assert_allclose(sparse.decision_function(sp.csr_matrix(X)), dense.decision_function(X), atol=1e-7)
 
 
 def test_dask_input_stays_lazy_in_prediction():
