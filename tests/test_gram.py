@@ -121,6 +121,15 @@ def test_float32_data_give_float32_gram(X, tmp_path):
     assert explicit.dtype == np.float32
 
 
+@pytest.mark.parametrize("store", [False, True])
+def test_a_float32_gram_of_float64_data_holds_the_float64_values_rounded_once(X, tmp_path, store):
+    """Not values computed from the data rounded to float32, whose squared distances lose digits."""
+    exact = pairwise_kernels(X, metric="rbf", gamma=0.4)
+    gram = GramMatrix.compute(X, kernel="rbf", gamma=0.4, chunk=16, dtype="float32", progress=False,
+                              store=tmp_path / "K.zarr" if store else None)
+    np.testing.assert_allclose(gram.to_numpy(), exact.astype(np.float32), rtol=2**-22, atol=0)
+
+
 @settings(max_examples=20, deadline=None)
 @given(
     n=st.integers(1, 40),

@@ -165,6 +165,25 @@ def test_dense_and_sparse_fits_give_the_same_model_to_the_last_bit(kernel):
                                rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("load, held", [(load_iris, "float64"), (load_digits, "float32")])
+def test_a_fit_from_a_store_gives_the_model_of_a_fit_in_memory(tmp_path, load, held):
+    """The store written for a fit holds the kernel values in the precision the solver reads in memory
+    (float32 above 16 MiB, as libsvm's cache): the same values, the same solver path, the same model."""
+    X, y = load(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    params = {"kernel": "rbf", "gamma": 0.05, "C": 1.0, "client": False}
+    memory = SVC(**params).fit(X, y)
+    stored = SVC(store=tmp_path, **params).fit(X, y)
+    assert memory.gram_dtype_ == held and stored.gram_dtype_ == "store"
+    from dkernel.gram import GramMatrix
+
+    assert GramMatrix.open(stored.store_path_).dtype == held
+    np.testing.assert_array_equal(stored.support_, memory.support_)
+    np.testing.assert_allclose(stored.dual_coef_, memory.dual_coef_, rtol=1e-7, atol=1e-12)
+    np.testing.assert_allclose(stored.intercept_, memory.intercept_, rtol=1e-7, atol=1e-12)
+    np.testing.assert_allclose(stored.decision_function(X), memory.decision_function(X), rtol=1e-7, atol=1e-12)
+
+
 def test_sparse_data_too_large_to_copy_dense_keep_the_sparse_product(monkeypatch):
     from dkernel.svm import _training
 

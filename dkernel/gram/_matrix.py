@@ -174,8 +174,12 @@ class GramMatrix:
             Z = check_data(Z, name="Z")
             check_same_features(X, Z)
         gram_dtype = np.dtype(options.dtype or output_dtype(X, None if symmetric else Z))
-        X = X.astype(gram_dtype, copy=False)
-        Z = X if symmetric else Z.astype(gram_dtype, copy=False)
+        # The kernel is evaluated in the wider of the store's and the data's precision, then stored: a
+        # float32 store of float64 data holds the float64 values rounded once (as an in-memory float32
+        # Gram does), not values computed from data rounded to float32 (squared distances lose digits).
+        data_dtype = np.result_type(gram_dtype, X.dtype if symmetric else np.result_type(X.dtype, Z.dtype))
+        X = X.astype(data_dtype, copy=False)
+        Z = X if symmetric else Z.astype(data_dtype, copy=False)
         kernel = kernel.resolve(X.shape[1])
         shape = (X.shape[0], Z.shape[0])
         chunks = (min(options.resolve_chunk(gram_dtype, shape[0]), shape[0]),) * 2

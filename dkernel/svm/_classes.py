@@ -45,6 +45,7 @@ from ._training import (
     fit_binary,
     problem_checkpoints,
     resolve_kernel,
+    solver_precision,
     store_path,
     whole_data_origin,
 )
@@ -138,8 +139,11 @@ class SVC(PlattProbabilityMixin, BaseSVM):
         kernel, ``store/gram-<fingerprint>.zarr``, named by a digest of the
         data and the resolved kernel: fitting the same data again reuses its
         store (only missing blocks are computed), and each fold of
-        ``cross_val_score`` or ``GridSearchCV`` gets a store of its own. A
-        path that is itself a Gram store (``dkernel gram --out``,
+        ``cross_val_score`` or ``GridSearchCV`` gets a store of its own. The
+        store holds the values in the precision the solver reads in memory
+        (float32 above 16 MiB of float64, as libsvm's kernel cache; float64
+        when centered), so a fit from it gives the model of a fit without it.
+        A path that is itself a Gram store (``dkernel gram --out``,
         :meth:`GramMatrix.compute`) is used directly when it holds the Gram of
         this data and kernel, and refused otherwise. The path used is
         ``store_path_``.
@@ -393,7 +397,8 @@ class SVC(PlattProbabilityMixin, BaseSVM):
             return X
         path = None
         if self.store is not None:
-            path = self.store_path_ = store_path(self.store, X, kernel)
+            dtype = solver_precision(X.shape[0], self.centering is None)
+            path = self.store_path_ = store_path(self.store, X, kernel, dtype)
         gram, self.gram_dtype_ = training_gram(X, kernel, client, store_path=path, cache_size=self.cache_size,
                                                progress=bool(self.verbose), on_demand=on_demand and not self.normalize,
                                                single_precision=self.centering is None, blas=blas)

@@ -44,6 +44,7 @@ from ._training import (
     outer_iteration_cap,
     resolve_kernel,
     solver_client,
+    solver_precision,
     store_path,
     training_gram,
 )
@@ -474,7 +475,7 @@ class GeneralizedBiasSVC(BaseSVM):
         self._kernel = kernel
         problems = _multiclass.binary_problems(y_index, classes.shape[0], np.arange(X.shape[0]), "ovo")
         with client_for(self.client) as client:
-            path = None if self.store is None else store_path(self.store, X, kernel)
+            path = None if self.store is None else store_path(self.store, X, kernel, solver_precision(X.shape[0]))
             base, self.gram_dtype_ = training_gram(X, kernel, client, store_path=path, cache_size=self.cache_size)
             fits = [self._fit_problem(base, index, y_pm, F, client) for index, y_pm in problems]
         support, _, pair_coef = _multiclass.support_and_coefficients(

@@ -72,22 +72,38 @@ def gram_memory_budget(cache_size_mb):
     return GRAM_MEMORY_FRACTION * psutil.virtual_memory().available
 
 
-def store_path(store, X, kernel):
+def solver_precision(n, single_precision=True):
+    """The precision of the kernel values the solver reads for ``n`` samples, wherever they are held.
+
+    float64 for a Gram of at most :data:`SMALL_GRAM_BYTES` in float64 or
+    without ``single_precision`` (a centered Gram); float32 above, as
+    libsvm's kernel cache. An in-memory Gram and a store written for a fit
+    follow it alike, so that a fit from a store gives the model of a fit in
+    memory.
+    """
+    return np.dtype(np.float64 if n * n * 8 <= SMALL_GRAM_BYTES or not single_precision else np.float32)
+
+
+def store_path(store, X, kernel, dtype=np.float64):
     """The Gram store of ``K(X, X)`` that ``store`` designates.
 
     ``store`` itself when it is a zarr store (a Gram written by ``dkernel
     gram`` or :meth:`GramMatrix.compute`: used when it holds this Gram,
     refused otherwise); else the subfolder ``gram-<fingerprint>.zarr`` of
-    the folder ``store``, named by a digest of the data, their dtype and
-    the resolved kernel, so that each training set (a cross-validation
-    fold) has its own store and fitting the same data again reuses it.
+    the folder ``store``, named by a digest of the data, their dtype, the
+    resolved kernel and the Gram's ``dtype`` (:func:`solver_precision`), so
+    that each training set (a cross-validation fold) has its own store and
+    fitting the same data again reuses it.
     """
     from ..gram import data_fingerprint
 
     path = os.path.abspath(os.fspath(store))
     if os.path.exists(os.path.join(path, "zarr.json")):
         return path
-    key = json.dumps({"X": data_fingerprint(X), "kernel": kernel.to_dict()}, sort_keys=True)
+    key = {"X": data_fingerprint(X), "kernel": kernel.to_dict()}
+    if np.dtype(dtype) != np.float64:  # float64 stores keep the names they had before the dtype was part of it
+        key["dtype"] = np.dtype(dtype).name
+    key = json.dumps(key, sort_keys=True)
     return os.path.join(path, f"gram-{hashlib.sha256(key.encode()).hexdigest()[:16]}.zarr")
 
 
@@ -114,8 +130,10 @@ def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progre
         from ..gram import GramMatrix
         from ..gram._store import kept_store_error
 
+        dtype = solver_precision(X.shape[0], single_precision)
         try:
-            return GramMatrix.compute(X, kernel=kernel, store=store_path, client=client, progress=progress), "store"
+            return GramMatrix.compute(X, kernel=kernel, store=store_path, dtype=dtype, client=client,
+                                      progress=progress), "store"
         except StoreMismatchError as exc:  # a fit never replaces a store: its own advice, not "pass overwrite"
             raise kept_store_error(exc) from None
     X = kernel_input(X)
