@@ -577,6 +577,24 @@ def test_fit_on_local_cluster_matches_single_process(small_cluster):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("working_set_size", [128, 512])
+def test_the_workers_follow_the_solver_path_of_this_process(small_cluster, working_set_size):
+    """Same kernel values (rows computed on the fly in float64), same working-set size: the fit on the
+    workers takes the steps of the fit in this process, at the default tol, and gives its model to 1e-7.
+    (The defaults differ: 512 variables per working set on a cluster, 128 here.)"""
+    X, y = make_classification(n_samples=3000, n_features=20, random_state=0)
+    X = StandardScaler().fit_transform(X)
+    params = {"kernel": "rbf", "gamma": 0.05, "C": 1.0, "cache_size": 0.1, "working_set_size": working_set_size}
+    local = SVC(client=False, **params).fit(X, y)
+    on_cluster = SVC(client=small_cluster, **params).fit(X, y)
+    assert local.gram_dtype_ == on_cluster.gram_dtype_ == "on-the-fly"
+    np.testing.assert_array_equal(on_cluster.support_, local.support_)
+    np.testing.assert_allclose(on_cluster.dual_coef_, local.dual_coef_, rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(on_cluster.intercept_, local.intercept_, rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(on_cluster.decision_function(X), local.decision_function(X), rtol=1e-7, atol=1e-10)
+
+
+@pytest.mark.slow
 def test_a_cluster_fit_leaves_nothing_held_on_the_cluster(small_cluster):
     X, y = make_classification(n_samples=600, n_features=8, random_state=3)
     SVC(kernel="rbf", gamma=0.1, cache_size=0.5, client=small_cluster).fit(X, y)  # rows on the workers
