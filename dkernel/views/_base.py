@@ -29,7 +29,7 @@ import numpy as np
 
 from .._runtime.validation import check_data, check_new_points
 from ..gram._format import matrix_form
-from ..gram._sources import principal_submatrix, source_columns
+from ..gram._sources import principal_submatrix, source_columns, source_dask
 
 __all__ = ["operator_chain", "scaled_block"]
 
@@ -193,6 +193,20 @@ class _GramView:
         import dask.array as da
 
         K = self.base.dask
+        v = self._vector
+        return self._blockwise(K, da.from_array(v, chunks=(K.chunks[0],)), da.from_array(v, chunks=(K.chunks[1],)))
+
+    def on_workers(self, client):
+        """The view as a lazy Dask array over the base's inputs sent to ``client``'s workers once.
+
+        The base's own ``on_workers`` (a kernel's data, an in-memory matrix's
+        row blocks, scattered; a store is read by the workers themselves), so
+        that each pass over the view (the products of an iterative
+        eigensolver) carries only the view's ``n``-vector, not the base's data.
+        """
+        import dask.array as da
+
+        K = source_dask(self.base, client)
         v = self._vector
         return self._blockwise(K, da.from_array(v, chunks=(K.chunks[0],)), da.from_array(v, chunks=(K.chunks[1],)))
 

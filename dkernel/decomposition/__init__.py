@@ -1,0 +1,17 @@
+"""Kernel principal component analysis over the Gram sources and views of dkernel.
+
+=================== ==========================================================================
+``_kernel_pca``     :class:`KernelPCA` (Schölkopf, Smola & Müller 1998): eigenpairs of the Gram
+                    centered on an origin in feature space (Meilă eq. 14; standard, class-balanced,
+                    multiclass or sampled), dense, ARPACK or randomized; projections of new points
+                    through the centered test kernel
+=================== ==========================================================================
+"""
+
+from .._runtime.exports import lazy_exports
+
+_EXPORTS = {
+    "._kernel_pca": ("KernelPCA",),
+}
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -1,0 +1,523 @@
+"""Kernel PCA: the eigenvectors of the Gram matrix centered in feature space, as scikit-learn's ``KernelPCA``.
+
+Kernel PCA (Schölkopf, Smola & Müller 1998) is the PCA of the mapped data
+``φ(x_i) - a``: its components are the eigenvectors of the centered Gram
+
+.. math::
+
+    K_a = K - 1 h^T - h 1^T + h_0, \\qquad h = K\\gamma,\\; h_0 = \\gamma^T K \\gamma
+
+(Meilă eq. 14), here a lazy :class:`~dkernel.views.CenteredGram` over any
+Gram source, for any origin ``a = Σ γ_i φ(x_i)``: the centre of gravity
+(``γ = 1/n``, what scikit-learn's ``KernelCenterer`` does), the class-balanced
+origin (eq. 13), the mean of the class centres, or an origin represented by a
+sample of ``n'`` points (Meilă §5), whose ``h`` costs ``O(n n')``.
+
+With ``K_a v_k = λ_k v_k`` (``‖v_k‖ = 1``), a point ``x`` projects on the
+``k``-th component as
+
+.. math::
+
+    z_k(x) = \\sum_i \\frac{v_{ik}}{\\sqrt{\\lambda_k}} K_a(x, x_i), \\qquad
+    K_a(x, x_i) = K(x, x_i) - h(x) - h_i + h_0, \\; h(x) = \\sum_j \\gamma_j K(x, x_j)
+
+(the test-row correction of Meilă's Δb, eqs. 14–19), and a training point
+as ``z_k(x_i) = √λ_k v_{ik}``.
+
+The eigensolvers read the Gram only through the centered view: ``"dense"``
+and ``"arpack"`` materialize it (small ``n``); ``"randomized"`` is Halko et
+al.'s subspace iteration (:func:`dkernel.alignment.top_eigenpairs`), whose only
+access to ``K_a`` is blockwise products ``K_a Q`` with a tall thin ``Q``, each
+block read from the source (a zarr store, a kernel evaluated on the fly)
+and centered as it is read, on the Dask workers when a client is given.
+
+References
+----------
+.. [1] B. Schölkopf, A. Smola and K.-R. Müller, "Nonlinear component analysis
+   as a kernel eigenvalue problem", Neural Computation 10(5), 1998.
+.. [2] M. Meilă, "Data centering in feature space", AISTATS 2003, eqs. 12–19, §5.
+.. [3] N. Halko, P.-G. Martinsson and J. A. Tropp, "Finding structure with
+   randomness", SIAM Review 53(2), 2011, Algs. 4.4 and 5.3.
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+from scipy.sparse.linalg import eigsh
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
+from sklearn.utils._arpack import _init_arpack_v0
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.extmath import svd_flip
+from sklearn.utils.validation import _check_psd_eigenvalues, check_array, check_is_fitted, validate_data
+
+from .._runtime.client import client_for, local_scheduler
+from .._runtime.validation import check_finite, check_labels, materialize, random_generator
+from ..alignment._spectrum import EXACT_LIMIT, top_eigenpairs
+from ..centering._origins import Centering, InvalidLabelsError, origin_products
+from ..gram._sources import KernelGram, as_gram
+from ..kernels._kernels import Kernel
+from ..svm._inputs import check_gram, is_gram_source
+from ..svm._kernel import resolve_kernel
+from ..views._centered import CenteredGram
+
+__all__ = ["KernelPCA", "centered_operator", "centered_test_rows", "finished_eigenpairs", "projection_coefficients"]
+
+#: Bytes of one batch of test-kernel rows in :meth:`KernelPCA.transform` (m × n float64 values at a time).
+TEST_BATCH_BYTES = 256 * 2**20
+
+_CENTERS = ("standard", "class-balanced", "multiclass")
+
+
+# --------------------------------------------------------------------------- #
+# The steps of a fit, each one equation
+# --------------------------------------------------------------------------- #
+
+
+def training_origin(center, n, y=None, *, n_sample=None, random_state=None):
+    """The origin ``a = Σ γ_i φ(x_i)`` of ``center`` for ``n`` training points, or None (no centering).
+
+    ``"standard"``: ``γ_i = 1/n`` (the centre of gravity); ``"class-balanced"``:
+    ``γ_i = 1/(2 n^±)`` (Meilă eq. 13); ``"multiclass"``: ``γ_i = 1/(c n_{class(i)})``;
+    with ``n_sample``, the origin of a random sample of ``n'`` points (Meilă §5,
+    :meth:`Centering.sampled`). A :class:`Centering` is used as given.
+    """
+    if center is None or isinstance(center, Centering):
+        if n_sample is not None:
+            raise ValueError(f"n_sample={n_sample} draws a sampled origin for a named center ('standard', "
+                             f"'class-balanced', 'multiclass'); center={center!r} has none to draw. Remove n_sample "
+                             f"or name the scheme.")
+        if center is not None and center.n != n:
+            raise ValueError(f"the Centering is defined for n={center.n} points but there are {n} training "
+                             f"samples; build it for this training set.")
+        return center
+    if center != "standard" and y is None:
+        raise InvalidLabelsError(f"center={center!r} needs the class labels: call fit(X, y), or use "
+                                 f"center='standard'.")
+    if y is not None:
+        y = check_labels(y)
+        if y.shape[0] != n:
+            raise ValueError(f"y has {y.shape[0]} labels but there are {n} training samples.")
+    return Centering.from_scheme(center, None if center == "standard" else y, n=n, n_sample=n_sample,
+                                 random_state=random_state)
+
+
+def centered_operator(source, centering, client=None):
+    """``K_a``, the lazy centered view of ``source`` on the origin ``centering`` (Meilă eq. 14); ``source`` itself
+    when ``centering`` is None.
+
+    ``h = Kγ`` and ``h0 = γᵀKγ`` (eqs. 17–18) are computed once, on ``client``
+    (:func:`~dkernel.centering.origin_products`: only ``K[:, S]`` for a sampled origin).
+    """
+    source = as_gram(source)
+    if centering is None:
+        return source
+    h, h0 = origin_products(source, centering, client=client)
+    return CenteredGram(source, centering, h=h, h0=h0)
+
+
+def _dense(operator, client=False):
+    """``K_a`` as one ndarray, its blocks computed on ``client`` (a resolved client), or in this process."""
+    import dask
+
+    if client:
+        return np.asarray(operator.to_numpy(), dtype=np.float64)
+    with dask.config.set(scheduler=local_scheduler()):
+        return np.asarray(operator.to_numpy(), dtype=np.float64)
+
+
+def dense_eigenpairs(operator, k, client=False):
+    """The ``k`` largest eigenpairs of the materialized ``K_a`` (LAPACK ``eigh``, ascending)."""
+    K = _dense(operator, client)
+    n = K.shape[0]
+    return scipy.linalg.eigh(K, subset_by_index=(n - k, n - 1))
+
+
+def arpack_eigenpairs(operator, k, *, tol=0.0, max_iter=None, random_state=None, client=False):
+    """The ``k`` algebraically largest eigenpairs of the materialized ``K_a`` by ARPACK, from scikit-learn's
+    starting vector ``v0``."""
+    K = _dense(operator, client)
+    v0 = _init_arpack_v0(K.shape[0], random_state)
+    return eigsh(K, k, which="LA", tol=tol, maxiter=max_iter, v0=v0)
+
+
+def power_iterations(iterated_power, k, n):
+    """scikit-learn's ``iterated_power="auto"``: 7 passes when ``k < 0.1 n``, else 4."""
+    if iterated_power != "auto":
+        return int(iterated_power)
+    return 7 if k < 0.1 * n else 4
+
+
+def randomized_eigenpairs(operator, k, *, n_oversamples=10, iterated_power="auto", random_state=None, client=None):
+    """The ``k`` largest eigenpairs of ``K_a`` by randomized subspace iteration (Halko et al. Algs. 4.4, 5.3).
+
+    ``Y = K_a Ω`` for a Gaussian ``Ω`` of ``k + p`` columns, ``q`` products
+    ``Y = K_a Q`` with re-orthonormalization, then the Rayleigh–Ritz pairs of
+    ``QᵀK_aQ``: each product is one blockwise pass over the source, each block
+    centered as it is read (:func:`dkernel.alignment.top_eigenpairs`), on
+    ``client``'s workers when there is one.
+    """
+    n = operator.n
+    spectrum = top_eigenpairs(operator, k, method="randomized", oversample=n_oversamples,
+                              power_iterations=power_iterations(iterated_power, k, n),
+                              random_state=random_generator(random_state), client=client)
+    return spectrum.values, spectrum.vectors
+
+
+def finished_eigenpairs(values, vectors, *, remove_zero_eig=False):
+    """scikit-learn's post-processing: PSD clean-up, deterministic signs, decreasing order, null space removed.
+
+    Eigenvalues tiny against the largest (or slightly negative) become 0
+    (``_check_psd_eigenvalues``); each eigenvector is flipped so that its
+    largest entry in absolute value is positive (``svd_flip``); with
+    ``remove_zero_eig`` the eigenpairs of a zero eigenvalue are dropped.
+    """
+    values = _check_psd_eigenvalues(values, enable_warnings=False)
+    vectors, _ = svd_flip(u=np.asarray(vectors), v=None)
+    order = values.argsort()[::-1]
+    values, vectors = values[order], vectors[:, order]
+    if remove_zero_eig:
+        vectors, values = vectors[:, values > 0], values[values > 0]
+    return values, vectors
+
+
+def projection_coefficients(values, vectors):
+    """``v_k / √λ_k``: the coefficients of the unit-norm feature-space component ``k``; 0 for ``λ_k = 0``."""
+    coefficients = np.zeros_like(vectors)
+    nonzero = np.flatnonzero(values)
+    coefficients[:, nonzero] = vectors[:, nonzero] / np.sqrt(values[nonzero])
+    return coefficients
+
+
+def centered_test_rows(operator, X_new, precomputed, rows):
+    """``K_a(x, x_i)`` for the test points ``rows`` (Meilă eq. 14 for test rows, against the fitted origin).
+
+    ``X_new`` holds the points (the kernel is evaluated through the view's
+    ``cross``), or, with ``precomputed``, the base-kernel rows
+    ``K(x, x_i)`` (an ndarray or a Gram source read by ``rows``), centered
+    with ``h(x) = Σ_j γ_j K(x, x_j)``.
+    """
+    if not precomputed:
+        return np.asarray(operator.cross(X_new[rows]), dtype=np.float64)
+    K = X_new.rows(np.arange(rows.start, rows.stop)) if is_gram_source(X_new) else X_new[rows]
+    if isinstance(operator, CenteredGram):
+        return operator.center_test(K)
+    return np.asarray(K, dtype=np.float64)
+
+
+# --------------------------------------------------------------------------- #
+# The estimator
+# --------------------------------------------------------------------------- #
+
+
+class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Kernel principal component analysis with the centering in feature space chosen (Meilă 2002).
+
+    A drop-in for :class:`sklearn.decomposition.KernelPCA` (same parameters,
+    attributes, signs and zero-eigenvalue handling) whose Gram is any dkernel
+    source (a :class:`~dkernel.gram.GramMatrix` store, a kernel evaluated on
+    the fly) and whose centering is an origin of :class:`~dkernel.centering.Centering`,
+    applied lazily (:class:`~dkernel.views.CenteredGram`), never as a second
+    ``n × n`` matrix. The components are the eigenvectors of ``K_a``
+    (Meilă eq. 14); new points go through the centered test kernel against
+    the same origin.
+
+    Parameters
+    ----------
+    n_components : int, default=None
+        Number of components, at most the number of training samples; None
+        keeps all of them (those of a zero eigenvalue removed), as scikit-learn.
+    kernel : {"linear", "poly", "rbf", "sigmoid", "precomputed"}, Kernel, dict or callable, default="linear"
+        With ``"precomputed"``, ``fit`` takes the Gram matrix (a square ndarray
+        or a :class:`~dkernel.gram.GramMatrix` / Gram source) and
+        ``transform`` the test kernel ``K(X_test, X_train)``. A callable is
+        ``f(A, B) -> K(A, B)`` on blocks of rows.
+    gamma : float, default=None
+        Of ``rbf``, ``poly`` and ``sigmoid``; None is ``1 / n_features``.
+    degree : int, default=3
+        Of ``poly``.
+    coef0 : float, default=1
+        Of ``poly`` and ``sigmoid``.
+    eigen_solver : {"auto", "dense", "arpack", "randomized"}, default="auto"
+        ``"dense"``: LAPACK on the materialized ``K_a``; ``"arpack"``: ARPACK
+        on it; ``"randomized"``: subspace iteration through blockwise products
+        with ``K_a`` (out of core, on the workers of ``client``). ``"auto"``:
+        scikit-learn's choice (ARPACK above 200 samples for fewer than 10
+        components, else dense) up to 5000 samples, randomized above.
+    n_oversamples : int, default=10
+        Extra columns of the randomized solver.
+    iterated_power : int >= 0 or "auto", default="auto"
+        Power iterations of the randomized solver; ``"auto"``: 7 for
+        ``n_components < 0.1 n``, else 4 (scikit-learn's rule).
+    tol : float, default=0
+        ARPACK's tolerance (0: machine precision).
+    max_iter : int, default=None
+        ARPACK's iteration limit.
+    remove_zero_eig : bool, default=False
+        Drop the components of a zero eigenvalue (always done when
+        ``n_components`` is None).
+    random_state : int, RandomState, Generator or None, default=None
+        ARPACK's starting vector, the randomized solver's test matrix and the
+        sample of a sampled origin.
+    center : {"standard", "class-balanced", "multiclass"}, Centering or None, default="standard"
+        The origin in feature space: the centre of gravity (scikit-learn's
+        centering), halfway between the two class centres (Meilă eq. 13,
+        needs ``y``), the mean of the class centres (needs ``y``), a
+        :class:`~dkernel.centering.Centering` for these ``n`` points, or None
+        (no centering: the uncentered second-moment eigenvectors).
+    n_sample : int, default=None
+        Represent the named origin by a random sample of ``n'`` training points
+        (Meilă §5): ``h = Kγ`` then costs ``O(n n')`` kernel values.
+    client : distributed.Client, str, None or False, default=None
+        Where the blockwise products run (``h`` and the randomized solver's
+        passes): None is the current default client if any, else this
+        process; False is this process; a string is a cluster spec.
+
+    Attributes
+    ----------
+    eigenvalues_ : ndarray of shape (n_components,)
+        Eigenvalues of ``K_a`` in decreasing order.
+    eigenvectors_ : ndarray of shape (n_samples, n_components)
+        Unit-norm eigenvectors of ``K_a``, signs as ``svd_flip``.
+    centering_ : Centering or None
+        The origin used.
+    gamma_ : float or None
+        The kernel's ``gamma`` (None for kernels without one).
+    n_features_in_ : int
+        Features seen in ``fit`` (``n_samples`` for a precomputed kernel).
+    feature_names_in_ : ndarray of str
+        When ``X`` has string column names.
+
+    References
+    ----------
+    .. [1] B. Schölkopf, A. Smola and K.-R. Müller, "Nonlinear component
+       analysis as a kernel eigenvalue problem", Neural Computation 10(5), 1998.
+    .. [2] M. Meilă, "Data centering in feature space", AISTATS 2003.
+    .. [3] N. Halko, P.-G. Martinsson and J. A. Tropp, "Finding structure
+       with randomness", SIAM Review 53(2), 2011.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.decomposition import KernelPCA as SklearnKernelPCA
+    >>> from dkernel.decomposition import KernelPCA
+    >>> X = np.random.default_rng(0).normal(size=(300, 5))
+    >>> kpca = KernelPCA(n_components=3, kernel="rbf", gamma=0.1, eigen_solver="dense")
+    >>> Z = kpca.fit_transform(X)
+    >>> Z.shape
+    (300, 3)
+    >>> reference = SklearnKernelPCA(n_components=3, kernel="rbf", gamma=0.1, eigen_solver="dense")
+    >>> bool(np.allclose(Z, reference.fit_transform(X), rtol=0, atol=1e-10))
+    True
+
+    The origin halfway between two class centres (Meilă eq. 13), represented
+    by a sample of 100 points, projecting new points against it:
+
+    >>> y = np.where(X[:, 0] > 0.5, 1, -1)
+    >>> kpca = KernelPCA(n_components=2, kernel="rbf", gamma=0.1, center="class-balanced", n_sample=100,
+    ...                  random_state=0).fit(X, y)
+    >>> kpca.centering_
+    Centering(scheme='sampled-class-balanced', n=300, n_support=100)
+    >>> kpca.transform(X[:4]).shape
+    (4, 2)
+    """
+
+    _parameter_constraints: dict = {
+        "n_components": [Interval(Integral, 1, None, closed="left"), None],
+        "kernel": [StrOptions({"linear", "poly", "rbf", "sigmoid", "precomputed"}), Kernel, dict, callable],
+        "gamma": [Interval(Real, 0, None, closed="neither"), None],
+        "degree": [Interval(Integral, 1, None, closed="left")],
+        "coef0": [Interval(Real, None, None, closed="neither")],
+        "eigen_solver": [StrOptions({"auto", "dense", "arpack", "randomized"})],
+        "n_oversamples": [Interval(Integral, 0, None, closed="left")],
+        "iterated_power": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "remove_zero_eig": ["boolean"],
+        "random_state": ["random_state"],
+        "center": [StrOptions(set(_CENTERS)), Centering, None],
+        "n_sample": [Interval(Integral, 1, None, closed="left"), None],
+        "client": "no_validation",
+    }
+
+    def __init__(self, n_components=None, *, kernel="linear", gamma=None, degree=3, coef0=1, eigen_solver="auto",
+                 n_oversamples=10, iterated_power="auto", tol=0, max_iter=None, remove_zero_eig=False,
+                 random_state=None, center="standard", n_sample=None, client=None):
+        self.n_components = n_components
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.eigen_solver = eigen_solver
+        self.n_oversamples = n_oversamples
+        self.iterated_power = iterated_power
+        self.tol = tol
+        self.max_iter = max_iter
+        self.remove_zero_eig = remove_zero_eig
+        self.random_state = random_state
+        self.center = center
+        self.n_sample = n_sample
+        self.client = client
+
+    @property
+    def _precomputed(self):
+        return isinstance(self.kernel, str) and self.kernel == "precomputed"
+
+    # -------------------------------------------------------------- fitting
+    def _training_gram(self, X):
+        """The Gram source of the training data: the user's matrix (precomputed) or ``K(X, X)`` on the fly."""
+        if self._precomputed:
+            if is_gram_source(X):
+                n = int(X.n)
+                if tuple(X.shape) != (n, n):
+                    raise ValueError(f"a precomputed Gram matrix must be square (n_samples, n_samples); got shape "
+                                     f"{tuple(X.shape)}.")
+                self.n_features_in_ = n
+                return X
+            X = materialize(X)
+            if sp.issparse(X):
+                raise TypeError("a sparse precomputed kernel is not supported: pass the Gram matrix as a dense "
+                                "array.")
+            K = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, order="C")
+            check_finite(K, name="the precomputed Gram matrix", what="fitting")
+            return check_gram(K)
+        X = validate_data(self, materialize(X), accept_sparse="csr", dtype=[np.float64, np.float32], order="C",
+                          ensure_all_finite=False)
+        check_finite(X, name="X", what="fitting")
+        if callable(self.kernel) and not isinstance(self.kernel, Kernel):
+            return KernelGram(X, self.kernel)
+        kernel = resolve_kernel(self.kernel, X, gamma="auto" if self.gamma is None else self.gamma,
+                                coef0=self.coef0, degree=self.degree)
+        return KernelGram(X, kernel)
+
+    def _n_components(self, n):
+        if self.n_components is None:
+            return n
+        if self.n_components > n:
+            raise ValueError(f"n_components={self.n_components} exceeds the {n} training samples; a kernel PCA has "
+                             f"at most n_samples components: pass n_components <= {n}.")
+        return self.n_components
+
+    def _solver(self, n, k):
+        if self.eigen_solver != "auto":
+            return self.eigen_solver
+        if n > EXACT_LIMIT:
+            if self.n_components is None:
+                raise ValueError(f"n_components=None keeps all {n} components, which needs the dense "
+                                 f"{n}×{n} eigendecomposition; pass n_components (the randomized solver then "
+                                 f"computes only those) or eigen_solver='dense'.")
+            return "randomized"
+        return "arpack" if n > 200 and k < 10 else "dense"
+
+    def _eigenpairs(self, operator, k, solver, client):
+        if solver == "dense":
+            return dense_eigenpairs(operator, k, client)
+        if solver == "arpack":
+            if k >= operator.n:
+                raise ValueError(f"eigen_solver='arpack' computes fewer than n_samples={operator.n} components "
+                                 f"(n_components={k}); use eigen_solver='dense'.")
+            return arpack_eigenpairs(operator, k, tol=self.tol, max_iter=self.max_iter,
+                                     random_state=self.random_state, client=client)
+        return randomized_eigenpairs(operator, k, n_oversamples=self.n_oversamples,
+                                     iterated_power=self.iterated_power, random_state=self.random_state,
+                                     client=client)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Compute the eigenpairs of the centered training Gram ``K_a``.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or dask array of shape (n_samples, n_features)
+            Training data; with ``kernel="precomputed"``, the Gram matrix
+            (a square ndarray or a :class:`~dkernel.gram.GramMatrix`).
+        y : array-like of shape (n_samples,), default=None
+            Class labels, needed by ``center="class-balanced"`` and ``"multiclass"``.
+
+        Returns
+        -------
+        self
+        """
+        source = self._training_gram(X)
+        n = int(source.shape[0])
+        k = self._n_components(n)
+        solver = self._solver(n, k)
+        self.centering_ = training_origin(self.center, n, y, n_sample=self.n_sample,
+                                          random_state=random_generator(self.random_state))
+        with client_for(self.client) as client:
+            client = client if client is not None else False  # resolved once: a spec opens one cluster per fit
+            operator = centered_operator(source, self.centering_, client=client)
+            values, vectors = self._eigenpairs(operator, k, solver, client)
+        self.eigenvalues_, self.eigenvectors_ = finished_eigenpairs(
+            values, vectors, remove_zero_eig=self.remove_zero_eig or self.n_components is None)
+        kernel = getattr(source, "kernel", None)
+        self.gamma_ = getattr(kernel, "gamma", None) if isinstance(kernel, Kernel) else None
+        self.eigen_solver_ = solver
+        self._operator = operator
+        return self
+
+    def fit_transform(self, X, y=None):
+        """Fit, then project the training points: ``z_k(x_i) = √λ_k v_{ik}``.
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_components)
+        """
+        self.fit(X, y)
+        return self.eigenvectors_ * np.sqrt(self.eigenvalues_)
+
+    # ------------------------------------------------------------ projecting
+    def transform(self, X):
+        """Project new points: ``z_k(x) = Σ_i K_a(x, x_i) v_{ik} / √λ_k`` through the centered test kernel.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_test, n_features)
+            New points; with ``kernel="precomputed"``, the test kernel
+            ``K(X_test, X_train)`` of shape (n_test, n_samples) (an ndarray or a
+            Gram source read by rows), which is centered here on the fitted origin.
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_test, n_components)
+        """
+        check_is_fitted(self)
+        X = self._test_input(X)
+        coefficients = projection_coefficients(self.eigenvalues_, self.eigenvectors_)
+        n = self.eigenvectors_.shape[0]
+        batch = max(1, TEST_BATCH_BYTES // (8 * n))
+        m = X.shape[0]
+        out = np.empty((m, coefficients.shape[1]))
+        for start in range(0, m, batch):
+            rows = slice(start, min(start + batch, m))
+            out[rows] = centered_test_rows(self._operator, X, self._precomputed, rows) @ coefficients
+        return out
+
+    def _test_input(self, X):
+        n = self.eigenvectors_.shape[0]
+        if self._precomputed and is_gram_source(X):
+            if len(X.shape) != 2 or X.shape[1] != n:
+                raise ValueError(f"X should be a kernel matrix of shape (n_test, {n}) between test and training "
+                                 f"points; got a Gram matrix of shape {tuple(X.shape)}.")
+            return X
+        if self._precomputed:
+            X = check_array(materialize(X), dtype=np.float64, ensure_all_finite=False)
+            # Non-finite values are named before a shape mismatch: they are the first thing to fix.
+            check_finite(X, name="the precomputed test kernel", what="transforming")
+            return validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=False)
+        X = validate_data(self, materialize(X), accept_sparse="csr", dtype=[np.float64, np.float32], order="C",
+                          reset=False, ensure_all_finite=False)
+        check_finite(X, name="X", what="transforming")
+        return X
+
+    @property
+    def _n_features_out(self):
+        return self.eigenvalues_.shape[0]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = not self._precomputed
+        tags.input_tags.pairwise = self._precomputed
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags
