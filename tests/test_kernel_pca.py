@@ -179,6 +179,10 @@ def test_precomputed_ndarray_and_gram_store_give_the_fit_on_data(tmp_path):
             np.testing.assert_allclose(kpca.transform(kernel(X_new, X)), reference.transform(X_new), rtol=0,
                                        atol=1e-10 * np.abs(T).max())
         assert kpca.n_features_in_ == 300
+    # The test kernel as a store K(X_new, X) of its own, read by rows.
+    cross = GramMatrix.compute(X_new, X, kernel="rbf", gamma=0.1, chunk=128, dtype="float64",
+                               store=tmp_path / "K_new.zarr", client=False, progress=False)
+    np.testing.assert_allclose(kpca.transform(cross), reference.transform(X_new), rtol=0, atol=1e-10 * np.abs(T).max())
 
 
 def test_sampled_class_balanced_origin_from_a_store_equals_the_one_from_data(tmp_path):

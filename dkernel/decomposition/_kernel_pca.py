@@ -143,7 +143,7 @@ def arpack_eigenpairs(operator, k, *, tol=0.0, max_iter=None, random_state=None,
 
 
 def power_iterations(iterated_power, k, n):
-    """scikit-learn's ``iterated_power="auto"``: 7 passes when ``k < 0.1 n``, else 4."""
+    """scikit-learn's ``iterated_power="auto"``: 7 power iterations when ``k < 0.1 n``, else 4."""
     if iterated_power != "auto":
         return int(iterated_power)
     return 7 if k < 0.1 * n else 4
