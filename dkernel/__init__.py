@@ -5,7 +5,7 @@ feature-space centering (Meilă 2002: :class:`Centering`, :class:`CenteredGram`,
 :func:`delta_b`), normalization (Graf & Borer 2001: :class:`NormalizedGram`,
 :func:`graf_threshold`), kernel-target alignment (Kandola et al. 2002:
 :func:`target_alignment`) and a block-coordinate SVM solver behind a
-scikit-learn estimator (:class:`SVC`).
+scikit-learn estimator (:class:`SVC`); kernel PCA with the origin chosen (:class:`KernelPCA`).
 
 Where each concept lives, in the order the data flow (X → kernel → Gram → view → solver → model):
 
@@ -22,6 +22,7 @@ Where each concept lives, in the order the data flow (X → kernel → Gram → 
 ``dkernel.solver``              the QP solver; it sees a Gram only through its rows
 ``dkernel.svm``                 :class:`SVC`, :class:`ConformalSVC`, :class:`GeneralizedBiasSVC`, the
                                 Parzen window classifier, :func:`load_model`
+``dkernel.decomposition``       :class:`KernelPCA` on the Gram centered at a chosen origin (Meilă eq. 14)
 ``dkernel.datasets``            data set loaders and the papers' synthetic generators
 ``dkernel.cli``                 the ``dkernel`` command
 ``dkernel.exceptions``          the errors dkernel raises
@@ -44,6 +45,7 @@ _EXPORTS = {
     ".views": ("CenteredGram", "NormalizedGram", "ShiftedGram", "graf_intercept", "graf_threshold"),
     ".alignment": ("AlignmentEstimate", "alignment", "sampled_target_alignment", "target_alignment"),
     ".svm": ("ConformalSVC", "GeneralizedBiasSVC", "ParzenWindowClassifier", "SVC", "load_model"),
+    ".decomposition": ("KernelPCA",),
     ".exceptions": ("ArtifactPathError", "CorruptModelError", "CorruptStoreError", "DKernelError", "EmptyInputError",
                     "FeatureMismatchError", "IncompleteStoreError", "InputFileError", "InvalidKernelParameterError",
                     "ModelFormatError", "NonFiniteInputError", "StoreMismatchError", "UnverifiableStoreError",

@@ -140,7 +140,7 @@ def _target_row_tasks(source, t, client):
                 block, t, (row_bounds[i], row_bounds[i + 1]), (col_bounds[j], col_bounds[j + 1]))
             for j, block in enumerate(row)
         ])
-        for i, row in enumerate(K.to_delayed())
+        for i, row in enumerate(K.to_delayed(optimize_graph=False))  # keeps the futures of K's scattered data
     ]
 
 

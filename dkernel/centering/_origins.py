@@ -526,7 +526,9 @@ def _h_row_tasks(source, centering, client):
     else:
         K = source_columns(source, centering.indices)
     col_bounds = np.cumsum((0,) + K.chunks[1])
-    blocks = K.to_delayed()
+    # Unoptimized: each block keeps K's graph, and with it the futures of the data scattered for it (an
+    # optimized graph refers to them by key only, and the cluster may release them before the tasks ran).
+    blocks = K.to_delayed(optimize_graph=False)
     return [
         dask.delayed(_summed, pure=True)(*[
             dask.delayed(_block_products, pure=True)(block, weights, int(col_bounds[j]), int(col_bounds[j + 1]))

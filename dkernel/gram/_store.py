@@ -426,7 +426,7 @@ def _write_checked_blocks(path, write_id, grid, values, diagonal):
     writes the block, then its checksums; then ``diagonal`` is written with
     its checksums, and every block flagged done.
     """
-    blocks = values.to_delayed()
+    blocks = values.to_delayed(optimize_graph=False)  # keeps the futures of the data scattered for ``values``
     tasks = [dask.delayed(_write_checked_block, pure=False)(blocks[i, j], path, write_id, grid, i, j)
              for i in range(grid.n_row_blocks) for j in range(grid.n_col_blocks)]
     _compute_to_the_last(tasks)

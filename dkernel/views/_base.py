@@ -190,9 +190,12 @@ class _GramView:
     @property
     def dask(self):
         """Lazy Dask array of the view: one task per block of the base's ``.dask``."""
+        return self._over(self.base.dask)
+
+    def _over(self, K):
+        """The view over ``K``, the base as a lazy Dask array: its vector chunked as ``K``'s rows and columns."""
         import dask.array as da
 
-        K = self.base.dask
         v = self._vector
         return self._blockwise(K, da.from_array(v, chunks=(K.chunks[0],)), da.from_array(v, chunks=(K.chunks[1],)))
 
@@ -204,11 +207,7 @@ class _GramView:
         that each pass over the view (the products of an iterative
         eigensolver) carries only the view's ``n``-vector, not the base's data.
         """
-        import dask.array as da
-
-        K = source_dask(self.base, client)
-        v = self._vector
-        return self._blockwise(K, da.from_array(v, chunks=(K.chunks[0],)), da.from_array(v, chunks=(K.chunks[1],)))
+        return self._over(source_dask(self.base, client))
 
     def columns(self, indices):
         """Lazy ``[:, indices]`` of the view in row blocks (no ``n × n`` array)."""
