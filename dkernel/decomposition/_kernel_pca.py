@@ -152,15 +152,17 @@ def power_iterations(iterated_power, k, n):
 def randomized_eigenpairs(operator, k, *, n_oversamples=10, iterated_power="auto", random_state=None, client=None):
     """The ``k`` largest eigenpairs of ``K_a`` by randomized subspace iteration (Halko et al. Algs. 4.4, 5.3).
 
-    ``Y = K_a Ω`` for a Gaussian ``Ω`` of ``k + p`` columns, ``q`` products
-    ``Y = K_a Q`` with re-orthonormalization, then the Rayleigh–Ritz pairs of
+    ``Y = K_a Ω`` for a Gaussian ``Ω`` of ``k + p`` columns, ``2q`` products
+    ``Y = K_a Q`` with re-orthonormalization (scikit-learn's ``q`` iterations of ``K_a (K_aᵀ Q)``), then the Rayleigh–Ritz pairs of
     ``QᵀK_aQ``: each product is one blockwise pass over the source, each block
     centered as it is read (:func:`dkernel.alignment.top_eigenpairs`), on
     ``client``'s workers when there is one.
     """
     n = operator.n
+    # scikit-learn's power iteration multiplies by the (symmetric) matrix twice, Q ← K(KᵀQ): 2q products
+    # after the first, where top_eigenpairs counts one product per iteration.
     spectrum = top_eigenpairs(operator, k, method="randomized", oversample=n_oversamples,
-                              power_iterations=power_iterations(iterated_power, k, n),
+                              power_iterations=2 * power_iterations(iterated_power, k, n),
                               random_state=random_generator(random_state), client=client)
     return spectrum.values, spectrum.vectors
 
@@ -248,8 +250,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     n_oversamples : int, default=10
         Extra columns of the randomized solver.
     iterated_power : int >= 0 or "auto", default="auto"
-        Power iterations of the randomized solver; ``"auto"``: 7 for
-        ``n_components < 0.1 n``, else 4 (scikit-learn's rule).
+        Power iterations of the randomized solver, each two products with
+        ``K_a`` as scikit-learn's; ``"auto"``: 7 for ``n_components < 0.1 n``,
+        else 4 (scikit-learn's rule).
     tol : float, default=0
         ARPACK's tolerance (0: machine precision).
     max_iter : int, default=None
