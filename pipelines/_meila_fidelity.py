@@ -12,7 +12,8 @@ from ._fidelity import Setting
 from ._meila import DIGITS, LIBSVM_MIN_MAX_ITER, TOL
 from ._verdicts import sensitivity_rows
 
-__all__ = ["DIGITS_8X8", "TABLE1_TASKS", "reading", "solver_settings", "table1_sensitivity", "table1_settings"]
+__all__ = ["DIGITS_8X8", "TABLE1_TASKS", "digits_alternative_and_files", "reading", "solver_settings",
+           "table1_sensitivity", "table1_settings"]
 
 
 def solver_settings(n_repeats):
@@ -96,3 +97,14 @@ def table1_sensitivity(records, claims, key="dataset", keep=lambda row: True):
         rows += [row for row in sensitivity_rows("digits", "scikit-learn's 8 × 8 digits (UCI optdigits)", as_run,
                                                  claims(reading(records, "8x8", key=key))) if keep(row)]
     return rows
+
+
+def digits_alternative_and_files(records, table, figure):
+    """The report's last sections: the digits pairs on sklearn's 8×8 digits (``table`` of their records) when the
+    run has them, then the list of the files written beside the report (``figure`` among them)."""
+    parts = []
+    alternative = [r for r in records if r.get("alternative") == DIGITS_8X8]
+    if alternative:
+        parts += [f"## The digits pairs on {DIGITS['sklearn']}", "", table(alternative), ""]
+    return parts + ["Files: `results.csv`, `results.json` (records, summary, settings, verdicts and sensitivity), "
+                    f"`{figure}`.", ""]

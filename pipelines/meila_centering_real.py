@@ -26,6 +26,7 @@ from . import _meila
 from ._fidelity import Setting
 from ._meila_fidelity import (
     DIGITS_8X8,
+    digits_alternative_and_files,
     solver_settings,
     table1_sensitivity,
     table1_settings,
@@ -398,11 +399,7 @@ def write_report(result, outdir):
         _numerics(readings["scaled"]),
         "",
     ]  # fmt: skip
-    alternative = [r for r in records if r.get("alternative") == DIGITS_8X8]
-    if alternative:
-        parts += [f"## The digits pairs on {_meila.DIGITS['sklearn']}", "", _table(_comparison(alternative)), ""]
-    parts += ["Files: `results.csv`, `results.json` (records, summary, settings, verdicts and sensitivity), "
-              "`fig6_centering_real.png`.", ""]
+    parts += digits_alternative_and_files(records, lambda rs: _table(_comparison(rs)), "fig6_centering_real.png")
     return write_markdown(outdir, parts, [fig])
 
 

@@ -25,6 +25,7 @@ from . import _meila
 from ._fidelity import Setting
 from ._meila_fidelity import (
     DIGITS_8X8,
+    digits_alternative_and_files,
     reading,
     solver_settings,
     table1_sensitivity,
@@ -398,11 +399,7 @@ def write_report(result, outdir):
         _table(summarize(reading(records, "scaled"))),
         "",
     ]  # fmt: skip
-    alternative = [r for r in records if r.get("alternative") == DIGITS_8X8]
-    if alternative:
-        parts += [f"## The digits pairs on {_meila.DIGITS['sklearn']}", "", _table(summarize(alternative)), ""]
-    parts += ["Files: `results.csv`, `results.json` (records, summary, settings, verdicts and sensitivity), "
-              "`fig4_shift_uci.png`.", ""]
+    parts += digits_alternative_and_files(records, lambda rs: _table(summarize(rs)), "fig4_shift_uci.png")
     return write_markdown(outdir, parts, [fig])
 
 

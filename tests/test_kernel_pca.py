@@ -39,32 +39,32 @@ def _dense_reference(K, gamma, k):
     return values[::-1][:k], vectors[:, ::-1][:, :k]
 
 
-@pytest.mark.parametrize("kernel", sorted(KERNELS))
-def test_fit_transform_and_transform_equal_scikit_learn_to_1e_8(kernel):
-    X, X_new = _data(400), _data(60, seed=1)
-    ours = KernelPCA(n_components=8, kernel=kernel, eigen_solver="dense", **KERNELS[kernel])
-    theirs = SklearnKernelPCA(n_components=8, kernel=kernel, eigen_solver="dense", **KERNELS[kernel])
+def _against_scikit_learn(kernel, n, n_new, n_components):
+    """Eigenvalues, eigenvectors, fit_transform and transform against scikit-learn's dense KernelPCA to 1e-8,
+    signs included (svd_flip)."""
+    X, X_new = _data(n), _data(n_new, seed=1)
+    ours = KernelPCA(n_components=n_components, kernel=kernel, eigen_solver="dense", **KERNELS[kernel])
+    theirs = SklearnKernelPCA(n_components=n_components, kernel=kernel, eigen_solver="dense", **KERNELS[kernel])
     Z, Z_ref = ours.fit_transform(X), theirs.fit_transform(X)
     # The linear kernel of 6 features has rank 6: the eigenvectors of its null space are any basis of it.
     keep = theirs.eigenvalues_ > 1e-8 * theirs.eigenvalues_[0]
     np.testing.assert_allclose(ours.eigenvalues_[keep], theirs.eigenvalues_[keep], rtol=1e-8, atol=0)
-    # The same signs too (svd_flip), not only up to sign.
-    assert _relative(Z, Z_ref) < 1e-8
+    assert _relative(Z[:, keep], Z_ref[:, keep]) < 1e-8
     assert _relative(ours.eigenvectors_[:, keep], theirs.eigenvectors_[:, keep]) < 1e-8
     assert _relative(ours.transform(X_new)[:, keep], theirs.transform(X_new)[:, keep]) < 1e-8
+    return Z, Z_ref
+
+
+@pytest.mark.parametrize("kernel", sorted(KERNELS))
+def test_fit_transform_and_transform_equal_scikit_learn_to_1e_8(kernel):
+    Z, Z_ref = _against_scikit_learn(kernel, 400, 60, 8)
+    assert _relative(Z, Z_ref) < 1e-8  # every component, those of the null space (0 in both) included
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kernel", sorted(KERNELS))
 def test_scikit_learn_numbers_at_n_3000(kernel):
-    X, X_new = _data(3000), _data(100, seed=1)
-    ours = KernelPCA(n_components=20, kernel=kernel, eigen_solver="dense", **KERNELS[kernel])
-    theirs = SklearnKernelPCA(n_components=20, kernel=kernel, eigen_solver="dense", **KERNELS[kernel])
-    Z, Z_ref = ours.fit_transform(X), theirs.fit_transform(X)
-    keep = theirs.eigenvalues_ > 1e-8 * theirs.eigenvalues_[0]  # the linear kernel has rank 6
-    np.testing.assert_allclose(ours.eigenvalues_[keep], theirs.eigenvalues_[keep], rtol=1e-8, atol=0)
-    assert _relative(Z[:, keep], Z_ref[:, keep]) < 1e-8
-    assert _relative(ours.transform(X_new)[:, keep], theirs.transform(X_new)[:, keep]) < 1e-8
+    _against_scikit_learn(kernel, 3000, 100, 20)
 
 
 @pytest.mark.parametrize("solver", ["arpack", "auto"])
