@@ -20,6 +20,7 @@ PIPELINES = (
     "li_generalized_bias",
     "kandola_uneven",
     "kandola_regression",
+    "kpca_usps",
 )
 
 

@@ -32,6 +32,8 @@ CASES = {
                          "sklearn"], ["tiny sets", "fit, one per fresh process", "dk/sk", "iris", "## targets"]),
     "bench_out_of_core.py": (["--n", "1500", "--d", "4", "--n-test", "100", "--memory-limit", "1GB"],
                              ["same support vectors: True"]),
+    "bench_kernel_pca.py": (["--n", "3000", "--d", "6", "--check-n", "600", "--n-test", "200", "--n-sample", "300",
+                             "--memory-limit", "1GB"], ["check at n=600", "peak worker memory", "eigenvalues: "]),
     "bench_adaptation.py": (["--n", "3000", "--rank", "20", "--exact-n", "300", "600", "--chunk", "1000"],
                             ["faster than the extrapolated exact method"]),
 }

@@ -106,6 +106,40 @@ def test_randomized_solver_equals_the_dense_one():
     _randomized_against_dense("auto", 1e-5, 5e-3)
 
 
+@pytest.mark.parametrize("kernel", ["rbf", "poly"])
+def test_lobpcg_solver_equals_the_dense_one_through_products_only(kernel, monkeypatch):
+    """n = 800, 6 components, scipy's default tolerance: eigenvalues to 1e-8 relative, projections to 1e-5 of their
+    largest value; the Gram is reached only through blockwise products with n × k blocks (never materialized)."""
+    from dkernel.decomposition import _kernel_pca
+
+    products = []
+    real = _kernel_pca._times_gram
+    monkeypatch.setattr(_kernel_pca, "_times_gram", lambda K, Q, client: products.append(Q.shape) or real(K, Q, client))
+    monkeypatch.setattr(_kernel_pca, "_dense", lambda *args: pytest.fail("the lobpcg solver materialized K_a"))
+    X, X_new = _data(800), _data(40, seed=1)
+    settings = dict(n_components=6, kernel=kernel, **KERNELS[kernel])
+    lobpcg = KernelPCA(eigen_solver="lobpcg", random_state=0, client=False, **settings)
+    Z = lobpcg.fit_transform(X)
+    monkeypatch.undo()
+    dense = KernelPCA(eigen_solver="dense", **settings)
+    Z_ref = dense.fit_transform(X)
+    np.testing.assert_allclose(lobpcg.eigenvalues_, dense.eigenvalues_, rtol=1e-8, atol=0)
+    assert _relative(Z, Z_ref) < 1e-5
+    assert _relative(lobpcg.transform(X_new), dense.transform(X_new)) < 1e-5
+    assert products and all(shape[0] == 800 and shape[1] <= 6 for shape in products)
+
+
+def test_lobpcg_solver_warns_when_it_stops_before_converging_and_refuses_too_many_components():
+    from sklearn.exceptions import ConvergenceWarning
+
+    X = _data(300)
+    with pytest.warns(ConvergenceWarning, match="LOBPCG did not converge in 2 iterations"):
+        KernelPCA(n_components=5, kernel="rbf", gamma=0.1, eigen_solver="lobpcg", max_iter=2, random_state=0,
+                  client=False).fit(X)
+    with pytest.raises(ValueError, match=r"fewer than n_samples/5 components \(60 here; n_components=60\)"):
+        KernelPCA(n_components=60, eigen_solver="lobpcg", client=False).fit(X)
+
+
 @pytest.mark.parametrize("kernel", [{"kernel": "poly", "degree": 3, "gamma": 1 / 30, "coef0": 0},
                                     {"kernel": "rbf", "gamma": 0.02}])
 def test_randomized_solver_is_as_accurate_as_scikit_learns_at_the_same_settings(kernel):
@@ -249,6 +283,9 @@ def test_randomized_solver_on_workers_equals_the_in_process_one(tmp_path):
                 remote = KernelPCA(**settings, client=client).fit(data, y)
                 np.testing.assert_allclose(remote.eigenvalues_, local.eigenvalues_, rtol=1e-10)
                 np.testing.assert_allclose(remote.eigenvectors_, local.eigenvectors_, rtol=0, atol=1e-8)
+        lobpcg = dict(n_components=5, kernel="rbf", gamma=0.1, eigen_solver="lobpcg", random_state=0)
+        local, remote = KernelPCA(**lobpcg, client=False).fit(X), KernelPCA(**lobpcg, client=client).fit(X)
+        np.testing.assert_allclose(remote.eigenvalues_, local.eigenvalues_, rtol=1e-8)
         # A pass over the centered view of a kernel evaluated on the fly carries Q and h; X went to the workers once.
         X_wide = np.random.default_rng(1).normal(size=(1500, 200))
         gram = KernelGram(X_wide, "rbf", gamma=0.005, chunk=400)

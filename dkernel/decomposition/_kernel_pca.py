@@ -24,12 +24,14 @@ With ``K_a v_k = λ_k v_k`` (``‖v_k‖ = 1``), a point ``x`` projects on the
 (the test-row correction of Meilă's Δb, eqs. 14–19), and a training point
 as ``z_k(x_i) = √λ_k v_{ik}``.
 
-The eigensolvers read the Gram only through the centered view: ``"dense"``
-and ``"arpack"`` materialize it (small ``n``); ``"randomized"`` is Halko et
-al.'s subspace iteration (:func:`dkernel.alignment.top_eigenpairs`), whose only
-access to ``K_a`` is blockwise products ``K_a Q`` with a tall thin ``Q``, each
-block read from the source (a zarr store, a kernel evaluated on the fly)
-and centered as it is read, on the Dask workers when a client is given.
+The eigensolvers read the Gram only through the origin's ``h`` and ``h0``
+and the base Gram: ``"dense"`` and ``"arpack"`` materialize ``K_a`` (small
+``n``); ``"randomized"`` (Halko et al.'s subspace iteration) and ``"lobpcg"``
+(Knyazev's block method, iterated to a residual tolerance) have as their only
+access to the Gram blockwise products ``K Q`` with a tall thin ``Q``, each
+block read from the source (a zarr store, a kernel evaluated on the fly) on
+the Dask workers when a client is given, the centering applied to the
+``n × k`` product (:func:`centered_products`): never an ``n × n`` array.
 
 References
 ----------
@@ -54,15 +56,19 @@ from sklearn.utils.validation import _check_psd_eigenvalues, check_array, check_
 
 from .._runtime.client import client_for, local_scheduler
 from .._runtime.validation import check_finite, check_labels, materialize, random_generator
-from ..alignment._spectrum import EXACT_LIMIT, top_eigenpairs
+from ..alignment._spectrum import EXACT_LIMIT, _times_gram
 from ..centering._origins import Centering, InvalidLabelsError, origin_products
-from ..gram._sources import KernelGram, as_gram
+from ..gram._sources import KernelGram, as_gram, source_dask
 from ..kernels._kernels import Kernel
 from ..svm._inputs import check_gram, is_gram_source
 from ..svm._kernel import resolve_kernel
 from ..views._centered import CenteredGram
 
-__all__ = ["KernelPCA", "centered_operator", "centered_test_rows", "finished_eigenpairs", "projection_coefficients"]
+__all__ = ["KernelPCA", "centered_operator", "centered_products", "centered_test_rows", "finished_eigenpairs",
+           "lobpcg_eigenpairs", "projection_coefficients", "randomized_eigenpairs"]
+
+#: Iterations of the LOBPCG solver when ``max_iter`` is None (each one blockwise pass over the Gram).
+LOBPCG_MAX_ITER = 100
 
 #: Bytes of one batch of test-kernel rows in :meth:`KernelPCA.transform` (m × n float64 values at a time).
 TEST_BATCH_BYTES = 256 * 2**20
@@ -149,22 +155,94 @@ def power_iterations(iterated_power, k, n):
     return 7 if k < 0.1 * n else 4
 
 
+def centered_products(operator, client=None):
+    """``Q ↦ K_a Q`` for blocks ``Q`` of vectors, each one blockwise pass over the *base* Gram.
+
+    With ``h = Kγ`` and ``h0 = γᵀKγ`` of the origin (Meilă eqs. 14, 17–18),
+
+    .. math::
+
+        K_a Q = K Q - 1 (h^T Q) - h (1^T Q) + h_0 1 (1^T Q),
+
+    so a pass multiplies the blocks of ``K`` as they are read (from a store,
+    or evaluated on the fly, on ``client``'s workers when it is one) and the
+    centering costs ``O(n k)`` afterwards instead of a correction of every
+    block. ``operator`` is a :class:`~dkernel.views.CenteredGram` or an
+    uncentered source.
+    """
+    centered = isinstance(operator, CenteredGram)
+    base = operator.base if centered else operator
+    K = source_dask(base, client)
+
+    def times(Q):
+        Q = np.asarray(Q, dtype=np.float64)
+        KQ = _times_gram(K, Q, client)
+        if centered:
+            sums = Q.sum(axis=0)
+            KQ -= (operator.h @ Q)[np.newaxis, :]
+            KQ -= np.outer(operator.h, sums)
+            KQ += operator.h0 * sums[np.newaxis, :]
+        return KQ
+
+    return times
+
+
 def randomized_eigenpairs(operator, k, *, n_oversamples=10, iterated_power="auto", random_state=None, client=None):
     """The ``k`` largest eigenpairs of ``K_a`` by randomized subspace iteration (Halko et al. Algs. 4.4, 5.3).
 
-    ``Y = K_a Ω`` for a Gaussian ``Ω`` of ``k + p`` columns, ``2q`` products
-    ``Y = K_a Q`` with re-orthonormalization (scikit-learn's ``q`` iterations of ``K_a (K_aᵀ Q)``), then the Rayleigh–Ritz pairs of
-    ``QᵀK_aQ``: each product is one blockwise pass over the source, each block
-    centered as it is read (:func:`dkernel.alignment.top_eigenpairs`), on
-    ``client``'s workers when there is one.
+    ``Y = K_a Ω`` for a Gaussian ``Ω`` of ``k + p`` columns, then ``2q``
+    products ``Y = K_a Q`` with re-orthonormalization (scikit-learn's ``q``
+    iterations of ``K_a (K_aᵀ Q)``), then the Rayleigh–Ritz pairs of
+    ``QᵀK_aQ``: each product is one blockwise pass over the source
+    (:func:`centered_products`), on ``client``'s workers when there is one.
     """
     n = operator.n
-    # scikit-learn's power iteration multiplies by the (symmetric) matrix twice, Q ← K(KᵀQ): 2q products
-    # after the first, where top_eigenpairs counts one product per iteration.
-    spectrum = top_eigenpairs(operator, k, method="randomized", oversample=n_oversamples,
-                              power_iterations=2 * power_iterations(iterated_power, k, n),
-                              random_state=random_generator(random_state), client=client)
-    return spectrum.values, spectrum.vectors
+    q = power_iterations(iterated_power, k, n)
+    rng = random_generator(random_state)
+    with client_for(client) as resolved:
+        times = centered_products(operator, resolved)
+        Q = np.linalg.qr(rng.standard_normal((n, min(n, k + n_oversamples))))[0]
+        for _ in range(2 * q + 1):
+            Q = np.linalg.qr(times(Q))[0]
+        KQ = times(Q)
+    values, small = np.linalg.eigh((Q.T @ KQ + KQ.T @ Q) / 2)
+    return values[-k:], (Q @ small)[:, -k:]
+
+
+def lobpcg_eigenpairs(operator, k, *, tol=0.0, max_iter=None, random_state=None, client=None):
+    """The ``k`` largest eigenpairs of ``K_a`` by LOBPCG (Knyazev 2001) through blockwise products only.
+
+    Each iteration multiplies ``K_a`` with a block of ``k`` vectors: one
+    blockwise pass over the source (:func:`centered_products`), on
+    ``client``'s workers when there is one, never the ``n × n`` matrix. It
+    stops when every residual ``‖K_a v - λ v‖`` is below ``tol`` (0: scipy's
+    default, ``n √ε`` times the scale of ``K_a``) or after ``max_iter``
+    iterations (None: :data:`LOBPCG_MAX_ITER`), with a ``ConvergenceWarning``
+    when some pair has not converged.
+    """
+    import warnings
+
+    from scipy.sparse.linalg import LinearOperator, lobpcg
+    from sklearn.exceptions import ConvergenceWarning
+
+    n = operator.n
+    if 5 * k >= n:
+        raise ValueError(f"eigen_solver='lobpcg' computes fewer than n_samples/5 components ({n // 5} here; "
+                         f"n_components={k}); use eigen_solver='dense' or 'arpack'.")
+    start = random_generator(random_state).standard_normal((n, k))
+    iterations = LOBPCG_MAX_ITER if max_iter is None else int(max_iter)
+    with client_for(client) as resolved:
+        times = centered_products(operator, resolved)
+        A = LinearOperator((n, n), matvec=lambda v: times(np.reshape(v, (n, 1)))[:, 0], matmat=times,
+                           dtype=np.float64)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            values, vectors = lobpcg(A, start, largest=True, tol=tol or None, maxiter=iterations)
+    if any("not reaching the requested tolerance" in str(w.message) for w in caught):
+        warnings.warn(f"LOBPCG did not converge in {iterations} iterations (tol={tol or 'default'}): raise max_iter "
+                      "or use eigen_solver='randomized' with more iterated_power.", ConvergenceWarning, stacklevel=3)
+    order = np.argsort(values)
+    return values[order], vectors[:, order]
 
 
 def finished_eigenpairs(values, vectors, *, remove_zero_eig=False):
@@ -241,10 +319,13 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         Of ``poly``.
     coef0 : float, default=1
         Of ``poly`` and ``sigmoid``.
-    eigen_solver : {"auto", "dense", "arpack", "randomized"}, default="auto"
+    eigen_solver : {"auto", "dense", "arpack", "randomized", "lobpcg"}, default="auto"
         ``"dense"``: LAPACK on the materialized ``K_a``; ``"arpack"``: ARPACK
         on it; ``"randomized"``: subspace iteration through blockwise products
-        with ``K_a`` (out of core, on the workers of ``client``). ``"auto"``:
+        with ``K_a`` (out of core, on the workers of ``client``), a fixed
+        number of passes; ``"lobpcg"``: LOBPCG through the same products, one
+        pass per iteration until the residuals are below ``tol`` (fewer than
+        ``n_samples / 5`` components). ``"auto"``:
         scikit-learn's choice (ARPACK above 200 samples for fewer than 10
         components, else dense) up to 5000 samples, randomized above.
     n_oversamples : int, default=10
@@ -254,9 +335,10 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         ``K_a`` as scikit-learn's; ``"auto"``: 7 for ``n_components < 0.1 n``,
         else 4 (scikit-learn's rule).
     tol : float, default=0
-        ARPACK's tolerance (0: machine precision).
+        ARPACK's tolerance (0: machine precision), or LOBPCG's on the
+        residual norms (0: scipy's default).
     max_iter : int, default=None
-        ARPACK's iteration limit.
+        ARPACK's iteration limit, or LOBPCG's (None: 100).
     remove_zero_eig : bool, default=False
         Drop the components of a zero eigenvalue (always done when
         ``n_components`` is None).
@@ -332,7 +414,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         "gamma": [Interval(Real, 0, None, closed="neither"), None],
         "degree": [Interval(Integral, 1, None, closed="left")],
         "coef0": [Interval(Real, None, None, closed="neither")],
-        "eigen_solver": [StrOptions({"auto", "dense", "arpack", "randomized"})],
+        "eigen_solver": [StrOptions({"auto", "dense", "arpack", "randomized", "lobpcg"})],
         "n_oversamples": [Interval(Integral, 0, None, closed="left")],
         "iterated_power": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -421,6 +503,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                 raise ValueError(f"eigen_solver='arpack' computes fewer than n_samples={operator.n} components "
                                  f"(n_components={k}); use eigen_solver='dense'.")
             return arpack_eigenpairs(operator, k, tol=self.tol, max_iter=self.max_iter,
+                                     random_state=self.random_state, client=client)
+        if solver == "lobpcg":
+            return lobpcg_eigenpairs(operator, k, tol=self.tol, max_iter=self.max_iter,
                                      random_state=self.random_state, client=client)
         return randomized_eigenpairs(operator, k, n_oversamples=self.n_oversamples,
                                      iterated_power=self.iterated_power, random_state=self.random_state,
