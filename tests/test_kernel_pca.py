@@ -110,12 +110,12 @@ def test_randomized_solver_equals_the_dense_one():
 def test_lobpcg_solver_equals_the_dense_one_through_products_only(kernel, monkeypatch):
     """n = 800, 6 components, scipy's default tolerance: eigenvalues to 1e-8 relative, projections to 1e-5 of their
     largest value; the Gram is reached only through blockwise products with n × k blocks (never materialized)."""
-    from dkernel.decomposition import _kernel_pca
+    from dkernel.decomposition import _eigensolvers
 
     products = []
-    real = _kernel_pca._times_gram
-    monkeypatch.setattr(_kernel_pca, "_times_gram", lambda K, Q, client: products.append(Q.shape) or real(K, Q, client))
-    monkeypatch.setattr(_kernel_pca, "_dense", lambda *args: pytest.fail("the lobpcg solver materialized K_a"))
+    real = _eigensolvers._times_gram
+    monkeypatch.setattr(_eigensolvers, "_times_gram", lambda K, Q, client: products.append(Q.shape) or real(K, Q, client))
+    monkeypatch.setattr(_eigensolvers, "_dense", lambda *args: pytest.fail("the lobpcg solver materialized K_a"))
     X, X_new = _data(800), _data(40, seed=1)
     settings = dict(n_components=6, kernel=kernel, **KERNELS[kernel])
     lobpcg = KernelPCA(eigen_solver="lobpcg", random_state=0, client=False, **settings)

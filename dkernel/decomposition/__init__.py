@@ -3,8 +3,11 @@
 =================== ==========================================================================
 ``_kernel_pca``     :class:`KernelPCA` (Schölkopf, Smola & Müller 1998): eigenpairs of the Gram
                     centered on an origin in feature space (Meilă eq. 14; standard, class-balanced,
-                    multiclass or sampled), dense, ARPACK or randomized; projections of new points
+                    multiclass or sampled); projections of new points
                     through the centered test kernel
+``_eigensolvers``   the k largest eigenpairs of the centered Gram: dense (LAPACK), ARPACK,
+                    randomized subspace iteration and LOBPCG, the last two through blockwise
+                    products with the base Gram only
 =================== ==========================================================================
 """
 

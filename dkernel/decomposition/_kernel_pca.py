@@ -31,7 +31,7 @@ and the base Gram: ``"dense"`` and ``"arpack"`` materialize ``K_a`` (small
 access to the Gram blockwise products ``K Q`` with a tall thin ``Q``, each
 block read from the source (a zarr store, a kernel evaluated on the fly) on
 the Dask workers when a client is given, the centering applied to the
-``n × k`` product (:func:`centered_products`): never an ``n × n`` array.
+``n × k`` product (:mod:`._eigensolvers`): never an ``n × n`` array.
 
 References
 ----------
@@ -45,30 +45,24 @@ References
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.linalg
 import scipy.sparse as sp
-from scipy.sparse.linalg import eigsh
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
-from sklearn.utils._arpack import _init_arpack_v0
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.extmath import svd_flip
 from sklearn.utils.validation import _check_psd_eigenvalues, check_array, check_is_fitted, validate_data
 
-from .._runtime.client import client_for, local_scheduler
+from .._runtime.client import client_for
 from .._runtime.validation import check_finite, check_labels, materialize, random_generator
-from ..alignment._spectrum import EXACT_LIMIT, _times_gram
+from ..alignment._spectrum import EXACT_LIMIT
 from ..centering._origins import Centering, InvalidLabelsError, origin_products
-from ..gram._sources import KernelGram, as_gram, source_dask
+from ..gram._sources import KernelGram, as_gram
 from ..kernels._kernels import Kernel
 from ..svm._inputs import check_gram, is_gram_source
 from ..svm._kernel import resolve_kernel
 from ..views._centered import CenteredGram
+from ._eigensolvers import arpack_eigenpairs, dense_eigenpairs, lobpcg_eigenpairs, randomized_eigenpairs
 
-__all__ = ["KernelPCA", "centered_operator", "centered_products", "centered_test_rows", "finished_eigenpairs",
-           "lobpcg_eigenpairs", "projection_coefficients", "randomized_eigenpairs"]
-
-#: Iterations of the LOBPCG solver when ``max_iter`` is None (each one blockwise pass over the Gram).
-LOBPCG_MAX_ITER = 100
+__all__ = ["KernelPCA", "centered_operator", "centered_test_rows", "finished_eigenpairs", "projection_coefficients"]
 
 #: Bytes of one batch of test-kernel rows in :meth:`KernelPCA.transform` (m × n float64 values at a time).
 TEST_BATCH_BYTES = 256 * 2**20
@@ -121,128 +115,6 @@ def centered_operator(source, centering, client=None):
         return source
     h, h0 = origin_products(source, centering, client=client)
     return CenteredGram(source, centering, h=h, h0=h0)
-
-
-def _dense(operator, client=False):
-    """``K_a`` as one ndarray, its blocks computed on ``client`` (a resolved client), or in this process."""
-    import dask
-
-    if client:
-        return np.asarray(operator.to_numpy(), dtype=np.float64)
-    with dask.config.set(scheduler=local_scheduler()):
-        return np.asarray(operator.to_numpy(), dtype=np.float64)
-
-
-def dense_eigenpairs(operator, k, client=False):
-    """The ``k`` largest eigenpairs of the materialized ``K_a`` (LAPACK ``eigh``, ascending)."""
-    K = _dense(operator, client)
-    n = K.shape[0]
-    return scipy.linalg.eigh(K, subset_by_index=(n - k, n - 1))
-
-
-def arpack_eigenpairs(operator, k, *, tol=0.0, max_iter=None, random_state=None, client=False):
-    """The ``k`` algebraically largest eigenpairs of the materialized ``K_a`` by ARPACK, from scikit-learn's
-    starting vector ``v0``."""
-    K = _dense(operator, client)
-    v0 = _init_arpack_v0(K.shape[0], random_state)
-    return eigsh(K, k, which="LA", tol=tol, maxiter=max_iter, v0=v0)
-
-
-def power_iterations(iterated_power, k, n):
-    """scikit-learn's ``iterated_power="auto"``: 7 power iterations when ``k < 0.1 n``, else 4."""
-    if iterated_power != "auto":
-        return int(iterated_power)
-    return 7 if k < 0.1 * n else 4
-
-
-def centered_products(operator, client=None):
-    """``Q ↦ K_a Q`` for blocks ``Q`` of vectors, each one blockwise pass over the *base* Gram.
-
-    With ``h = Kγ`` and ``h0 = γᵀKγ`` of the origin (Meilă eqs. 14, 17–18),
-
-    .. math::
-
-        K_a Q = K Q - 1 (h^T Q) - h (1^T Q) + h_0 1 (1^T Q),
-
-    so a pass multiplies the blocks of ``K`` as they are read (from a store,
-    or evaluated on the fly, on ``client``'s workers when it is one) and the
-    centering costs ``O(n k)`` afterwards instead of a correction of every
-    block. ``operator`` is a :class:`~dkernel.views.CenteredGram` or an
-    uncentered source.
-    """
-    centered = isinstance(operator, CenteredGram)
-    base = operator.base if centered else operator
-    K = source_dask(base, client)
-
-    def times(Q):
-        Q = np.asarray(Q, dtype=np.float64)
-        KQ = _times_gram(K, Q, client)
-        if centered:
-            sums = Q.sum(axis=0)
-            KQ -= (operator.h @ Q)[np.newaxis, :]
-            KQ -= np.outer(operator.h, sums)
-            KQ += operator.h0 * sums[np.newaxis, :]
-        return KQ
-
-    return times
-
-
-def randomized_eigenpairs(operator, k, *, n_oversamples=10, iterated_power="auto", random_state=None, client=None):
-    """The ``k`` largest eigenpairs of ``K_a`` by randomized subspace iteration (Halko et al. Algs. 4.4, 5.3).
-
-    ``Y = K_a Ω`` for a Gaussian ``Ω`` of ``k + p`` columns, then ``2q``
-    products ``Y = K_a Q`` with re-orthonormalization (scikit-learn's ``q``
-    iterations of ``K_a (K_aᵀ Q)``), then the Rayleigh–Ritz pairs of
-    ``QᵀK_aQ``: each product is one blockwise pass over the source
-    (:func:`centered_products`), on ``client``'s workers when there is one.
-    """
-    n = operator.n
-    q = power_iterations(iterated_power, k, n)
-    rng = random_generator(random_state)
-    with client_for(client) as resolved:
-        times = centered_products(operator, resolved)
-        Q = np.linalg.qr(rng.standard_normal((n, min(n, k + n_oversamples))))[0]
-        for _ in range(2 * q + 1):
-            Q = np.linalg.qr(times(Q))[0]
-        KQ = times(Q)
-    values, small = np.linalg.eigh((Q.T @ KQ + KQ.T @ Q) / 2)
-    return values[-k:], (Q @ small)[:, -k:]
-
-
-def lobpcg_eigenpairs(operator, k, *, tol=0.0, max_iter=None, random_state=None, client=None):
-    """The ``k`` largest eigenpairs of ``K_a`` by LOBPCG (Knyazev 2001) through blockwise products only.
-
-    Each iteration multiplies ``K_a`` with a block of ``k`` vectors: one
-    blockwise pass over the source (:func:`centered_products`), on
-    ``client``'s workers when there is one, never the ``n × n`` matrix. It
-    stops when every residual ``‖K_a v - λ v‖`` is below ``tol`` (0: scipy's
-    default, ``n √ε`` times the scale of ``K_a``) or after ``max_iter``
-    iterations (None: :data:`LOBPCG_MAX_ITER`), with a ``ConvergenceWarning``
-    when some pair has not converged.
-    """
-    import warnings
-
-    from scipy.sparse.linalg import LinearOperator, lobpcg
-    from sklearn.exceptions import ConvergenceWarning
-
-    n = operator.n
-    if 5 * k >= n:
-        raise ValueError(f"eigen_solver='lobpcg' computes fewer than n_samples/5 components ({n // 5} here; "
-                         f"n_components={k}); use eigen_solver='dense' or 'arpack'.")
-    start = random_generator(random_state).standard_normal((n, k))
-    iterations = LOBPCG_MAX_ITER if max_iter is None else int(max_iter)
-    with client_for(client) as resolved:
-        times = centered_products(operator, resolved)
-        A = LinearOperator((n, n), matvec=lambda v: times(np.reshape(v, (n, 1)))[:, 0], matmat=times,
-                           dtype=np.float64)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            values, vectors = lobpcg(A, start, largest=True, tol=tol or None, maxiter=iterations)
-    if any("not reaching the requested tolerance" in str(w.message) for w in caught):
-        warnings.warn(f"LOBPCG did not converge in {iterations} iterations (tol={tol or 'default'}): raise max_iter "
-                      "or use eigen_solver='randomized' with more iterated_power.", ConvergenceWarning, stacklevel=3)
-    order = np.argsort(values)
-    return values[order], vectors[:, order]
 
 
 def finished_eigenpairs(values, vectors, *, remove_zero_eig=False):
