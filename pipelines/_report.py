@@ -151,9 +151,8 @@ def run_line(result):
     """The report's ``Run:`` line: the command that produced ``result`` (as run), its seed and its duration."""
     from ._runner import command_line
 
-    resumed = getattr(result, "resumed", 0)
-    timing = f"{result.seconds:.0f} s" + (f", after {resumed} task(s) resumed from the records an earlier run of "
-                                          "the same command saved" if resumed else "")
+    timing = f"{result.seconds:.0f} s" + (f", after {result.resumed} task(s) resumed from the records an earlier run "
+                                          "of the same command saved" if result.resumed else "")
     return f"Run: `{command_line(result.name, result.config)}` (seed {result.config.seed}; {timing})."
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from . import _kpca
 from ._fidelity import Setting, judge
 from ._report import (
+    fidelity_sections,
     listing,
     markdown_table,
     one,
@@ -442,8 +443,6 @@ def _task_seconds(records):
 
 
 def _fidelity_lines(result):
-    from ._report import fidelity_sections
-
     return fidelity_sections(settings(result.config), verdicts(result.records, result.config),
                              sensitivity(result.records, result.config))
 

@@ -291,6 +291,18 @@ def _rewritten(result, tmp_path, change):
     return (tmp_path / "report.md").read_text()
 
 
+def test_run_line_says_when_tasks_were_resumed_from_an_earlier_run():
+    from pipelines._report import run_line
+    from pipelines._runner import PipelineResult
+
+    config = PipelineConfig(quick=True, scheduler="threads")
+    fresh = PipelineResult(name="kpca_usps", config=config, records=[], summary=[], outdir=Path("x"), seconds=12.0)
+    assert run_line(fresh).endswith("(seed 0; 12 s).")
+    resumed = PipelineResult(name="kpca_usps", config=config, records=[], summary=[], outdir=Path("x"), seconds=1.0,
+                             resumed=7)
+    assert "(seed 0; 1 s, after 7 task(s) resumed from the records an earlier run" in run_line(resumed)
+
+
 @pytest.mark.parametrize("name", REPRODUCTIONS)
 def test_report_run_line_is_the_command_that_ran(quick_runs, name):
     result = quick_runs[name]
