@@ -211,6 +211,52 @@ def test_predict_refuses_a_path_it_cannot_write_as_named(work, tmp_path, out, fr
     assert (cwd / "userdir" / "keep.txt").read_text() == "mine"
 
 
+#: Each command's output flags that write a dkernel artifact (a folder), with the rest of its command line.
+ARTIFACT_OUTPUTS = {
+    "gram --out": ["gram", "--input", "X.npy", "--no-progress", "--out"],
+    "center --out": ["center", "K.zarr", "--scheme", "standard", "--out"],
+    "adapt --out": ["adapt", "K.zarr", "--labels", "y.npy", "--out"],
+    "fit --model": ["fit", "--data", "X.npy", "--labels", "y.npy", "--gamma", "0.3", "--quiet", "--model"],
+    "fit --checkpoint": ["fit", "--data", "X.npy", "--labels", "y.npy", "--quiet", "--model", "m.zarr",
+                         "--checkpoint"],
+    "fit --store": ["fit", "--data", "X.npy", "--labels", "y.npy", "--quiet", "--model", "m.zarr", "--store"],
+    "run --out": ["run", "meila_imbalanced", "--quick", "--repeats", "1", "--cluster", "threads", "--out"],
+}
+
+
+def _snapshot(path):
+    if path.is_file():
+        return path.read_bytes()
+    return {str(p.relative_to(path)): p.read_bytes() if p.is_file() else None for p in sorted(path.rglob("*"))}
+
+
+#: ``fit --store DIR`` and ``run --out DIR`` name a folder that holds what they write: a folder of the user is used.
+@pytest.mark.parametrize(("case", "what"), [(case, what) for case in ARTIFACT_OUTPUTS for what in ("file", "folder")
+                                            if what == "file" or case not in ("fit --store", "run --out")])
+def test_an_artifact_output_refused_names_its_flag_and_leaves_the_user_path_byte_for_byte(work, tmp_path, case,
+                                                                                          what, monkeypatch, capsys):
+    flag = case.split()[1]
+    cwd = _fresh(work, tmp_path)
+    mine = cwd / "mine.zarr"
+    if what == "file":
+        mine.write_text("my own notes")
+    else:
+        (mine / "sub").mkdir(parents=True)
+        (mine / "NOTES.txt").write_text("mine")
+        (mine / "sub" / "r.csv").write_text("a,b\n1,2\n")
+    before = _snapshot(mine)
+    monkeypatch.chdir(cwd)
+    for extra in ([], ["--overwrite"]):
+        status = main([*ARTIFACT_OUTPUTS[case], "mine.zarr", *extra])
+        out, err = capsys.readouterr()
+        assert status == 2 and out == "" and len(err.splitlines()) == 1, (status, out, err)
+        assert re.match(rf"dkernel( run meila_imbalanced)?: error: {flag} mine\.zarr: ", err), err
+        assert "Traceback" not in err and "Warning" not in err, err
+        assert not re.search(r"(?<!-)\boverwrite\b", err), err  # the flag, never the library's parameter
+        assert _snapshot(mine) == before
+    assert not [p for p in cwd.iterdir() if ".dkernel-" in p.name or p.name == "m.zarr"]
+
+
 @pytest.mark.parametrize("array", [
     np.arange(7, dtype=np.int64), np.linspace(-1, 1, 5), np.array(["cat", "dog", "bird"]),
     np.array([True, False]), np.asfortranarray(np.arange(12.0).reshape(3, 4)), np.zeros(0), np.float32(2.5),
