@@ -498,6 +498,11 @@ def _empty_csv(cwd):
     (cwd / "empty.csv").write_text("")
 
 
+def _damaged_model(cwd):
+    shutil.copytree(cwd / "svc.zarr", cwd / "dm.zarr")  # the model's files, not the link
+    next(p for p in (cwd / "dm.zarr" / "support_vectors").rglob("*") if p.is_file() and p.name != "zarr.json").unlink()
+
+
 def _short_labels(cwd):
     np.save(cwd / "short.npy", np.ones(80))
 
@@ -522,6 +527,8 @@ ERRORS = {
                              "--model", "p.zarr"], ["--C: an option of --learner svc only"], []),
     "ridge-with-centering": (None, ["fit", "--data", "X.npy", "--labels", "outputs.npy", "--learner", "ridge",
                                     "--centering", "standard", "--model", "r.zarr"], ["--centering", "--alpha"], []),
+    "damaged-model": (_damaged_model, ["predict", "--model", "dm.zarr", "--data", "X.npy", "--out", "p.npy"],
+                      ["dm.zarr is damaged", "support_vectors", "not used"], ["IndexError", "KeyError", "zstd"]),
     "parzen-predict-short-labels": (_short_labels, ["predict", "--model", "parzen.zarr", "--data", "X.npy",
                                                     "--labels", "short.npy"],
                                     ["--labels short.npy has 80 labels but --data X.npy has 90 rows"], []),
@@ -533,7 +540,7 @@ ERRORS = {
 
 #: The cases run as a process of the command (a warning or a message printed outside the CLI's reach would show);
 #: the others call the same ``main`` in this process, to keep the test short.
-IN_A_PROCESS = ("corrupt-zarr-json-info", "not-a-model", "empty-csv", "parzen-predict-short-labels")
+IN_A_PROCESS = ("corrupt-zarr-json-info", "not-a-model", "empty-csv", "parzen-predict-short-labels", "damaged-model")
 
 
 @pytest.mark.parametrize("case", list(ERRORS))
@@ -551,6 +558,7 @@ def test_an_error_reaches_a_new_user_as_one_line_in_flags(work, tmp_path, case, 
         done = subprocess.CompletedProcess(argv, status, out, err)
     assert_one_line_error(done, *fragments, absent=absent)
     assert done.stdout == ""  # no accuracy, no result
+    assert not (cwd / "p.npy").exists()  # nothing written from a damaged model
 
 
 def test_text_labels_are_read_alike_from_npy_and_text(work, tmp_path, monkeypatch):
