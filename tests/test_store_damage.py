@@ -21,6 +21,7 @@ Values are compared with the RBF kernel and Meilă's centering in numpy.
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -238,6 +239,34 @@ def test_an_unreadable_root_metadata_file_is_told_in_words_and_the_advice_works(
     assert run(["verify", path, "--no-progress"], capsys)[:2] == (0, f"dkernel: {path}: all 9 blocks intact\n")
     np.testing.assert_allclose(GramMatrix.open(path).to_numpy(), rbf(X), atol=1e-12)
     assert debris(tmp_path) == []
+
+
+def test_a_path_that_holds_no_readable_store_says_what_it_holds(X, clean, tmp_path, capsys):
+    """A wholly damaged zarr.json (nothing in it tells a Gram store), a model, a file, a folder of the user."""
+    garbage = tmp_path / "garbage.zarr"
+    shutil.copytree(clean, garbage)
+    (garbage / "zarr.json").write_bytes(b"\xff\xfe\x00garbage")
+    SVC(kernel="rbf", gamma=0.3).fit(X, np.where(X[:, 0] > 0, 1, -1)).save(tmp_path / "model.zarr")
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "a.csv").write_text("1,2\n")
+    cases = {garbage: "is not a dkernel Gram store that can be read: its zarr.json is not UTF-8 text",
+             tmp_path / "model.zarr": "holds a dkernel model of an SVC, not a dkernel Gram store",
+             tmp_path / "notes.txt": "is a file, not a dkernel Gram store",
+             tmp_path / "mine": "is not a dkernel Gram store (it has no zarr.json)"}
+    errors = {}
+    for path, words in cases.items():
+        with pytest.raises(DKernelError, match=re.escape(f"{path} {words}")):
+            GramMatrix.open(path)
+        code, out, errors[path] = run(["info", path], capsys)
+        assert code == 2 and out == "" and errors[path].startswith(f"dkernel: error: {path} {words}"), errors[path]
+        assert errors[path].count("\n") == 1, errors[path]
+        assert not any(w in errors[path] for w in ("codec", "attributes)", "Traceback")), errors[path]
+    # The advice for the wholly damaged store: another path works, and the damaged folder is left as it was.
+    assert "cannot be repaired: compute the Gram again at another path" in errors[garbage]
+    before = (garbage / "zarr.json").read_bytes()
+    GramMatrix.compute(X, store=tmp_path / "again.zarr", **PARAMS)
+    assert (garbage / "zarr.json").read_bytes() == before
 
 
 # --------------------------------------------------------------------------- #

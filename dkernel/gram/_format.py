@@ -133,7 +133,8 @@ def _read_root(path):
     except UnicodeDecodeError as exc:  # in words: a user cannot act on Python's "'utf-8' codec can't decode"
         return None, f"is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
     except json.JSONDecodeError as exc:
-        return None, f"is not complete JSON, truncated or altered (unreadable from line {exc.lineno}, column {exc.colno})"
+        return None, (f"is not complete JSON, truncated or altered (unreadable from line {exc.lineno}, column "
+                      f"{exc.colno})")
     except ValueError:
         return None, "is not complete JSON, truncated or altered"
     if not isinstance(meta, dict):

@@ -27,6 +27,7 @@ from ._compute import _compute_in_memory, _compute_into_store
 from ._format import (
     STORE_FORMAT,
     _provenance_of,
+    _read_root,
     data_fingerprint,
     describe_operators,
     matrix_form,
@@ -38,6 +39,25 @@ from ._metadata import read_store_meta
 from ._store import check_store_path
 
 __all__ = ["GramMatrix"]
+
+
+def _not_a_store(path):
+    """Why the existing ``path`` holds no Gram store, in words a user can act on."""
+    if not os.path.isdir(path):
+        return f"{path} is a file, not a dkernel Gram store."
+    meta, error = _read_root(path)
+    if meta is None and error != "is missing":
+        # Nothing in it tells a Gram store any more (a wholly damaged zarr.json): it cannot be repaired.
+        return (f"{path} is not a dkernel Gram store that can be read: its zarr.json {error}. If dkernel wrote it, its "
+                f"metadata are lost and it cannot be repaired: compute the Gram again at another path, or remove this "
+                f"folder first.")
+    from .._runtime.artifacts import _describe, artifact_kind
+
+    kind = artifact_kind(path)
+    if kind is not None:
+        return f"{path} holds {_describe(kind)}, not a dkernel Gram store."
+    found = "has no zarr.json" if meta is None else f"has a zarr.json that names no '{STORE_FORMAT}' format"
+    return f"{path} is not a dkernel Gram store (it {found})."
 
 
 class GramMatrix:
@@ -249,7 +269,7 @@ class GramMatrix:
             raise FileNotFoundError(f"no Gram store at {path}; compute one with GramMatrix.compute(..., store=path).")
         meta = read_store_meta(path)
         if meta is None:
-            raise StoreMismatchError(f"{path} is not a dkernel Gram store (no '{STORE_FORMAT}' attributes).")
+            raise StoreMismatchError(_not_a_store(path))
         return cls(kernel=kernel_from_dict(meta["kernel"]), shape=meta["shape"], dtype=meta["dtype"],
                    chunks=meta["chunks"], symmetric=meta["symmetric"], fingerprint=meta["fingerprint"],
                    blocks=_warn_unverified(_ZarrBlocks(path, mode, attrs=meta)), path=path,
