@@ -25,9 +25,7 @@ from ..kernels._kernels import get_kernel, kernel_from_dict, output_dtype
 from ._blocks import _ClusterBlocks, _MemoryBlocks, _warn_unverified, _ZarrBlocks
 from ._compute import _compute_in_memory, _compute_into_store
 from ._format import (
-    STORE_FORMAT,
     _provenance_of,
-    _read_root,
     data_fingerprint,
     describe_operators,
     matrix_form,
@@ -35,29 +33,10 @@ from ._format import (
 )
 from ._grid import _BlockGrid
 from ._identity import StoreLostError, replaced_message
-from ._metadata import read_store_meta
+from ._metadata import not_a_store, read_store_meta
 from ._store import check_store_path
 
 __all__ = ["GramMatrix"]
-
-
-def _not_a_store(path):
-    """Why the existing ``path`` holds no Gram store, in words a user can act on."""
-    if not os.path.isdir(path):
-        return f"{path} is a file, not a dkernel Gram store."
-    meta, error = _read_root(path)
-    if meta is None and error != "is missing":
-        # Nothing in it tells a Gram store any more (a wholly damaged zarr.json): it cannot be repaired.
-        return (f"{path} is not a dkernel Gram store that can be read: its zarr.json {error}. If dkernel wrote it, its "
-                f"metadata are lost and it cannot be repaired: compute the Gram again at another path, or remove this "
-                f"folder first.")
-    from .._runtime.artifacts import _describe, artifact_kind
-
-    kind = artifact_kind(path)
-    if kind is not None:
-        return f"{path} holds {_describe(kind)}, not a dkernel Gram store."
-    found = "has no zarr.json" if meta is None else f"has a zarr.json that names no '{STORE_FORMAT}' format"
-    return f"{path} is not a dkernel Gram store (it {found})."
 
 
 class GramMatrix:
@@ -269,7 +248,7 @@ class GramMatrix:
             raise FileNotFoundError(f"no Gram store at {path}; compute one with GramMatrix.compute(..., store=path).")
         meta = read_store_meta(path)
         if meta is None:
-            raise StoreMismatchError(_not_a_store(path))
+            raise StoreMismatchError(not_a_store(path))
         return cls(kernel=kernel_from_dict(meta["kernel"]), shape=meta["shape"], dtype=meta["dtype"],
                    chunks=meta["chunks"], symmetric=meta["symmetric"], fingerprint=meta["fingerprint"],
                    blocks=_warn_unverified(_ZarrBlocks(path, mode, attrs=meta)), path=path,

@@ -237,6 +237,25 @@ def read_store_meta(path):
     return attrs
 
 
+def not_a_store(path):
+    """Why the existing ``path`` holds no Gram store, in words a user can act on."""
+    if not os.path.isdir(path):
+        return f"{path} is a file, not a dkernel Gram store."
+    meta, error = _read_root(path)
+    if meta is None and error != "is missing":
+        # Nothing in it tells a Gram store any more (a wholly damaged zarr.json): it cannot be repaired.
+        return (f"{path} is not a dkernel Gram store that can be read: its zarr.json {error}. If dkernel wrote it, its "
+                f"metadata are lost and it cannot be repaired: compute the Gram again at another path, or remove this "
+                f"folder first.")
+    from .._runtime.artifacts import _describe, artifact_kind
+
+    kind = artifact_kind(path)
+    if kind is not None:
+        return f"{path} holds {_describe(kind)}, not a dkernel Gram store."
+    found = "has no zarr.json" if meta is None else f"has a zarr.json that names no '{STORE_FORMAT}' format"
+    return f"{path} is not a dkernel Gram store (it {found})."
+
+
 # --------------------------------------------------------------------------- #
 # Repairing
 # --------------------------------------------------------------------------- #
