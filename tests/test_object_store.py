@@ -9,9 +9,13 @@ moto_server = pytest.importorskip("moto.server", reason="moto[server] is not ins
 s3fs = pytest.importorskip("s3fs", reason="s3fs is not installed")
 boto3 = pytest.importorskip("boto3", reason="boto3 is not installed")
 
-from dkernel.exceptions import ArtifactPathError, CorruptStoreError, IncompleteStoreError, StoreMismatchError  # noqa: E402
-from dkernel.gram import GramMatrix  # noqa: E402
-from dkernel.gram import _remote  # noqa: E402
+from dkernel.exceptions import (
+    ArtifactPathError,
+    CorruptStoreError,
+    IncompleteStoreError,
+    StoreMismatchError,
+)
+from dkernel.gram import GramMatrix, _remote
 
 KEY, SECRET = "dkernel-test-key", "dkernel-test-secret-do-not-store"
 
@@ -90,7 +94,7 @@ def test_a_corrupted_object_is_detected_and_never_read_as_values(bucket, options
     K = GramMatrix.compute(X, kernel="rbf", chunk=32, store=url, storage_options=options, client=False,
                            progress=False)
     expected = K.to_numpy()
-    chunk = sorted(k for k in _objects(s3, name) if "/c/" in k)[0]
+    chunk = min(k for k in _objects(s3, name) if "/c/" in k)
     body = bytearray(s3.get_object(Bucket=name, Key=chunk)["Body"].read())
     body[8] ^= 0x40
     s3.put_object(Bucket=name, Key=chunk, Body=bytes(body))

@@ -62,7 +62,12 @@ import dask
 import google_crc32c
 import numpy as np
 
-from ..exceptions import ArtifactPathError, CorruptStoreError, IncompleteStoreError, StoreMismatchError
+from ..exceptions import (
+    ArtifactPathError,
+    CorruptStoreError,
+    IncompleteStoreError,
+    StoreMismatchError,
+)
 from ._grid import _BlockGrid
 from ._identity import StoreLostError
 
@@ -175,7 +180,7 @@ def _verified(array, grid, sums):
             continue
         try:
             K = np.asarray(array[grid.rows(i), grid.cols(j)])
-        except Exception:  # a truncated or unreadable object: damaged
+        except (ValueError, TypeError):  # a truncated object cannot be decoded: a damaged block
             continue
         if _crc(K) == crc:
             good.add((i, j))
@@ -370,7 +375,7 @@ class RemoteBlocks:
         try:
             K = np.asarray(self.array[grid.rows(i), grid.cols(j)])
             ok = _crc(K) == crc
-        except Exception:  # an object that cannot be decoded is a damaged block
+        except (ValueError, TypeError):  # an object that cannot be decoded is a damaged block
             ok = False
         if not ok:
             if self._replaced():
