@@ -1,5 +1,6 @@
 """Gram stores at an s3:// URL, against a real S3 endpoint: moto's server on 127.0.0.1, read and written by s3fs."""
 
+import os
 import socket
 
 import numpy as np
@@ -172,6 +173,53 @@ def test_an_interrupted_write_is_not_readable_and_resumes_from_verified_blocks(b
     assert K.n_blocks_computed == 10 - len(written) + 1
     np.testing.assert_array_equal(GramMatrix.open(url, storage_options=options).to_numpy(),
                                   GramMatrix.compute(X, chunk=32, client=False, progress=False).to_numpy())
+
+
+def test_a_worker_killed_mid_write_leaves_a_store_that_the_run_finishes_intact(bucket, options, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    name, _ = bucket
+    url = f"s3://{name}/K.zarr"
+    X = _data(100)
+    marker = tmp_path / "kill-once"
+    marker.touch()
+
+    def kill_on_block_1_2(marker):
+        # In each worker: block (1, 2) writes wrong values into its chunks, then its process is SIGKILLed
+        # before the block's flag; the first attempt only (the marker is taken once).
+        import os
+        import signal
+
+        from dkernel.gram import _remote
+
+        real = _remote._write_block_task
+
+        def task(X, Z, kernel, grid, i, j, dtype, version_url, storage_options):
+            if (i, j) == (1, 2):
+                try:
+                    os.unlink(marker)
+                except FileNotFoundError:
+                    pass
+                else:
+                    array = _remote._open_array(version_url, storage_options, "r+")
+                    array[grid.rows(i), grid.cols(j)] = -1.0
+                    os.kill(os.getpid(), signal.SIGKILL)
+            return real(X, Z, kernel, grid, i, j, dtype, version_url, storage_options)
+
+        _remote._write_block_task = task
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        pids = set(client.run(os.getpid).values())
+        client.run(kill_on_block_1_2, str(marker))
+        K = GramMatrix.compute(X, chunk=32, store=url, storage_options=options, client=client, progress=False)
+        killed = pids - set(client.run(os.getpid).values())
+    assert not marker.exists() and len(killed) == 1  # one worker died mid-write, and the run went on
+    opened = GramMatrix.open(url, storage_options=options)
+    assert opened.verify() == []
+    np.testing.assert_array_equal(opened.to_numpy(), K.to_numpy())
+    np.testing.assert_allclose(opened.to_numpy(), GramMatrix.compute(X, chunk=32, client=False,
+                                                                     progress=False).to_numpy(),
+                               rtol=1e-13, atol=1e-15)
 
 
 def test_an_svc_fit_from_the_bucket_store_is_the_in_memory_fit(bucket, options):
