@@ -112,6 +112,7 @@ def test_a_corrupted_object_is_detected_and_never_read_as_values(bucket, options
                                   progress=False)
     assert repaired.n_blocks_computed == 1
     np.testing.assert_array_equal(GramMatrix.open(url, storage_options=options).to_numpy(), expected)
+    np.testing.assert_array_equal(opened.to_numpy(), expected)  # a reader opened before the repair too
 
 
 def test_overwrite_refuses_a_prefix_dkernel_did_not_write(bucket, options):

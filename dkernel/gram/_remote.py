@@ -48,6 +48,13 @@ so a version removed or damaged under it raises instead of returning other value
 PUTs (``If-None-Match``) are not used: fsspec does not offer them on every store, and the
 version isolation plus the reader's check make them unnecessary for correctness.
 
+What the checks turn into errors rather than prevent: two runs resuming the same version at once,
+or a repair of a committed version under a reader, may leave a block whose chunk comes from one
+evaluation and whose checksum from another (they can differ in the last bit under another BLAS
+thread count). Such a block reads as damaged, never as values, and the next run on the store
+rewrites it. Uncommitted versions of another Gram (an interrupted run on other data) are left in
+place, since a run may still be writing them.
+
 Credentials come only from ``storage_options`` and the usual environment and configuration of the
 filesystem (s3fs: ``AWS_*`` variables, ``~/.aws``); they travel to the workers inside the tasks, and
 are never written into the manifest, records or messages (messages name the URL only).
@@ -360,16 +367,23 @@ class RemoteBlocks:
         return np.array([[f"{i}.{j}" in self.sums for j in range(g.n_col_blocks)]
                          for i in range(g.n_row_blocks)], dtype=bool)
 
-    def _replaced(self):
+    def _recommitted(self, name):
+        """After a mismatch: raise if the store was replaced; True if a repair committed a new checksum."""
         fs, root = _fs(self.path, self.storage_options)
         now = _read_json(fs, f"{root}/{MANIFEST}")
-        return not now or now.get("write_id") != self.manifest["write_id"]
+        if not now or now.get("write_id") != self.manifest["write_id"]:
+            raise StoreLostError(f"the Gram store {self.path} was replaced while it was read; open it again.")
+        crc = now.get("checksums", {}).get(name)
+        if crc is None or int(crc) == self.sums.get(name):
+            return False
+        self.sums[name] = int(crc)
+        return True
 
-    def block(self, grid, i, j):
-        key = (i, j)
+    def block(self, grid, i, j, retry=True):
+        key, name = (i, j), f"{i}.{j}"
         if key in self._cache:
             return self._cache[key]
-        crc = self.sums.get(f"{i}.{j}")
+        crc = self.sums.get(name)
         if crc is None:
             raise IncompleteStoreError(f"the Gram store {self.path} has no block ({i}, {j}).")
         try:
@@ -378,8 +392,8 @@ class RemoteBlocks:
         except (ValueError, TypeError):  # an object that cannot be decoded is a damaged block
             ok = False
         if not ok:
-            if self._replaced():
-                raise StoreLostError(f"the Gram store {self.path} was replaced while it was read; open it again.")
+            if self._recommitted(name) and retry:  # repaired since this reader opened the store
+                return self.block(grid, i, j, retry=False)
             raise CorruptStoreError(
                 f"the Gram store {self.path}: block ({i}, {j}) does not match its checksum (a changed, "
                 f"truncated or missing object); re-run GramMatrix.compute with the same data and kernel on "
