@@ -238,3 +238,24 @@ def test_an_svc_fit_from_the_bucket_store_is_the_in_memory_fit(bucket, options):
     np.testing.assert_array_equal(from_bucket.dual_coef_, in_memory.dual_coef_)
     np.testing.assert_array_equal(from_bucket.intercept_, in_memory.intercept_)
     np.testing.assert_array_equal(from_bucket.predict(K), in_memory.predict(K))
+
+
+def test_two_runs_writing_other_grams_at_once_leave_one_of_them_whole(bucket, options):
+    from concurrent.futures import ThreadPoolExecutor
+
+    name, _ = bucket
+    url = f"s3://{name}/K.zarr"
+    datasets = [_data(70, seed=s) for s in (1, 2)]
+
+    def write(X):
+        return GramMatrix.compute(X, chunk=32, store=url, storage_options=options, overwrite=True, client=False,
+                                  progress=False).to_numpy()
+
+    with ThreadPoolExecutor(2) as pool:
+        written = list(pool.map(write, datasets))
+    opened = GramMatrix.open(url, storage_options=options)
+    assert opened.verify() == []
+    values = opened.to_numpy()
+    assert any(np.array_equal(values, K) for K in written)
+    for X, K in zip(datasets, written):  # each run returns its own Gram, whichever commit came last
+        np.testing.assert_array_equal(K, GramMatrix.compute(X, chunk=32, client=False, progress=False).to_numpy())

@@ -271,17 +271,20 @@ def compute_into_url(X, Z, kernel, grid, dtype, meta, url, overwrite, client, op
         todo = grid.evaluated_blocks()
         sums = {}
     sums.update(_run_tasks(X, Z, kernel, grid, dtype, vurl, storage_options, todo, client))
-    _commit(fs, root, version, write_id, meta, sums)
+    committed = _commit(fs, root, version, write_id, meta, sums)
     if old_version and old_version != version:
         now = _read_json(fs, f"{root}/{MANIFEST}")
         if now and now.get("write_id") == write_id:  # removed only by the run whose commit replaced it
             fs.rm(f"{root}/{old_version}", recursive=True)
-    return RemoteBlocks(url, storage_options), len(todo)
+    return RemoteBlocks(url, storage_options, committed), len(todo)
 
 
 def _commit(fs, root, version, write_id, meta, sums):
-    _put_json(fs, f"{root}/{MANIFEST}",
-              {"format": FORMAT, "version": version, "write_id": write_id, "meta": meta, "checksums": sums})
+    """Put the manifest of a complete version: the commit. Returns it (the run's result reads that version)."""
+    manifest = {"format": FORMAT, "version": version, "write_id": write_id, "meta": meta,
+                "checksums": {k: int(v) for k, v in sums.items()}}
+    _put_json(fs, f"{root}/{MANIFEST}", manifest)
+    return manifest
 
 
 def _repair_committed(X, Z, kernel, grid, dtype, url, fs, root, manifest, client, storage_options):
@@ -294,8 +297,8 @@ def _repair_committed(X, Z, kernel, grid, dtype, url, fs, root, manifest, client
             if (i, j) not in good or (grid.symmetric and (j, i) not in good)]
     if todo:
         sums.update(_run_tasks(X, Z, kernel, grid, dtype, vurl, storage_options, todo, client))
-        _commit(fs, root, version, manifest["write_id"], manifest["meta"], sums)
-    return RemoteBlocks(url, storage_options), len(todo)
+        manifest = _commit(fs, root, version, manifest["write_id"], manifest["meta"], sums)
+    return RemoteBlocks(url, storage_options, manifest), len(todo)
 
 
 def open_manifest(url, storage_options):
