@@ -110,7 +110,7 @@ def test_a_corrupted_object_is_detected_and_never_read_as_values(bucket, options
     # The same computation repairs exactly that block.
     repaired = GramMatrix.compute(X, kernel="rbf", chunk=32, store=url, storage_options=options, client=False,
                                   progress=False)
-    assert repaired.n_blocks_computed == 1
+    assert repaired.n_blocks_computed == 1 and len(repaired.blocks_repaired) == 1
     np.testing.assert_array_equal(GramMatrix.open(url, storage_options=options).to_numpy(), expected)
     np.testing.assert_array_equal(opened.to_numpy(), expected)  # a reader opened before the repair too
 
@@ -172,6 +172,7 @@ def test_an_interrupted_write_is_not_readable_and_resumes_from_verified_blocks(b
     s3.put_object(Bucket=name, Key=chunk, Body=b"\0" * 10)
     K = GramMatrix.compute(X, chunk=32, store=url, storage_options=options, client=False, progress=False)
     assert K.n_blocks_computed == 10 - len(written) + 1
+    assert K.blocks_repaired == [(int(i), int(j))]
     np.testing.assert_array_equal(GramMatrix.open(url, storage_options=options).to_numpy(),
                                   GramMatrix.compute(X, chunk=32, client=False, progress=False).to_numpy())
 

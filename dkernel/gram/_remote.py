@@ -261,6 +261,7 @@ def compute_into_url(X, Z, kernel, grid, dtype, meta, url, overwrite, client, op
         todo = [(i, j) for i, j in grid.evaluated_blocks()
                 if (i, j) not in good or (grid.symmetric and (j, i) not in good)]
         sums = {k: v for k, v in flags.items() if tuple(int(t) for t in k.split(".")) in good}
+        repaired = [b for b in todo if f"{b[0]}.{b[1]}" in flags]
     else:
         write_id = uuid.uuid4().hex
         version = f"v-{write_id}"
@@ -269,14 +270,14 @@ def compute_into_url(X, Z, kernel, grid, dtype, meta, url, overwrite, client, op
         _put_json(fs, f"{root}/{version}/{PENDING}",
                   {"format": FORMAT, "write_id": write_id, "meta": meta, "started": time.time()})
         todo = grid.evaluated_blocks()
-        sums = {}
+        sums, repaired = {}, []
     sums.update(_run_tasks(X, Z, kernel, grid, dtype, vurl, storage_options, todo, client))
     committed = _commit(fs, root, version, write_id, meta, sums)
     if old_version and old_version != version:
         now = _read_json(fs, f"{root}/{MANIFEST}")
         if now and now.get("write_id") == write_id:  # removed only by the run whose commit replaced it
             fs.rm(f"{root}/{old_version}", recursive=True)
-    return RemoteBlocks(url, storage_options, committed), len(todo)
+    return RemoteBlocks(url, storage_options, committed, repaired), len(todo)
 
 
 def _commit(fs, root, version, write_id, meta, sums):
@@ -298,7 +299,7 @@ def _repair_committed(X, Z, kernel, grid, dtype, url, fs, root, manifest, client
     if todo:
         sums.update(_run_tasks(X, Z, kernel, grid, dtype, vurl, storage_options, todo, client))
         manifest = _commit(fs, root, version, manifest["write_id"], manifest["meta"], sums)
-    return RemoteBlocks(url, storage_options, manifest), len(todo)
+    return RemoteBlocks(url, storage_options, manifest, todo), len(todo)
 
 
 def open_manifest(url, storage_options):
@@ -341,7 +342,7 @@ class RemoteBlocks:
 
     _CACHE = 16
 
-    def __init__(self, url, storage_options=None, manifest=None):
+    def __init__(self, url, storage_options=None, manifest=None, repaired=()):
         self.path = url.rstrip("/")
         self.storage_options = dict(storage_options or {})
         self.manifest = manifest or open_manifest(self.path, self.storage_options)
@@ -350,6 +351,7 @@ class RemoteBlocks:
         self.dtype = np.dtype(meta["dtype"])
         self.sums = {k: int(v) for k, v in self.manifest.get("checksums", {}).items()}
         self.stamp = _Stamp(self.manifest["write_id"])
+        self.repaired = sorted(tuple(b) for b in repaired)  # damaged blocks the run that wrote this found
         self._array = None
         self._cache = {}
 
