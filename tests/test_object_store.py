@@ -107,6 +107,9 @@ def test_a_corrupted_object_is_detected_and_never_read_as_values(bucket, options
     s3.put_object(Bucket=name, Key=chunk, Body=bytes(body[:10]))
     with pytest.raises(CorruptStoreError):
         GramMatrix.open(url, storage_options=options).to_numpy()
+    unchecked = GramMatrix.compute(X, kernel="rbf", chunk=32, store=url, storage_options=options, client=False,
+                                   progress=False, verify=False)
+    assert unchecked.n_blocks_computed == 0  # verify=False trusts the committed blocks (reads stay checked)
     # The same computation repairs exactly that block.
     repaired = GramMatrix.compute(X, kernel="rbf", chunk=32, store=url, storage_options=options, client=False,
                                   progress=False)

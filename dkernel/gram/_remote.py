@@ -178,8 +178,10 @@ def _stored_blocks(grid):
     return [(i, j) for i in range(grid.n_row_blocks) for j in range(grid.n_col_blocks)]
 
 
-def _verified(array, grid, sums):
-    """The blocks (i, j) whose stored values match ``sums`` (a dict "i.j" -> CRC-32C)."""
+def _verified(array, grid, sums, read=True):
+    """The blocks (i, j) whose stored values match ``sums`` (a dict "i.j" -> CRC-32C); all of them unless ``read``."""
+    if not read:
+        return {tuple(int(t) for t in k.split(".")) for k in sums}
     good = set()
     for (i, j) in _stored_blocks(grid):
         crc = sums.get(f"{i}.{j}")
@@ -244,7 +246,8 @@ def compute_into_url(X, Z, kernel, grid, dtype, meta, url, overwrite, client, op
     old_version = None
     if manifest:
         if manifest.get("meta") == meta:
-            return _repair_committed(X, Z, kernel, grid, dtype, url, fs, root, manifest, client, storage_options)
+            return _repair_committed(X, Z, kernel, grid, dtype, url, fs, root, manifest, client, options,
+                                     storage_options)
         if not overwrite:
             diffs = sorted(k for k in meta if manifest.get("meta", {}).get(k) != meta[k])
             raise StoreMismatchError(
@@ -257,7 +260,7 @@ def compute_into_url(X, Z, kernel, grid, dtype, meta, url, overwrite, client, op
         vurl = f"{url}/{version}"
         array = _open_array(vurl, storage_options, "r+")
         flags = _flags(fs, f"{root}/{version}")
-        good = _verified(array, grid, flags)
+        good = _verified(array, grid, flags, options.verify)
         todo = [(i, j) for i, j in grid.evaluated_blocks()
                 if (i, j) not in good or (grid.symmetric and (j, i) not in good)]
         sums = {k: v for k, v in flags.items() if tuple(int(t) for t in k.split(".")) in good}
@@ -288,12 +291,12 @@ def _commit(fs, root, version, write_id, meta, sums):
     return manifest
 
 
-def _repair_committed(X, Z, kernel, grid, dtype, url, fs, root, manifest, client, storage_options):
+def _repair_committed(X, Z, kernel, grid, dtype, url, fs, root, manifest, client, options, storage_options):
     version = manifest["version"]
     vurl = f"{url}/{version}"
     array = _open_array(vurl, storage_options, "r+")
     sums = {k: int(v) for k, v in manifest.get("checksums", {}).items()}
-    good = _verified(array, grid, sums)
+    good = _verified(array, grid, sums, options.verify)
     todo = [(i, j) for i, j in grid.evaluated_blocks()
             if (i, j) not in good or (grid.symmetric and (j, i) not in good)]
     if todo:
