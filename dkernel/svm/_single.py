@@ -23,12 +23,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._runtime.client import client_for, is_dask_array
 from .._runtime.threads import BlasThreads
+from .._runtime.validation import check_finite, materialize
 from ..centering._origins import Centering
 from ..gram._in_memory import OnDemandGram
 from ..gram._sources import DenseGram
 from ..kernels._kernels import LinearKernel
 from ._base import BaseKernelSVM
-from ._inputs import callable_gram, seed_from, sklearn_sparse, validate_fit_data, validate_predict_data
+from ._inputs import callable_gram, is_gram_source, seed_from, sklearn_sparse, validate_fit_data, validate_predict_data
 from ._predict import map_row_blocks, pairwise_decision
 from ._small import SMALL_PROBLEM_SIZE
 from ._training import (
@@ -105,6 +106,10 @@ class SingleProblemSVM(BaseKernelSVM):
         if self.centering_sample is not None and self.centering is None:
             raise ValueError("centering_sample is set but centering is None; choose a centering scheme.")
         X_given = X
+        if self._precomputed and not is_gram_source(X) and not sp.issparse(X):
+            # Non-finite values named before the shape (scikit-learn's order of checks).
+            X = np.asarray(materialize(X), dtype=np.float64)
+            check_finite(X, name="the precomputed Gram matrix", what="fitting")
         X, y = validate_fit_data(self, X, y)
         y = self._targets(y)
         if self._callable_kernel:  # as scikit-learn's: (n_samples,) for what a kernel function takes without a shape
@@ -227,6 +232,10 @@ class SingleProblemSVM(BaseKernelSVM):
         if is_dask_array(X):
             check_is_fitted(self)
             return map_row_blocks(X, lambda block: self._decision(block)[:, None], 1, np.float64)[:, 0]
+        if self._precomputed and not is_gram_source(X) and not sp.issparse(X):
+            check_is_fitted(self)
+            X = np.asarray(materialize(X), dtype=np.float64)
+            check_finite(X, name="the precomputed test kernel", what="predicting")
         X = validate_predict_data(self, X)
         if self._callable_kernel:
             K = callable_gram(self.kernel, X, self._support_data)
