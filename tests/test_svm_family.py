@@ -311,3 +311,18 @@ def test_one_class_parameters_refused_as_scikit_learn():
                          expected_failed_checks=expected_failed_checks)
 def test_scikit_learn_common_checks(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("fmt", ["dense", "sparse"])
+def test_models_saved_and_loaded_predict_the_same(tmp_path, fmt):
+    X, y, params = _svr_data("friedman1")
+    X = sp.csr_matrix(X) if fmt == "sparse" else X
+    for model in (dkernel.SVR(**params).fit(X, y), dkernel.OneClassSVM(nu=NU, centering="standard",
+                                                                       centering_sample=20, random_state=0).fit(X)):
+        path = model.save(tmp_path / type(model).__name__)
+        loaded = dkernel.load_model(path)
+        assert type(loaded) is type(model)
+        method = "predict" if isinstance(model, dkernel.SVR) else "decision_function"
+        np.testing.assert_array_equal(getattr(loaded, method)(X), getattr(model, method)(X))
+        assert type(loaded).load(path).n_iter_ == model.n_iter_
+    np.testing.assert_array_equal(loaded.offset_, model.offset_)
