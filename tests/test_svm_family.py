@@ -347,3 +347,15 @@ def test_models_saved_and_loaded_predict_the_same(tmp_path, fmt):
         np.testing.assert_array_equal(getattr(loaded, method)(X), getattr(model, method)(X))
         assert type(loaded).load(path).n_iter_ == model.n_iter_
     np.testing.assert_array_equal(loaded.offset_, model.offset_)
+
+
+@pytest.mark.parametrize("name", ["SVR", "OneClassSVM"])
+def test_every_parameter_and_public_name_of_scikit_learn_exists(name):
+    ref, ours = getattr(svm, name)(), getattr(dkernel, name)()
+    documented = {"cache_size": (200, None)}  # as dkernel.SVC's: None is half the available memory
+    for param, default in ref.get_params().items():
+        assert param in ours.get_params(), param
+        assert ours.get_params()[param] == documented.get(param, (default, default))[1], param
+    # The methods (libsvm's estimators also keep non-parameters such as nu on an SVR: not part of the interface).
+    public = {n for n in dir(type(ref)) if not n.startswith("_") and callable(getattr(type(ref), n))}
+    assert public <= set(dir(ours)), sorted(public - set(dir(ours)))
