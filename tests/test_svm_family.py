@@ -108,6 +108,22 @@ def test_svr_dual_objective_and_predictions_equal_libsvm(dataset, kernel):
     assert set(precise.support_) == set(ref.support_)
 
 
+def test_svr_view_reads_the_rows_of_the_2n_matrix_from_the_n_by_n_gram():
+    from dkernel.gram import DenseGram
+    from dkernel.svm._svr import EpsilonSVRGram
+
+    K = pairwise_kernels(np.random.RandomState(0).randn(7, 2), metric="rbf")
+    full = np.block([[K, K], [K, K]])
+    view = EpsilonSVRGram(DenseGram(K))
+    idx = np.array([0, 8, 3, 10, 7])
+    np.testing.assert_array_equal(view.rows(idx), full[idx])
+    np.testing.assert_array_equal(view.diag(), np.diag(full))
+    np.testing.assert_array_equal(view.submatrix(idx, 5, 11), full[idx, 5:11])
+    matrix, positions, columns = view.row_source(idx)
+    np.testing.assert_array_equal(np.asarray(matrix)[np.ix_(positions, columns)], full[idx])
+    assert view.n == 14 and view.rows_in_memory
+
+
 def test_svr_attributes_as_scikit_learn():
     X, y, params = _svr_data("make_regression")
     ref = svm.SVR(kernel="linear", **params).fit(X, y)
