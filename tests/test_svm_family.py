@@ -10,8 +10,14 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn import svm
-from sklearn.datasets import (load_breast_cancer, load_diabetes, load_iris, make_blobs, make_friedman1,
-                              make_regression)
+from sklearn.datasets import (
+    load_breast_cancer,
+    load_diabetes,
+    load_iris,
+    make_blobs,
+    make_friedman1,
+    make_regression,
+)
 from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -25,11 +31,11 @@ RTOL = 1e-6
 
 
 def _auto_mpg():
-    from dkernel.datasets import load
+    from dkernel.datasets import DatasetNotFoundError, load
 
     try:
         data = load("auto-mpg", download=False)
-    except Exception as exc:  # the data folder is not there
+    except DatasetNotFoundError as exc:  # the data folder is not there
         pytest.skip(f"auto-mpg is not available: {exc}")
     return StandardScaler().fit_transform(data.X), data.y
 

@@ -29,7 +29,14 @@ from ..gram._in_memory import OnDemandGram
 from ..gram._sources import DenseGram
 from ..kernels._kernels import LinearKernel
 from ._base import BaseKernelSVM
-from ._inputs import callable_gram, is_gram_source, seed_from, sklearn_sparse, validate_fit_data, validate_predict_data
+from ._inputs import (
+    callable_gram,
+    is_gram_source,
+    seed_from,
+    sklearn_sparse,
+    validate_fit_data,
+    validate_predict_data,
+)
 from ._predict import map_row_blocks, pairwise_decision
 from ._small import SMALL_PROBLEM_SIZE
 from ._training import (

@@ -24,7 +24,7 @@ from ._base import EXPECTED_FAILED_CHECKS, BaseKernelSVM
 from ._kernel import ESTIMATOR_DEFAULTS
 from ._single import ORIGIN_CONSTRAINTS, SingleProblemSVM
 
-__all__ = ["EpsilonSVRGram", "SVR"]
+__all__ = ["SVR", "EpsilonSVRGram"]
 
 
 class EpsilonSVRGram:
