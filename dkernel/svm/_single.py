@@ -97,6 +97,14 @@ def origin_of(centering, centering_sample, n, rng):
     return Centering.standard(n)
 
 
+def _check_finite_kernel(K, name, what):
+    """Non-finite values of a real precomputed kernel named before its shape (scikit-learn's order of checks);
+    other arrays are left to the validation that follows."""
+    K = np.asarray(K)
+    if K.dtype.kind in "fiu":
+        check_finite(K, name=name, what=what)
+
+
 class SingleProblemSVM(BaseKernelSVM):
     """The fit and the decision values of an SVM with one dual problem (not used on its own)."""
 
@@ -115,8 +123,8 @@ class SingleProblemSVM(BaseKernelSVM):
         X_given = X
         if self._precomputed and not is_gram_source(X) and not sp.issparse(X):
             # Non-finite values named before the shape (scikit-learn's order of checks).
-            X = np.asarray(materialize(X), dtype=np.float64)
-            check_finite(X, name="the precomputed Gram matrix", what="fitting")
+            X = materialize(X)
+            _check_finite_kernel(X, "the precomputed Gram matrix", "fitting")
         X, y = validate_fit_data(self, X, y)
         y = self._targets(y)
         if self._callable_kernel:  # as scikit-learn's: (n_samples,) for what a kernel function takes without a shape
@@ -241,8 +249,8 @@ class SingleProblemSVM(BaseKernelSVM):
             return map_row_blocks(X, lambda block: self._decision(block)[:, None], 1, np.float64)[:, 0]
         if self._precomputed and not is_gram_source(X) and not sp.issparse(X):
             check_is_fitted(self)
-            X = np.asarray(materialize(X), dtype=np.float64)
-            check_finite(X, name="the precomputed test kernel", what="predicting")
+            X = materialize(X)
+            _check_finite_kernel(X, "the precomputed test kernel", "predicting")
         X = validate_predict_data(self, X)
         if self._callable_kernel:
             K = callable_gram(self.kernel, X, self._support_data)
