@@ -29,6 +29,7 @@ from .._runtime.exports import lazy_exports
 _EXPORTS = {
     "._classes": ("SVC",),
     "._svr": ("SVR",),
+    "._nu": ("NuSVR",),
     "._one_class": ("OneClassSVM",),
     "._base": ("EXPECTED_FAILED_CHECKS", "expected_failed_checks"),
     "._conformal": ("ConformalSVC", "load_conformal_model"),

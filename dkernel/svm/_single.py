@@ -187,9 +187,9 @@ class SingleProblemSVM(BaseKernelSVM):
                      and isinstance(_gram_root(rows), (np.ndarray, DenseGram, OnDemandGram)))
         y = problem["y"]
         with blas.single(enabled=in_memory):
-            return solve_qp(rows, y, problem["C"], client=client, p=problem["p"], E=y, e=problem["e"],
-                            alpha0=problem["alpha0"], tol=self.tol, working_set_size=self.working_set_size,
-                            max_iter=max_iter, verbose=bool(self.verbose), shrinking=bool(self.shrinking),
+            return solve_qp(rows, y, problem["C"], client=client, p=problem["p"], E=problem.get("E", y),
+                            e=problem["e"], alpha0=problem["alpha0"], tol=self.tol,
+                            working_set_size=self.working_set_size, max_iter=max_iter, verbose=bool(self.verbose), shrinking=bool(self.shrinking),
                             checkpoint=self.checkpoint)
 
     @staticmethod
