@@ -151,7 +151,10 @@ def run_line(result):
     """The report's ``Run:`` line: the command that produced ``result`` (as run), its seed and its duration."""
     from ._runner import command_line
 
-    return f"Run: `{command_line(result.name, result.config)}` (seed {result.config.seed}; {result.seconds:.0f} s)."
+    resumed = getattr(result, "resumed", 0)
+    timing = f"{result.seconds:.0f} s" + (f", after {resumed} task(s) resumed from the records an earlier run of "
+                                          "the same command saved" if resumed else "")
+    return f"Run: `{command_line(result.name, result.config)}` (seed {result.config.seed}; {timing})."
 
 
 def not_run_note(planned, run):

@@ -138,6 +138,8 @@ class PipelineResult:
     outdir: Path
     seconds: float = 0.0
     files: list = field(default_factory=list)
+    #: Tasks whose records an earlier, interrupted run had saved (their time is not in ``seconds``).
+    resumed: int = 0
 
 
 def task_rng(seed, index):
@@ -430,7 +432,8 @@ def run_pipeline(module, config):
             tmp = Path(tmp)
             files = write_tables(module.NAME, config, records, summary, tmp, fidelity_of(module, records, config))
             result = PipelineResult(name=module.NAME, config=config, records=records, summary=summary,
-                                    outdir=outdir, seconds=time.perf_counter() - start, files=files)
+                                    outdir=outdir, seconds=time.perf_counter() - start, files=files,
+                                    resumed=n_saved)
             result.files += list(module.write_report(result, tmp) or [])
             _record_files(tmp)
     except KeyboardInterrupt:

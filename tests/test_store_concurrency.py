@@ -218,7 +218,9 @@ def test_a_gram_run_killed_by_sigkill_is_resumed_by_the_same_command(data, tmp_p
     wait_for(lambda: blocks_done(out) >= 2, killed)
     killed.send_signal(signal.SIGKILL)
     killed.wait(timeout=30)
-    written = int(np.triu(zarr.open_array(str(out), path="done", mode="r")[:]).sum())
+    flags = zarr.open_array(str(out), path="done", mode="r")[:]
+    # A block is written once both its flags are set (the kill may fall between the two): as a resume counts it.
+    written = int(np.triu(flags & flags.T).sum())
     assert 1 <= written < 10
     resumed = GramMatrix.compute(data, kernel="rbf", gamma=0.2, chunk=CHUNK, store=out, progress=False)
     assert resumed.n_blocks_computed == 10 - written  # the killed run's claim does not stand in the way
