@@ -52,8 +52,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dkernel.cli._arguments import _add_cluster_arguments, _check_cluster, _cluster_choice, _in_flags
-from dkernel.exceptions import DKernelError
+from dkernel.cli._arguments import _add_cluster_arguments, _check_cluster, _cluster_choice, _in_flags, _output_named
+from dkernel.exceptions import ArtifactPathError, DKernelError
 
 from ._resume import PipelineInterrupted, ResumableTask, TaskRecords
 from ._resume import json_default as _json_default
@@ -455,7 +455,10 @@ def main_for(module, argv=None):
         config = config_from_args(args)
         result = run_pipeline(module, config)
     except (ValueError, OSError, DKernelError) as exc:
-        print(f"dkernel run {module.NAME}: error: {_in_flags(str(exc), {})}", file=sys.stderr)
+        message = _in_flags(str(exc), {})
+        if isinstance(exc, ArtifactPathError):  # the results folder: told with the flag that named it
+            message = _output_named(message, [("--out", args.out)])
+        print(f"dkernel run {module.NAME}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as stop:
         if getattr(stop, "complete", None):

@@ -211,6 +211,52 @@ def test_predict_refuses_a_path_it_cannot_write_as_named(work, tmp_path, out, fr
     assert (cwd / "userdir" / "keep.txt").read_text() == "mine"
 
 
+#: Each command's output flags that write a dkernel artifact (a folder), with the rest of its command line.
+ARTIFACT_OUTPUTS = {
+    "gram --out": ["gram", "--input", "X.npy", "--no-progress", "--out"],
+    "center --out": ["center", "K.zarr", "--scheme", "standard", "--out"],
+    "adapt --out": ["adapt", "K.zarr", "--labels", "y.npy", "--out"],
+    "fit --model": ["fit", "--data", "X.npy", "--labels", "y.npy", "--gamma", "0.3", "--quiet", "--model"],
+    "fit --checkpoint": ["fit", "--data", "X.npy", "--labels", "y.npy", "--quiet", "--model", "m.zarr",
+                         "--checkpoint"],
+    "fit --store": ["fit", "--data", "X.npy", "--labels", "y.npy", "--quiet", "--model", "m.zarr", "--store"],
+    "run --out": ["run", "meila_imbalanced", "--quick", "--repeats", "1", "--cluster", "threads", "--out"],
+}
+
+
+def _snapshot(path):
+    if path.is_file():
+        return path.read_bytes()
+    return {str(p.relative_to(path)): p.read_bytes() if p.is_file() else None for p in sorted(path.rglob("*"))}
+
+
+#: ``fit --store DIR`` and ``run --out DIR`` name a folder that holds what they write: a folder of the user is used.
+@pytest.mark.parametrize(("case", "what"), [(case, what) for case in ARTIFACT_OUTPUTS for what in ("file", "folder")
+                                            if what == "file" or case not in ("fit --store", "run --out")])
+def test_an_artifact_output_refused_names_its_flag_and_leaves_the_user_path_byte_for_byte(work, tmp_path, case,
+                                                                                          what, monkeypatch, capsys):
+    flag = case.split()[1]
+    cwd = _fresh(work, tmp_path)
+    mine = cwd / "mine.zarr"
+    if what == "file":
+        mine.write_text("my own notes")
+    else:
+        (mine / "sub").mkdir(parents=True)
+        (mine / "NOTES.txt").write_text("mine")
+        (mine / "sub" / "r.csv").write_text("a,b\n1,2\n")
+    before = _snapshot(mine)
+    monkeypatch.chdir(cwd)
+    for extra in ([], ["--overwrite"]):
+        status = main([*ARTIFACT_OUTPUTS[case], "mine.zarr", *extra])
+        out, err = capsys.readouterr()
+        assert status == 2 and out == "" and len(err.splitlines()) == 1, (status, out, err)
+        assert re.match(rf"dkernel( run meila_imbalanced)?: error: {flag} mine\.zarr: ", err), err
+        assert "Traceback" not in err and "Warning" not in err, err
+        assert not re.search(r"(?<!-)\boverwrite\b", err), err  # the flag, never the library's parameter
+        assert _snapshot(mine) == before
+    assert not [p for p in cwd.iterdir() if ".dkernel-" in p.name or p.name == "m.zarr"]
+
+
 @pytest.mark.parametrize("array", [
     np.arange(7, dtype=np.int64), np.linspace(-1, 1, 5), np.array(["cat", "dog", "bird"]),
     np.array([True, False]), np.asfortranarray(np.arange(12.0).reshape(3, 4)), np.zeros(0), np.float32(2.5),
@@ -452,6 +498,11 @@ def _empty_csv(cwd):
     (cwd / "empty.csv").write_text("")
 
 
+def _damaged_model(cwd):
+    shutil.copytree(cwd / "svc.zarr", cwd / "dm.zarr")  # the model's files, not the link
+    next(p for p in (cwd / "dm.zarr" / "support_vectors").rglob("*") if p.is_file() and p.name != "zarr.json").unlink()
+
+
 def _short_labels(cwd):
     np.save(cwd / "short.npy", np.ones(80))
 
@@ -476,6 +527,8 @@ ERRORS = {
                              "--model", "p.zarr"], ["--C: an option of --learner svc only"], []),
     "ridge-with-centering": (None, ["fit", "--data", "X.npy", "--labels", "outputs.npy", "--learner", "ridge",
                                     "--centering", "standard", "--model", "r.zarr"], ["--centering", "--alpha"], []),
+    "damaged-model": (_damaged_model, ["predict", "--model", "dm.zarr", "--data", "X.npy", "--out", "p.npy"],
+                      ["dm.zarr is damaged", "support_vectors", "not used"], ["IndexError", "KeyError", "zstd"]),
     "parzen-predict-short-labels": (_short_labels, ["predict", "--model", "parzen.zarr", "--data", "X.npy",
                                                     "--labels", "short.npy"],
                                     ["--labels short.npy has 80 labels but --data X.npy has 90 rows"], []),
@@ -487,7 +540,7 @@ ERRORS = {
 
 #: The cases run as a process of the command (a warning or a message printed outside the CLI's reach would show);
 #: the others call the same ``main`` in this process, to keep the test short.
-IN_A_PROCESS = ("corrupt-zarr-json-info", "not-a-model", "empty-csv", "parzen-predict-short-labels")
+IN_A_PROCESS = ("corrupt-zarr-json-info", "not-a-model", "empty-csv", "parzen-predict-short-labels", "damaged-model")
 
 
 @pytest.mark.parametrize("case", list(ERRORS))
@@ -505,6 +558,7 @@ def test_an_error_reaches_a_new_user_as_one_line_in_flags(work, tmp_path, case, 
         done = subprocess.CompletedProcess(argv, status, out, err)
     assert_one_line_error(done, *fragments, absent=absent)
     assert done.stdout == ""  # no accuracy, no result
+    assert not (cwd / "p.npy").exists()  # nothing written from a damaged model
 
 
 def test_text_labels_are_read_alike_from_npy_and_text(work, tmp_path, monkeypatch):

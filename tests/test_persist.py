@@ -70,6 +70,16 @@ def _generalized_bias():
     return GeneralizedBiasSVC(C=2.0, gamma=0.5).fit(X, _three_classes(X)), Z
 
 
+def _svr():
+    X, _, Z = _data()
+    return dkernel.SVR(C=2.0, gamma=0.5, epsilon=0.05).fit(X, np.sin(X[:, 0])), Z
+
+
+def _one_class_centered():
+    X, _, Z = _data()
+    return dkernel.OneClassSVM(nu=0.3, gamma=0.5, centering="standard", centering_sample=5, random_state=0).fit(X), Z
+
+
 def _parzen():
     X, y, Z = _data()
     return fit_learner("parzen", X, y, RBFKernel(gamma=0.3)), Z
@@ -88,13 +98,16 @@ MODELS = {
     "svc-centered-linear": (_svc_centered_linear, "dkernel-svc"),
     "conformal": (_conformal, "dkernel-conformal-svc"),
     "generalized-bias": (_generalized_bias, "dkernel-generalized-bias-svc"),
+    "svr": (_svr, "dkernel-svr"),
+    "one-class-centered": (_one_class_centered, "dkernel-one-class-svm"),
     "parzen": (_parzen, "dkernel-learner"),
     "ridge": (_ridge, "dkernel-learner"),
 }
 
 #: One model of each format, for the tests that go over the formats.
 ONE_PER_FORMAT = {"dkernel-svc": "svc", "dkernel-conformal-svc": "conformal",
-                  "dkernel-generalized-bias-svc": "generalized-bias", "dkernel-learner": "parzen"}
+                  "dkernel-generalized-bias-svc": "generalized-bias", "dkernel-svr": "svr",
+                  "dkernel-one-class-svm": "one-class-centered", "dkernel-learner": "parzen"}
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +124,9 @@ def _snapshot(path):
 
 
 def _outputs(model, Z):
-    out = [np.asarray(model.decision_function(Z)), np.asarray(model.predict(Z))]
+    out = [np.asarray(model.predict(Z))]
+    if hasattr(model, "decision_function"):
+        out.append(np.asarray(model.decision_function(Z)))
     if getattr(model, "probability", False):
         out.append(model.predict_proba(Z))
     return out

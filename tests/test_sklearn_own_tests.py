@@ -1,9 +1,11 @@
-"""scikit-learn's own SVC tests (``sklearn/svm/tests``), run against ``dkernel.SVC``.
+"""scikit-learn's own SVM tests (``sklearn/svm/tests``), run against ``dkernel.SVC``, ``dkernel.SVR`` and
+``dkernel.OneClassSVM``.
 
 Every test there that fits an ``SVC`` runs with ``sklearn.svm.SVC`` replaced
 by ``dkernel.SVC``; all pass but those that read or write libsvm's private
 attributes. The sparse tests among them fit the same data dense and sparse and
-compare ``dual_coef_`` to 1e-7.
+compare ``dual_coef_`` to 1e-7. In a second run ``SVR`` and ``OneClassSVM``
+are replaced by dkernel's, and every test that fits one of them passes.
 """
 
 import json
@@ -26,21 +28,38 @@ PRIVATE = {
 }
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not (SKLEARN_TESTS / "test_sparse.py").exists(), reason="scikit-learn installed without its tests")
-def test_sklearn_own_svc_tests_pass_with_dkernel_svc(tmp_path):
+def _run_sklearn_tests(tmp_path, classes):
+    """scikit-learn's ``test_svm.py`` and ``test_sparse.py`` with ``classes`` replaced by dkernel's: the outcome
+    of each test that fits one of them, and the run."""
     for name in ("test_svm.py", "test_sparse.py"):
         shutil.copy(SKLEARN_TESTS / name, tmp_path / name)
     outcomes = tmp_path / "outcomes.json"
-    env = dict(os.environ, DKERNEL_SKLEARN_OUTCOMES=str(outcomes),
+    env = dict(os.environ, DKERNEL_SKLEARN_OUTCOMES=str(outcomes), DKERNEL_SKLEARN_CLASSES=",".join(classes),
                PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_sklearn_svc_plugin",
                           "-o", "addopts=", "--rootdir", str(tmp_path), "test_svm.py", "test_sparse.py"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert outcomes.exists(), run.stdout[-3000:] + run.stderr[-3000:]
-    fitting = json.loads(outcomes.read_text())
+    return json.loads(outcomes.read_text()), run
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (SKLEARN_TESTS / "test_sparse.py").exists(), reason="scikit-learn installed without its tests")
+def test_sklearn_own_svc_tests_pass_with_dkernel_svc(tmp_path):
+    fitting, run = _run_sklearn_tests(tmp_path, ["SVC"])
     assert len(fitting) >= 100, f"only {len(fitting)} of scikit-learn's tests fit an SVC"
     failed = {test for test, outcome in fitting.items() if outcome != "passed"}
     assert failed <= set(PRIVATE), f"failed: {sorted(failed - set(PRIVATE))}\n{run.stdout[-4000:]}"
     sparse = [test for test in fitting if test.startswith("test_sparse.py::test_svc[")]
     assert len(sparse) >= 64 and all(fitting[test] == "passed" for test in sparse)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (SKLEARN_TESTS / "test_sparse.py").exists(), reason="scikit-learn installed without its tests")
+def test_sklearn_own_svr_and_one_class_tests_pass_with_dkernel_classes(tmp_path):
+    fitting, run = _run_sklearn_tests(tmp_path, ["SVR", "OneClassSVM"])
+    assert len(fitting) >= 85, f"only {len(fitting)} of scikit-learn's tests fit an SVR or a OneClassSVM"
+    failed = sorted(test for test, outcome in fitting.items() if outcome != "passed")
+    assert not failed, f"failed: {failed}\n{run.stdout[-4000:]}"
+    sparse = [test for test in fitting if test.startswith("test_sparse.py::test_sparse_oneclasssvm[")]
+    assert len(sparse) >= 64

@@ -21,6 +21,7 @@ Values are compared with the RBF kernel and Meilă's centering in numpy.
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -204,6 +205,68 @@ def test_metadata_damage_gives_its_own_exit_status_and_no_traceback(X, clean, tm
             assert code == 2 and err.startswith("dkernel: error: the Gram store") and "Traceback" not in err
         code, out, err = run(["verify", path, "--no-progress"], capsys)
         assert code == 1 and "DAMAGED metadata" in out and err == ""
+
+
+@pytest.mark.parametrize("damage, words", [
+    (lambda raw: b"\xff" + raw[1:], "zarr.json is not UTF-8 text (byte 0xff at offset 0)"),
+    (lambda raw: raw[: len(raw) // 2], "zarr.json is not complete JSON, truncated or altered"),
+], ids=["not-utf-8", "truncated"])
+def test_an_unreadable_root_metadata_file_is_told_in_words_and_the_advice_works(X, clean, tmp_path, capsys, damage,
+                                                                                words):
+    """No message of Python's decoders; the advice is the replacement (a root that cannot be read is not repaired)."""
+    path = tmp_path / "K.zarr"
+    shutil.copytree(clean, path)
+    (path / "zarr.json").write_bytes(damage((path / "zarr.json").read_bytes()))
+    python_words = ("codec", "utf-8", "UnicodeDecodeError", "JSONDecodeError", "Expecting", "Unterminated")
+    with pytest.raises(CorruptStoreError) as info:
+        GramMatrix.open(path)
+    assert words in str(info.value) and not any(w in str(info.value) for w in python_words)
+    np.save(tmp_path / "y.npy", np.ones(20))
+    for command in (["info", path], ["align", path, "--labels", tmp_path / "y.npy"]):
+        code, out, err = run(command, capsys)
+        assert code == 2 and out == "" and err.count("\n") == 1 and words in err, err
+        assert not any(w in err for w in python_words), err
+        assert "cannot be repaired in place" in err and "--overwrite" in err and f"--out {path}" in err, err
+    code, out, _ = run(["verify", path, "--no-progress"], capsys)
+    assert code == 1 and "DAMAGED metadata" in out and words in out and "--overwrite" in out
+    # Following the advice: the gram command with --out and --overwrite replaces the store.
+    np.save(tmp_path / "X.npy", X)
+    gram = ["gram", "--input", tmp_path / "X.npy", "--gamma", GAMMA, "--chunk", CHUNK, "--out", path, "--no-progress"]
+    code, _, err = run(gram, capsys)
+    assert code == 2 and "cannot be repaired in place" in err  # as the advice said: not without --overwrite
+    code, _, err = run([*gram, "--overwrite"], capsys)
+    assert code == 0, err
+    assert run(["verify", path, "--no-progress"], capsys)[:2] == (0, f"dkernel: {path}: all 9 blocks intact\n")
+    np.testing.assert_allclose(GramMatrix.open(path).to_numpy(), rbf(X), atol=1e-12)
+    assert debris(tmp_path) == []
+
+
+def test_a_path_that_holds_no_readable_store_says_what_it_holds(X, clean, tmp_path, capsys):
+    """A wholly damaged zarr.json (nothing in it tells a Gram store), a model, a file, a folder of the user."""
+    garbage = tmp_path / "garbage.zarr"
+    shutil.copytree(clean, garbage)
+    (garbage / "zarr.json").write_bytes(b"\xff\xfe\x00garbage")
+    SVC(kernel="rbf", gamma=0.3).fit(X, np.where(X[:, 0] > 0, 1, -1)).save(tmp_path / "model.zarr")
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "a.csv").write_text("1,2\n")
+    cases = {garbage: "is not a dkernel Gram store that can be read: its zarr.json is not UTF-8 text",
+             tmp_path / "model.zarr": "holds a dkernel model of an SVC, not a dkernel Gram store",
+             tmp_path / "notes.txt": "is a file, not a dkernel Gram store",
+             tmp_path / "mine": "is not a dkernel Gram store (it has no zarr.json)"}
+    errors = {}
+    for path, words in cases.items():
+        with pytest.raises(DKernelError, match=re.escape(f"{path} {words}")):
+            GramMatrix.open(path)
+        code, out, errors[path] = run(["info", path], capsys)
+        assert code == 2 and out == "" and errors[path].startswith(f"dkernel: error: {path} {words}"), errors[path]
+        assert errors[path].count("\n") == 1, errors[path]
+        assert not any(w in errors[path] for w in ("codec", "attributes)", "Traceback")), errors[path]
+    # The advice for the wholly damaged store: another path works, and the damaged folder is left as it was.
+    assert "cannot be repaired: compute the Gram again at another path" in errors[garbage]
+    before = (garbage / "zarr.json").read_bytes()
+    GramMatrix.compute(X, store=tmp_path / "again.zarr", **PARAMS)
+    assert (garbage / "zarr.json").read_bytes() == before
 
 
 # --------------------------------------------------------------------------- #

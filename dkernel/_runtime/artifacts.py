@@ -86,6 +86,8 @@ KINDS = {
     "model": ("dkernel-svc", "a dkernel model of an SVC"),
     "conformal-model": ("dkernel-conformal-svc", "a dkernel model of a ConformalSVC"),
     "generalized-bias-model": ("dkernel-generalized-bias-svc", "a dkernel model of a GeneralizedBiasSVC"),
+    "svr-model": ("dkernel-svr", "a dkernel model of an SVR"),
+    "one-class-model": ("dkernel-one-class-svm", "a dkernel model of a OneClassSVM"),
     "results": ("dkernel-results", "dkernel pipeline results"),
     "checkpoint": ("dkernel-checkpoint", "a dkernel solver checkpoint"),
     "learner": ("dkernel-learner", "a dkernel Parzen window or ridge model"),

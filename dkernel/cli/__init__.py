@@ -31,8 +31,11 @@ from its saved tasks; elsewhere the command starts over).
 
 Every single-file output (``predict --out``, ``adapt --factors``) is written
 under the rule of :mod:`dkernel._runtime.outputs`: a file of the user is never
-replaced. ``dkernel --help`` imports no command's dependencies (NumPy, Dask,
-scikit-learn): each command's options are added when it runs.
+replaced. A store, model, checkpoint or results folder refused at its output
+path is told with the flag and the path as typed (``--out K.zarr: ...``);
+nothing at the path is changed. ``dkernel --help`` imports no command's
+dependencies (NumPy, Dask, scikit-learn): each command's options are added
+when it runs.
 """
 
 import argparse
@@ -65,16 +68,20 @@ def build_parser():
     return parser
 
 
-def _error_line(exc, command):
-    """The one line that reports the error ``exc`` of ``command``, in flags."""
-    from ..exceptions import CorruptStoreError
-    from ._arguments import _FLAG_NAMES, _in_flags
+def _error_line(exc, command, args=None):
+    """The one line that reports the error ``exc`` of ``command`` (run with ``args``), in flags."""
+    from ..exceptions import ArtifactPathError, CorruptStoreError
+    from ._arguments import _FLAG_NAMES, OUTPUT_FLAGS, _in_flags, _output_named
 
     if isinstance(exc, CorruptStoreError) and exc.path:
         from ..gram import corruption_message
 
         return " ".join(corruption_message(exc.path, exc.blocks, exc.detail, cli=True).split())
-    return _in_flags(" ".join(str(exc).split()), _FLAG_NAMES.get(command, {}))
+    message = _in_flags(" ".join(str(exc).split()), _FLAG_NAMES.get(command, {}))
+    if isinstance(exc, ArtifactPathError):  # a path the user named: told with the flag that named it
+        message = _output_named(message, [(flag, getattr(args, flag[2:].replace("-", "_"), None))
+                                          for flag in OUTPUT_FLAGS.get(command, ())])
+    return message
 
 
 def main(argv=None):
@@ -91,7 +98,7 @@ def main(argv=None):
     except (DKernelError, ValueError, OSError) as exc:
         if _from_an_interrupt(exc):
             return _interrupted(args)
-        print(f"dkernel: error: {_error_line(exc, args.command)}", file=sys.stderr)
+        print(f"dkernel: error: {_error_line(exc, args.command, args)}", file=sys.stderr)
         return 2
     except Exception as exc:  # noqa: BLE001 (a defect of dkernel: still one line, and a status of its own)
         if _from_an_interrupt(exc):

@@ -162,6 +162,41 @@ def _in_flags(message, names):
     return message
 
 
+#: The flags of each command whose value is a path where a dkernel artifact is written (a Gram store, a model, a
+#: solver checkpoint, pipeline results): a refusal to write there is told with the flag (:func:`_output_named`).
+OUTPUT_FLAGS = {"gram": ("--out",), "center": ("--out",), "adapt": ("--out",),
+                "fit": ("--model", "--store", "--checkpoint"), "run": ("--out",)}
+
+#: The library's words for its ``overwrite`` parameter in a refused write, and the flag that sets it.
+_OVERWRITE_WORDS = (("even with overwrite", "even with --overwrite"),
+                    ("; overwrite replaces only", "; --overwrite replaces only"))
+
+
+def _output_named(message, outputs):
+    """``message`` (a refused write) opened with the flag and the value, as typed, of the output it is about.
+
+    ``outputs`` are the ``(flag, value)`` pairs of the command's output paths. The library names a path made
+    absolute (or the target of a link): ``/home/me/K.zarr exists and ...`` becomes ``--out K.zarr:
+    /home/me/K.zarr exists and ...``; where several outputs are named, the longest path is the one meant. Its
+    ``overwrite`` becomes ``--overwrite``.
+    """
+    import os
+
+    for words, flag in _OVERWRITE_WORDS:
+        message = message.replace(words, flag)
+    if any(message.startswith(f"{flag} ") for flag, _ in outputs):
+        return message
+    found = None
+    for flag, value in outputs:
+        if value is None:
+            continue
+        for path in {os.path.abspath(os.fspath(value)), os.path.realpath(os.fspath(value))}:
+            if re.search(re.escape(path) + r"(?=$|[\s/;:,)]|\.(?:\s|$))", message) and (
+                    found is None or len(path) > found[0]):
+                found = (len(path), flag, os.fspath(value))
+    return message if found is None else f"{found[1]} {found[2]}: {message}"
+
+
 def _read_data(path, labels=None):
     """``(X, y)`` of the data file ``path``; ``y`` read from the file ``labels`` when given, else the file's own."""
     from ._files import load_input, load_labels

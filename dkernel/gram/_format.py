@@ -130,8 +130,13 @@ def _read_root(path):
         return None, f"cannot be read ({exc.strerror or exc})"
     try:
         meta = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        return None, f"is not valid JSON ({type(exc).__name__}: {exc})"
+    except UnicodeDecodeError as exc:  # in words: a user cannot act on Python's "'utf-8' codec can't decode"
+        return None, f"is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
+    except json.JSONDecodeError as exc:
+        return None, (f"is not complete JSON, truncated or altered (unreadable from line {exc.lineno}, column "
+                      f"{exc.colno})")
+    except ValueError:
+        return None, "is not complete JSON, truncated or altered"
     if not isinstance(meta, dict):
         return None, "is not a JSON object"
     return meta, None

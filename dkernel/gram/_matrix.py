@@ -25,7 +25,6 @@ from ..kernels._kernels import get_kernel, kernel_from_dict, output_dtype
 from ._blocks import _ClusterBlocks, _MemoryBlocks, _warn_unverified, _ZarrBlocks
 from ._compute import _compute_in_memory, _compute_into_store
 from ._format import (
-    STORE_FORMAT,
     _provenance_of,
     data_fingerprint,
     describe_operators,
@@ -34,7 +33,8 @@ from ._format import (
 )
 from ._grid import _BlockGrid
 from ._identity import StoreLostError, replaced_message
-from ._metadata import read_store_meta
+from ._metadata import not_a_store, read_store_meta
+from ._remote import compute_into_url, is_url, open_url
 from ._store import check_store_path
 
 __all__ = ["GramMatrix"]
@@ -93,7 +93,7 @@ class GramMatrix:
     # ---------------------------------------------------------------- build
     @classmethod
     def compute(cls, X, Z=None, kernel="rbf", *, store=None, chunk=None, dtype=None, overwrite=False,
-                client=None, progress=None, options=None, verify=None, **kernel_params):
+                client=None, progress=None, options=None, verify=None, storage_options=None, **kernel_params):
         """Compute ``K(X, Z)`` blockwise with Dask, in memory or into a zarr store.
 
         Parameters
@@ -106,7 +106,8 @@ class GramMatrix:
             See :func:`dkernel.kernels.get_kernel`; ``**kernel_params`` are
             passed with a kernel name (``gamma=0.5``).
         store : str or path-like, default=None
-            Folder of the zarr store. ``None`` keeps the blocks in memory: in
+            Folder of the zarr store, or an fsspec URL (``"s3://bucket/K.zarr"``, written without rename by
+            the versioned protocol of :mod:`dkernel.gram._remote`). ``None`` keeps the blocks in memory: in
             this process, or in the workers' memory with a distributed client.
             A symbolic link is written through (its target is the store). The
             run holds the store it writes: a later run on the same store takes
@@ -138,6 +139,8 @@ class GramMatrix:
             checksums first and recompute the damaged ones with the missing
             ones (one read of the stored blocks). ``None``: the options' value,
             True by default.
+        storage_options : dict, default=None
+            For a URL ``store``: the filesystem's options (s3fs: ``endpoint_url``, ``key``...); never stored.
 
         Returns
         -------
@@ -165,7 +168,7 @@ class GramMatrix:
             For invalid data or kernel parameters, before anything is written.
         """
         options = (options or GramOptions()).replace(chunk=chunk, dtype=dtype, progress=progress, verify=verify)
-        if store is not None:
+        if store is not None and not is_url(store):
             check_store_path(store, overwrite)  # before the data are read: a path that is refused whatever they are
         kernel = get_kernel(kernel, **kernel_params)
         X = check_data(X, name="X")
@@ -203,6 +206,10 @@ class GramMatrix:
                 blocks, n_computed = _compute_in_memory(X, Z, kernel, grid, gram_dtype, client, owned, options)
                 keep_client = isinstance(blocks, _ClusterBlocks)
                 path = None
+            elif is_url(store):
+                path = store
+                blocks, n_computed = compute_into_url(X, Z, kernel, grid, gram_dtype, meta, store, overwrite,
+                                                      client, options, storage_options)
             else:
                 path = os.path.abspath(os.fspath(store))
                 blocks, n_computed = _compute_into_store(
@@ -216,7 +223,7 @@ class GramMatrix:
                    options=options, provenance=meta["provenance"])
 
     @classmethod
-    def open(cls, path, mode="r"):
+    def open(cls, path, mode="r", storage_options=None):
         """Reopen a Gram store written by :meth:`compute`, or a derived store written by a view's ``to_zarr``.
 
         A derived store (centered, normalized...) opens for reading like a
@@ -227,6 +234,7 @@ class GramMatrix:
         Parameters
         ----------
         path : str or path-like
+            A folder, or the URL of a store written there by :meth:`compute` (``storage_options`` as there).
         mode : {"r", "r+"}, default="r"
 
         The returned object holds the store it opened: if another store is
@@ -244,12 +252,14 @@ class GramMatrix:
         FileNotFoundError
             If ``path`` does not exist.
         """
+        if is_url(path):
+            return open_url(cls, path, storage_options)
         path = os.path.abspath(os.fspath(path))
         if not os.path.exists(path):
             raise FileNotFoundError(f"no Gram store at {path}; compute one with GramMatrix.compute(..., store=path).")
         meta = read_store_meta(path)
         if meta is None:
-            raise StoreMismatchError(f"{path} is not a dkernel Gram store (no '{STORE_FORMAT}' attributes).")
+            raise StoreMismatchError(not_a_store(path))
         return cls(kernel=kernel_from_dict(meta["kernel"]), shape=meta["shape"], dtype=meta["dtype"],
                    chunks=meta["chunks"], symmetric=meta["symmetric"], fingerprint=meta["fingerprint"],
                    blocks=_warn_unverified(_ZarrBlocks(path, mode, attrs=meta)), path=path,
@@ -486,7 +496,7 @@ class GramMatrix:
         UnverifiableStoreError
             If the store was written without checksums (format version 1 or 2).
         """
-        if not isinstance(self._blocks, _ZarrBlocks):
+        if not hasattr(self._blocks, "corrupt_blocks"):
             return []
         return self._blocks.corrupt_blocks(self._grid, progress=progress)
 
@@ -519,7 +529,7 @@ class GramMatrix:
             "symmetric": self.symmetric,
             "blocks_done": self.n_blocks_done,
             "blocks_total": self._grid.n_blocks,
-            "bytes_on_disk": store_size_bytes(self.path) if self.path else 0,
+            "bytes_on_disk": store_size_bytes(self.path) if self.path and not is_url(self.path) else 0,
             "fingerprint": self.fingerprint,
             "checksums": getattr(self._blocks, "checksums", None) is not None if self.path else None,
         }

@@ -79,6 +79,10 @@ def create_arrays(root, shape, dtype, grid, options, *, sharded, checksums):
         _Checksums.create_arrays(root, grid, checksums)
 
 
+#: Why a store whose root ``zarr.json`` cannot be read is replaced, not repaired (its attributes are lost).
+_UNREADABLE_ROOT = "It cannot be repaired in place (its root metadata cannot be read)"
+
+
 def metadata_error(path, damage, cannot=None):
     """The :class:`CorruptStoreError` of the store ``path`` whose metadata has the ``damage`` ``[(key, what)]``.
 
@@ -227,8 +231,29 @@ def read_store_meta(path):
         return None
     attrs, damage = metadata_damage(path)
     if damage:
-        raise metadata_error(path, damage)
+        # A root zarr.json that cannot be read is never repaired in place (repair_metadata): say how to replace it.
+        unreadable = damage[0][0] == "zarr.json" and _read_root(path)[0] is None
+        raise metadata_error(path, damage, _UNREADABLE_ROOT if unreadable else None)
     return attrs
+
+
+def not_a_store(path):
+    """Why the existing ``path`` holds no Gram store, in words a user can act on."""
+    if not os.path.isdir(path):
+        return f"{path} is a file, not a dkernel Gram store."
+    meta, error = _read_root(path)
+    if meta is None and error != "is missing":
+        # Nothing in it tells a Gram store any more (a wholly damaged zarr.json): it cannot be repaired.
+        return (f"{path} is not a dkernel Gram store that can be read: its zarr.json {error}. If dkernel wrote it, its "
+                f"metadata are lost and it cannot be repaired: compute the Gram again at another path, or remove this "
+                f"folder first.")
+    from .._runtime.artifacts import _describe, artifact_kind
+
+    kind = artifact_kind(path)
+    if kind is not None:
+        return f"{path} holds {_describe(kind)}, not a dkernel Gram store."
+    found = "has no zarr.json" if meta is None else f"has a zarr.json that names no '{STORE_FORMAT}' format"
+    return f"{path} is not a dkernel Gram store (it {found})."
 
 
 # --------------------------------------------------------------------------- #
@@ -309,7 +334,7 @@ def repair_metadata(path, requested, grid, options):
     if damage:
         meta, _ = _read_root(path)
         if meta is None:
-            raise metadata_error(path, damage, "It cannot be repaired in place (its root metadata cannot be read)")
+            raise metadata_error(path, damage, _UNREADABLE_ROOT)
         if attrs is None:  # the attributes under a damaged name
             found = [v for k, v in meta.items() if k not in _ROOT_KEYS and isinstance(v, dict)
                      and v.get("format") == STORE_FORMAT]

@@ -209,8 +209,15 @@ def general_equality_loop(rows, prob, *, tol, q, max_iter, callback, verbose):
             progress.show(it, gap, alpha, C)
         new_mu, new_gap, support = minimax_multipliers(alpha, G, C, E)
         if not np.any(delta) and new_gap >= gap:
-            stop_reason, mu, gap = "stalled", new_mu, new_gap
-            break
+            # A degenerate sub-problem (a singular H, many variables at their bounds) can leave the active-set
+            # method without a step where a pair of variables with the same equality columns still descends.
+            B, K_B, delta = _pair_step(rows, alpha, G, y, C, E, prob.n)
+            if not np.any(delta):
+                stop_reason, mu, gap = "stalled", new_mu, new_gap
+                break
+            n_rows += B.size
+            G += y * (K_B.T @ (y[B] * delta))
+            new_mu, new_gap, support = minimax_multipliers(alpha, G, C, E)
         mu, gap = new_mu, new_gap
     else:
         it = max_iter
@@ -219,6 +226,39 @@ def general_equality_loop(rows, prob, *, tol, q, max_iter, callback, verbose):
     if intercept.shape[0] == 1:
         intercept = float(intercept[0])
     return alpha, G, intercept, it, stop_reason, gap, n_rows
+
+
+def _pair_step(rows, alpha, G, y, C, E, n):
+    """The step of the maximal violating pair among variables with the same equality columns (libsvm's
+    ``Solver_NU`` pairs, one per class of ``E``'s columns), applied to ``alpha``.
+
+    Moving ``alpha_i`` up and ``alpha_j`` down by the same amount keeps ``E alpha`` when columns ``i`` and ``j``
+    of ``E`` are equal. Returns ``(B, K_B, delta)``: the pair, its kernel rows and the change made (empty when
+    no pair descends).
+    """
+    _, group = np.unique(E.T, axis=0, return_inverse=True)
+    group = group.reshape(-1)
+    best = None
+    for g in np.unique(group):
+        up = np.flatnonzero((group == g) & (alpha < C))
+        down = np.flatnonzero((group == g) & (alpha > 0))
+        if up.size == 0 or down.size == 0:
+            continue
+        i, j = up[np.argmin(G[up])], down[np.argmax(G[down])]
+        violation = G[j] - G[i]
+        if i != j and violation > 0 and (best is None or violation > best[0]):
+            best = (violation, i, j)
+    if best is None:
+        return np.empty(0, dtype=np.intp), np.empty((0, n)), np.empty(0)
+    violation, i, j = best
+    B = np.array([i, j], dtype=np.intp)
+    K_B = provider_submatrix(rows, B, 0, n)
+    Q = np.multiply.outer(y[B], y[B]) * K_B[:, B]
+    curvature = Q[0, 0] + Q[1, 1] - 2.0 * Q[0, 1]
+    limit = min(C[i] - alpha[i], alpha[j])
+    t = limit if curvature <= 0 else min(violation / curvature, limit)
+    delta = _apply_step(alpha, B, np.array([t, -t]), C)
+    return B, K_B, delta
 
 
 def _apply_step(alpha, B, delta, C):

@@ -10,6 +10,9 @@ one-vs-rest binary problems (:mod:`._multiclass`).
 
 =================== ==========================================================================
 ``_classes``        :class:`SVC`, the drop-in for :class:`sklearn.svm.SVC`
+``_svr``            :class:`SVR`, the drop-in for :class:`sklearn.svm.SVR` (libsvm's 2n-variable ε-SVR dual)
+``_one_class``      :class:`OneClassSVM`, the drop-in for :class:`sklearn.svm.OneClassSVM` (libsvm's ν form)
+``_single``         what those two share: one dual problem, its origin, the expansion in the original kernel
 ``_conformal``      :class:`ConformalSVC`, two-pass conformal kernel scaling (Williams et al.)
 ``_generalized_bias`` :class:`GeneralizedBiasSVC`, predefined features left unregularized
                     (Li, Leung & Lee); ``_bias_features`` builds such features
@@ -25,6 +28,9 @@ from .._runtime.exports import lazy_exports
 
 _EXPORTS = {
     "._classes": ("SVC",),
+    "._svr": ("SVR",),
+    "._nu": ("NuSVR",),
+    "._one_class": ("OneClassSVM",),
     "._base": ("EXPECTED_FAILED_CHECKS", "expected_failed_checks"),
     "._conformal": ("ConformalSVC", "load_conformal_model"),
     "._generalized_bias": ("GeneralizedBiasSVC",),

@@ -26,7 +26,7 @@ from ..kernels._kernels import Kernel
 from . import _persist
 from ._inputs import single_class_message
 
-__all__ = ["EXPECTED_FAILED_CHECKS", "KERNEL_PARAMETER_RANGES", "BaseSVM", "expected_failed_checks"]
+__all__ = ["EXPECTED_FAILED_CHECKS", "KERNEL_PARAMETER_RANGES", "BaseKernelSVM", "BaseSVM", "expected_failed_checks"]
 
 #: The ranges of the numeric kernel parameters: scikit-learn's SVC ones, without ``gamma = 0`` (a constant kernel)
 #: and ``degree = 0``, which dkernel's kernels refuse.
@@ -61,8 +61,9 @@ def expected_failed_checks(estimator):
     return dict(getattr(estimator, "_expected_failed_checks", {}))
 
 
-class BaseSVM(ClassifierMixin, BaseEstimator):
-    """The shared parameters, kernel checks and model files of dkernel's SVM estimators (not used on its own)."""
+class BaseKernelSVM(BaseEstimator):
+    """The shared parameters, kernel checks and model files of every dkernel SVM: classifiers, the regression SVM
+    and the one-class SVM (not used on its own; :class:`BaseSVM` adds the classifiers' labels)."""
 
     _parameter_constraints: dict = {
         "C": [Interval(Real, 0.0, None, closed="right")],
@@ -103,16 +104,6 @@ class BaseSVM(ClassifierMixin, BaseEstimator):
         if self._gram_given:
             raise ValueError(f"{type(self).__name__} {why}; kernel={self.kernel!r} gives no kernel to evaluate. Pass "
                              f"a kernel name ('rbf', 'linear', 'poly', 'sigmoid') or a dkernel Kernel.")
-
-    # ------------------------------------------------------------ the labels
-    @staticmethod
-    def _training_classes(y):
-        """The classes of the training labels and each label's index in them; one class is refused."""
-        check_classification_targets(y)
-        classes, y_index = np.unique(y, return_inverse=True)
-        if classes.shape[0] < 2:
-            raise ValueError(single_class_message(classes[0]))
-        return classes, y_index
 
     # ----------------------------------------------------------- persistence
     def save(self, path, *, overwrite=False):
@@ -157,3 +148,17 @@ class BaseSVM(ClassifierMixin, BaseEstimator):
             ``path`` holds the model of another estimator (:func:`dkernel.load_model` reads any).
         """
         return _persist.read_model(path, cls)
+
+
+class BaseSVM(ClassifierMixin, BaseKernelSVM):
+    """The base of dkernel's SVM classifiers: :class:`BaseKernelSVM` and the training labels."""
+
+    # ------------------------------------------------------------ the labels
+    @staticmethod
+    def _training_classes(y):
+        """The classes of the training labels and each label's index in them; one class is refused."""
+        check_classification_targets(y)
+        classes, y_index = np.unique(y, return_inverse=True)
+        if classes.shape[0] < 2:
+            raise ValueError(single_class_message(classes[0]))
+        return classes, y_index

@@ -259,6 +259,48 @@ def _generalized_bias_restore(cls, attrs, arrays, parts):
     return model
 
 
+#: SVR and OneClassSVM: saved array -> fitted attribute.
+_SINGLE_ARRAYS = {"support": "support_", "coef": "_coef", "intercept": "intercept_", "n_support": "_n_support"}
+#: SVR and OneClassSVM: saved attribute -> fitted attribute (scalars).
+_SINGLE_SCALARS = {"n_iter": "n_iter_", "fit_status": "fit_status_", "objective": "objective_",
+                   "delta_b": "delta_b_", "uncorrected_intercept": "uncorrected_intercept_"}
+
+
+def _single_state(model):
+    if model._callable_kernel:
+        raise ValueError(
+            f"a model whose kernel is a Python function ({model.kernel!r}) cannot be saved as zarr + JSON; "
+            f"fit with kernel='precomputed' on its Gram matrix, or with a dkernel Kernel, to save it.")
+    sv_attrs, sv_arrays = _support_vectors_state(model.support_vectors_)
+    attributes = {"params": _json_params(model), "kernel": _kernel_spec(model._kernel),
+                  "n_features_in": int(model.n_features_in_), "shape_fit": list(model.shape_fit_),
+                  **{name: getattr(model, a) for name, a in _SINGLE_SCALARS.items()}, **sv_attrs}
+    return attributes, {**{name: getattr(model, a) for name, a in _SINGLE_ARRAYS.items()}, **sv_arrays}, {}
+
+
+def _single_restore(cls, attrs, arrays, parts):
+    model = _estimator(cls, attrs["params"])
+    model._kernel = _kernel_of(attrs["kernel"])
+    model.n_features_in_ = int(attrs["n_features_in"])
+    model.shape_fit_ = tuple(attrs["shape_fit"])
+    for name, attribute in _SINGLE_ARRAYS.items():
+        setattr(model, attribute, arrays[name])
+    for name, attribute in _SINGLE_SCALARS.items():
+        setattr(model, attribute, attrs[name])
+    model._sparse = bool(attrs["sparse_support_vectors"])
+    model.support_vectors_ = _support_vectors_from(attrs, arrays)
+    model.dual_coef_ = _sparse_coef(model._coef) if model._sparse else model._coef
+    if hasattr(cls, "score_samples"):
+        model.offset_ = -model.intercept_
+    return model
+
+
+def _sparse_coef(coef):
+    from ._inputs import sklearn_sparse
+
+    return sklearn_sparse(sp.csr_matrix(coef))
+
+
 def _learner_state(model):
     if not isinstance(model.X_fit, np.ndarray):
         raise ValueError("only learners trained on dense data can be saved; convert X with X.toarray().")
@@ -284,6 +326,12 @@ FORMATS = {fmt.name: fmt for fmt in (
                 ("params", "kernel", "classes", "classes_dtype", "n_features_in", "n_predefined_features",
                  "lambda_from", "fit_status", "sparse_support_vectors", "sv_shape"),
                 _generalized_bias_state, _generalized_bias_restore),
+    ModelFormat("svr-model", "dkernel.svm._svr:SVR", tuple(_SINGLE_ARRAYS),
+                ("params", "kernel", "n_features_in", "shape_fit", *_SINGLE_SCALARS, "sparse_support_vectors",
+                 "sv_shape"), _single_state, _single_restore),
+    ModelFormat("one-class-model", "dkernel.svm._one_class:OneClassSVM", tuple(_SINGLE_ARRAYS),
+                ("params", "kernel", "n_features_in", "shape_fit", *_SINGLE_SCALARS, "sparse_support_vectors",
+                 "sv_shape"), _single_state, _single_restore),
     ModelFormat("learner", "dkernel.svm._learner_models:KernelExpansion", ("X_fit", "dual_coef"),
                 ("learner", "kernel", "classes"), _learner_state, _learner_restore),
 )}

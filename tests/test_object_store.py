@@ -1,0 +1,265 @@
+"""Gram stores at an s3:// URL, against a real S3 endpoint: moto's server on 127.0.0.1, read and written by s3fs."""
+
+import os
+import socket
+
+import numpy as np
+import pytest
+
+moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed (pip install 'moto[server]')")
+s3fs = pytest.importorskip("s3fs", reason="s3fs is not installed")
+boto3 = pytest.importorskip("boto3", reason="boto3 is not installed")
+
+from dkernel.exceptions import (
+    ArtifactPathError,
+    CorruptStoreError,
+    IncompleteStoreError,
+    StoreMismatchError,
+)
+from dkernel.gram import GramMatrix, _remote
+
+KEY, SECRET = "dkernel-test-key", "dkernel-test-secret-do-not-store"
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def endpoint():
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=_free_port())
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def bucket(endpoint, request):
+    name = "dk-" + request.node.name.replace("_", "-").lower()[:40].strip("-")
+    s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=KEY, aws_secret_access_key=SECRET,
+                      region_name="us-east-1")
+    s3.create_bucket(Bucket=name)
+    return name, s3
+
+
+@pytest.fixture
+def options(endpoint):
+    return {"key": KEY, "secret": SECRET, "endpoint_url": endpoint, "client_kwargs": {"region_name": "us-east-1"}}
+
+
+def _data(n=90, d=5, seed=0):
+    return np.random.default_rng(seed).normal(size=(n, d))
+
+
+def _objects(s3, name):
+    return {o["Key"]: s3.get_object(Bucket=name, Key=o["Key"])["Body"].read()
+            for o in s3.list_objects_v2(Bucket=name).get("Contents", [])}
+
+
+def test_a_gram_written_by_a_local_cluster_into_the_bucket_equals_the_in_memory_gram(bucket, options):
+    distributed = pytest.importorskip("distributed")
+    name, s3 = bucket
+    X = _data()
+    expected = GramMatrix.compute(X, kernel="rbf", gamma=0.3, chunk=32, client=False, progress=False).to_numpy()
+    url = f"s3://{name}/K.zarr"
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        K = GramMatrix.compute(X, kernel="rbf", gamma=0.3, chunk=32, store=url, storage_options=options,
+                               client=client, progress=False)
+        assert K.n_blocks_computed == 6
+        from_workers = K.dask.compute()
+    # The workers' BLAS thread count may change the last bit of a value, as for a local store.
+    np.testing.assert_allclose(K.to_numpy(), expected, rtol=1e-13, atol=1e-15)
+    np.testing.assert_array_equal(from_workers, K.to_numpy())
+    opened = GramMatrix.open(url, storage_options=options)
+    np.testing.assert_array_equal(opened.to_numpy(), K.to_numpy())
+    np.testing.assert_array_equal(opened.rows(np.array([5, 70, 3])), K.to_numpy()[[5, 70, 3]])
+    assert opened.verify() == []
+    objects = _objects(s3, name)
+    assert "K.zarr/dkernel.json" in objects
+    for body in objects.values():  # the credentials are never written
+        assert KEY.encode() not in body and SECRET.encode() not in body
+    # A second run on the committed store of the same Gram evaluates nothing.
+    again = GramMatrix.compute(X, kernel="rbf", gamma=0.3, chunk=32, store=url, storage_options=options,
+                               client=False, progress=False)
+    assert again.n_blocks_computed == 0
+
+
+def test_a_corrupted_object_is_detected_and_never_read_as_values(bucket, options):
+    name, s3 = bucket
+    X = _data(60)
+    url = f"s3://{name}/K.zarr"
+    K = GramMatrix.compute(X, kernel="rbf", chunk=32, store=url, storage_options=options, client=False,
+                           progress=False)
+    expected = K.to_numpy()
+    chunk = min(k for k in _objects(s3, name) if "/c/" in k)
+    body = bytearray(s3.get_object(Bucket=name, Key=chunk)["Body"].read())
+    body[8] ^= 0x40
+    s3.put_object(Bucket=name, Key=chunk, Body=bytes(body))
+    opened = GramMatrix.open(url, storage_options=options)
+    with pytest.raises(CorruptStoreError, match="checksum"):
+        opened.to_numpy()
+    assert len(opened.verify()) == 1
+    # A truncated object too.
+    s3.put_object(Bucket=name, Key=chunk, Body=bytes(body[:10]))
+    with pytest.raises(CorruptStoreError):
+        GramMatrix.open(url, storage_options=options).to_numpy()
+    unchecked = GramMatrix.compute(X, kernel="rbf", chunk=32, store=url, storage_options=options, client=False,
+                                   progress=False, verify=False)
+    assert unchecked.n_blocks_computed == 0  # verify=False trusts the committed blocks (reads stay checked)
+    # The same computation repairs exactly that block.
+    repaired = GramMatrix.compute(X, kernel="rbf", chunk=32, store=url, storage_options=options, client=False,
+                                  progress=False)
+    assert repaired.n_blocks_computed == 1 and len(repaired.blocks_repaired) == 1
+    np.testing.assert_array_equal(GramMatrix.open(url, storage_options=options).to_numpy(), expected)
+    np.testing.assert_array_equal(opened.to_numpy(), expected)  # a reader opened before the repair too
+
+
+def test_overwrite_refuses_a_prefix_dkernel_did_not_write(bucket, options):
+    name, s3 = bucket
+    s3.put_object(Bucket=name, Key="K.zarr/data.csv", Body=b"1,2,3\n")
+    for overwrite in (False, True):
+        with pytest.raises(ArtifactPathError, match="did not write"):
+            GramMatrix.compute(_data(20), store=f"s3://{name}/K.zarr", storage_options=options,
+                               overwrite=overwrite, client=False, progress=False)
+    assert set(_objects(s3, name)) == {"K.zarr/data.csv"}
+
+
+def test_overwrite_commits_a_new_version_then_removes_the_old_one(bucket, options):
+    name, s3 = bucket
+    url = f"s3://{name}/K.zarr"
+    first = GramMatrix.compute(_data(40), chunk=32, store=url, storage_options=options, client=False, progress=False)
+    old_version = first._blocks.manifest["version"]
+    with pytest.raises(StoreMismatchError, match="overwrite=True"):
+        GramMatrix.compute(_data(40, seed=1), chunk=32, store=url, storage_options=options, client=False,
+                           progress=False)
+    X2 = _data(40, seed=1)
+    GramMatrix.compute(X2, chunk=32, store=url, storage_options=options, overwrite=True, client=False,
+                       progress=False)
+    keys = set(_objects(s3, name))
+    assert not any(old_version in k for k in keys)
+    np.testing.assert_array_equal(GramMatrix.open(url, storage_options=options).to_numpy(),
+                                  GramMatrix.compute(X2, chunk=32, client=False, progress=False).to_numpy())
+    with pytest.raises(StoreMismatchError):  # the reader of the removed version gets an error, not new values
+        first.to_numpy()
+
+
+def test_an_interrupted_write_is_not_readable_and_resumes_from_verified_blocks(bucket, options, monkeypatch):
+    name, s3 = bucket
+    url = f"s3://{name}/K.zarr"
+    X = _data(100)
+    real = _remote._write_block_task
+    calls = []
+
+    def failing(*args):
+        if len(calls) == 4:
+            raise RuntimeError("stopped")
+        calls.append(args[4:6])
+        return real(*args)
+
+    monkeypatch.setattr(_remote, "_write_block_task", failing)
+    with pytest.raises(RuntimeError, match="stopped"):
+        GramMatrix.compute(X, chunk=32, store=url, storage_options=options, client=False, progress=False)
+    monkeypatch.setattr(_remote, "_write_block_task", real)
+    with pytest.raises(IncompleteStoreError, match="interrupted"):  # nothing committed: no store to read
+        GramMatrix.open(url, storage_options=options)
+    # Damage one of the written blocks: it is evaluated again, the other written ones are kept.
+    keys = _objects(s3, name)
+    written = sorted(k.rsplit("/", 1)[1] for k in keys if "/dkernel-blocks/" in k)
+    assert len(written) >= 4
+    i, j = written[0].split(".")
+    chunk = next(k for k in keys if k.endswith(f"/c/{i}/{j}"))
+    s3.put_object(Bucket=name, Key=chunk, Body=b"\0" * 10)
+    K = GramMatrix.compute(X, chunk=32, store=url, storage_options=options, client=False, progress=False)
+    assert K.n_blocks_computed == 10 - len(written) + 1
+    assert K.blocks_repaired == [(int(i), int(j))]
+    np.testing.assert_array_equal(GramMatrix.open(url, storage_options=options).to_numpy(),
+                                  GramMatrix.compute(X, chunk=32, client=False, progress=False).to_numpy())
+
+
+def test_a_worker_killed_mid_write_leaves_a_store_that_the_run_finishes_intact(bucket, options, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    name, _ = bucket
+    url = f"s3://{name}/K.zarr"
+    X = _data(100)
+    marker = tmp_path / "kill-once"
+    marker.touch()
+
+    def kill_on_block_1_2(marker):
+        # In each worker: block (1, 2) writes wrong values into its chunks, then its process is SIGKILLed
+        # before the block's flag; the first attempt only (the marker is taken once).
+        import os
+        import signal
+
+        from dkernel.gram import _remote
+
+        real = _remote._write_block_task
+
+        def task(X, Z, kernel, grid, i, j, dtype, version_url, storage_options):
+            if (i, j) == (1, 2):
+                try:
+                    os.unlink(marker)
+                except FileNotFoundError:
+                    pass
+                else:
+                    array = _remote._open_array(version_url, storage_options, "r+")
+                    array[grid.rows(i), grid.cols(j)] = -1.0
+                    os.kill(os.getpid(), signal.SIGKILL)
+            return real(X, Z, kernel, grid, i, j, dtype, version_url, storage_options)
+
+        _remote._write_block_task = task
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        pids = set(client.run(os.getpid).values())
+        client.run(kill_on_block_1_2, str(marker))
+        K = GramMatrix.compute(X, chunk=32, store=url, storage_options=options, client=client, progress=False)
+        killed = pids - set(client.run(os.getpid).values())
+    assert not marker.exists() and len(killed) == 1  # one worker died mid-write, and the run went on
+    opened = GramMatrix.open(url, storage_options=options)
+    assert opened.verify() == []
+    np.testing.assert_array_equal(opened.to_numpy(), K.to_numpy())
+    np.testing.assert_allclose(opened.to_numpy(), GramMatrix.compute(X, chunk=32, client=False,
+                                                                     progress=False).to_numpy(),
+                               rtol=1e-13, atol=1e-15)
+
+
+def test_an_svc_fit_from_the_bucket_store_is_the_in_memory_fit(bucket, options):
+    from dkernel.svm import SVC
+
+    name, _ = bucket
+    X = _data(80)
+    y = (X[:, 0] + 0.3 * X[:, 1] > 0).astype(int)
+    url = f"s3://{name}/K.zarr"
+    K = GramMatrix.compute(X, gamma=0.2, chunk=32, store=url, storage_options=options, client=False,
+                           progress=False).to_numpy()
+    from_bucket = SVC(kernel="precomputed").fit(GramMatrix.open(url, storage_options=options), y)
+    in_memory = SVC(kernel="precomputed").fit(K, y)
+    np.testing.assert_array_equal(from_bucket.support_, in_memory.support_)
+    np.testing.assert_array_equal(from_bucket.dual_coef_, in_memory.dual_coef_)
+    np.testing.assert_array_equal(from_bucket.intercept_, in_memory.intercept_)
+    np.testing.assert_array_equal(from_bucket.predict(K), in_memory.predict(K))
+
+
+def test_two_runs_writing_other_grams_at_once_leave_one_of_them_whole(bucket, options):
+    from concurrent.futures import ThreadPoolExecutor
+
+    name, _ = bucket
+    url = f"s3://{name}/K.zarr"
+    datasets = [_data(70, seed=s) for s in (1, 2)]
+
+    def write(X):
+        return GramMatrix.compute(X, chunk=32, store=url, storage_options=options, overwrite=True, client=False,
+                                  progress=False).to_numpy()
+
+    with ThreadPoolExecutor(2) as pool:
+        written = list(pool.map(write, datasets))
+    opened = GramMatrix.open(url, storage_options=options)
+    assert opened.verify() == []
+    values = opened.to_numpy()
+    assert any(np.array_equal(values, K) for K in written)
+    for X, K in zip(datasets, written):  # each run returns its own Gram, whichever commit came last
+        np.testing.assert_array_equal(K, GramMatrix.compute(X, chunk=32, client=False, progress=False).to_numpy())
