@@ -89,11 +89,11 @@ def test_help_imports_no_heavy_module_and_is_fast():
     assert done.returncode == 0 and "<command>" in done.stdout
     assert done.stdout.splitlines()[-1] == "imported:", done.stdout.splitlines()[-1]
     best = float("inf")
-    for _ in range(3):  # the best of three: the test machine may be busy
+    for _ in range(5):  # the best of five: the test machine may be busy
         start = time.perf_counter()
         assert subprocess.run([*DKERNEL, "--help"], capture_output=True, timeout=60, check=False).returncode == 0
         best = min(best, time.perf_counter() - start)
-    assert best < 0.6, f"dkernel --help took {best:.2f} s"
+    assert best < 0.3, f"dkernel --help took {best:.2f} s"
 
 
 def test_version_names_the_package_version():
