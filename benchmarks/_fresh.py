@@ -91,14 +91,14 @@ def resolve_gamma(X, gamma="scale"):
 
 # --------------------------------------------------------------------------- fresh processes
 def run_fit(library, problem, params, *, objective=False, second_fit=False, predictions=None, timeout=1800,
-            env=None):
+            env=None, task="classification"):
     """The figures of one fresh process that fits ``library``'s SVC on ``problem`` (see ``_fresh_fit.py``).
 
     Raises :class:`FitFailed` when the process fails, and
     :class:`subprocess.TimeoutExpired` after ``timeout`` seconds.
     """
     spec = {"estimator": library.estimator, "problem": problem, "params": {**params, **dict(library.options)},
-            "objective": objective, "second_fit": second_fit, "predictions": predictions}
+            "objective": objective, "second_fit": second_fit, "predictions": predictions, "task": task}
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(spec, f)
     try:
@@ -151,7 +151,7 @@ class Outcome:
 
 
 def compare(problem, params, *, libraries=LIBRARIES, rounds=3, once_above=30.0, timeout=1800, objective=True,
-            second_fit=False, skip=None, env=None, progress=None):
+            second_fit=False, skip=None, env=None, progress=None, task="classification"):
     """``{label: Outcome}``: each library fitted on ``problem`` in its own fresh process, ``rounds`` times.
 
     ``params`` are given to every library (with its own ``options``);
@@ -177,7 +177,7 @@ def compare(problem, params, *, libraries=LIBRARIES, rounds=3, once_above=30.0, 
                 saved = os.path.join(out, f"{r}-{label}.npy") if r == 0 else None
                 try:
                     run = run_fit(outcome.library, problem, params, objective=objective and r == 0,
-                                  second_fit=second_fit, predictions=saved, timeout=timeout, env=env)
+                                  second_fit=second_fit, predictions=saved, timeout=timeout, env=env, task=task)
                 except FitFailed as error:
                     outcome.status, outcome.note = "failed", str(error)
                 except subprocess.TimeoutExpired:

@@ -12,8 +12,9 @@ else to report. In this process, in order:
 3. ``Estimator(**params).fit(X_train, y_train)`` (timed: ``fit_s``; the
    peak resident memory during it: ``fit_peak_bytes``);
 4. ``predict(X_test)`` and ``decision_function(X_test)`` (timed:
-   ``predict_s``, ``decision_s``), the test accuracy, the number of support
-   vectors;
+   ``predict_s``, ``decision_s``; a regressor has no decision function), the
+   test accuracy (for a regressor, with ``"task": "regression"``, also R²),
+   the number of support vectors;
 5. on request a second fit of the same problem in this process
    (``second_fit_s``), the dual objective of the first (``objective``,
    computed the same way for every library from its ``dual_coef_`` and
@@ -143,7 +144,8 @@ def fit_once(spec):
     model, fit_s = timed(lambda: Estimator(**params).fit(X_train, y_train))
     fit_peak = peak_memory()
     predicted, predict_s = timed(lambda: model.predict(X_test))
-    _, decision_s = timed(lambda: model.decision_function(X_test))
+    decide = getattr(model, "decision_function", None)  # a regressor has none
+    decision_s = timed(lambda: decide(X_test))[1] if decide is not None else None
 
     import numpy as np
 
@@ -161,6 +163,8 @@ def fit_once(spec):
         "module_file": getattr(sys.modules[module], "__file__", None),
         "onedal": [m for m in onedal.messages if "running accelerated" in m or "fallback" in m],
     }
+    if spec.get("task") == "regression":
+        result["r2"] = float(model.score(X_test, y_test))
     if spec.get("predictions"):
         np.save(spec["predictions"], np.asarray(predicted))
     if spec.get("second_fit"):

@@ -73,8 +73,10 @@ class OneClassSVM(OutlierMixin, SingleProblemSVM):
         origin: an origin that is a combination ``Σ γ_i φ(x_i)`` with ``ν n γ_i <= 1`` (the centre of gravity
         itself, or that of a sample of ``ν n`` points or more) gives ``w = 0``, and ``fit`` warns.
     centering_sample : int, default=None
-        Represent the centre of gravity by this many sampled training points (Meilă §5); fewer than ``ν n``
-        for a model that separates anything.
+        Represent the centre of gravity by this many sampled training points (Meilă §5). Fewer than ``ν n``
+        is needed for a model that separates anything, but not enough: a sample's mean that a combination
+        ``Σ α_i φ(x_i) / (ν n)`` with ``0 ≤ α_i ≤ 1`` reproduces still gives ``w ≈ 0`` (see
+        ``docs/one_class_origin.py``).
     store : str or path-like, default=None
     working_set_size : int, default=None
     client : distributed.Client, str or False, default=None
