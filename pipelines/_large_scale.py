@@ -361,12 +361,13 @@ def centering_stages(task, exact_source, sampled_source, y, client, rng):
 
 
 def alignment_stages(task, exact_source, sampled_source, y, client, rng):
-    """Exact alignment (one pass) and sampled alignment with its standard error for each n'."""
+    """Exact alignment (one pass) and sampled alignment with its standard error for each n'.
+
+    The unit's target: ``±1`` labels, Kandola's eq. 9 for the uneven query, or for more than two classes
+    ``YYᵀ`` with the simplex code ``Y`` (``target="multiclass"`` of :func:`dkernel.alignment.target_alignment`).
+    """
     from dkernel.alignment import sampled_target_alignment, target_alignment
 
-    if task["n_classes"] > 2:
-        why = f"the alignment to a label target needs two classes; this task has {task['n_classes']}"
-        return [not_run(task, "alignment_exact", why), not_run(task, "alignment_sampled", why)]
     records, exact = [], None
     target = task["alignment_target"]
     if task["n"] <= task["exact_max_n"] and not _skipped(task, "alignment_exact"):

@@ -375,7 +375,7 @@ def write_report(result, outdir):
         "",
         "Each stage of Meilă's centering (class-balanced origin, eq. 13; sampled origin, §5; Δb, eq. 19; "
         "prediction through the original kernel, eq. 16) and of the kernel-target alignment (Kandola eq. 1, "
-        "eq. 9 for the uneven query) is timed on its own, with the peak resident memory of each worker, of the "
+        "eq. 9 for the uneven query, the multiclass target YYᵀ for USPS and 20 Newsgroups) is timed on its own, with the peak resident memory of each worker, of the "
         "cluster (`distributed.diagnostics.MemorySampler`) and of this process (the client). "
         f"{plural(len(timed), 'timed measurement')} in {plural(len(_labels(records)), 'unit')} of data.",
         "",

@@ -80,9 +80,9 @@ def _real_units(plan):
     gamma = None if usps is None else 1.0 / (usps.X.shape[1] * float(usps.X.var()))
     units.append({"label": "usps", "dataset": "usps", "data": usps, "missing": missing, "kernel": "rbf",
                   "kernel_params": {"gamma": gamma}, "C": 10.0, "n_classes": 10, "subset": plan.usps_subset,
-                  "alignment_target": None})  # fmt: skip
+                  "alignment_target": "multiclass"})  # fmt: skip
     news, missing = _load("20newsgroups")
-    for label, classes, target in (("20newsgroups", 20, None), ("20newsgroups-1vsrest", 2, "uneven")):
+    for label, classes, target in (("20newsgroups", 20, "multiclass"), ("20newsgroups-1vsrest", 2, "uneven")):
         unit = {"label": label, "dataset": label, "data": news, "missing": missing, "kernel": "linear",
                 "kernel_params": {}, "C": 1.0, "n_classes": classes, "subset": plan.newsgroups_subset,
                 "alignment_target": target}  # fmt: skip

@@ -14,14 +14,15 @@
 =================================== ======================================================================
 
 Targets (:func:`alignment_target`): ``"classification"`` (``±1``), ``"uneven"`` (eq. 9) and
-``"regression"`` (eq. 7).
+``"regression"`` (eq. 7); for more than two classes ``"multiclass"`` (``T = YYᵀ``, the simplex code ``Y``)
+and :func:`one_vs_rest_alignment` (one binary alignment per class).
 """
 
 from .._runtime.exports import lazy_exports
 
 _EXPORTS = {
     "._measures": ("AlignmentEstimate", "alignment", "alignment_target", "frobenius_norm",
-                   "sampled_target_alignment", "target_alignment"),
+                   "multiclass_target", "one_vs_rest_alignment", "sampled_target_alignment", "target_alignment"),
     "._adapted_gram": ("AdaptedGram",),
     "._inductive": ("AdaptedKernel", "KernelAligner"),
     "._reweighting": ("alignment_weights", "labelled_target", "numerical_rank_tol", "optimal_alignment",

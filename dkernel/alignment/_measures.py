@@ -12,6 +12,17 @@ The target ``t`` is the label vector for classification, the uneven-class
 vector of Kandola's eq. (9) (``1/n₊`` and ``-1/n₋``), or the centered outputs
 ``y - ȳ`` for regression (eq. 7).
 
+For ``c > 2`` classes the papers define no target; two are offered. The
+multiclass target ``T = YYᵀ`` (``target="multiclass"``) takes for ``Y`` the
+simplex code of the labels, ``Y_ik = 1`` when ``y_i`` is class ``k`` and
+``−1/(c−1)`` otherwise, so that ``T_ij = c/(c−1)`` within a class and
+``−c/(c−1)²`` between classes (scaled, ``1`` and ``−1/(c−1)``); for two classes ``T = 2yyᵀ``,
+the binary target up to a scale, which the alignment ignores. Then
+``A(K, T) = tr(YᵀKY) / (‖YᵀY‖_F ‖K‖_F)``, the same one pass with ``c``
+columns. :func:`one_vs_rest_alignment` gives instead the ``c`` binary
+alignments ``A(K, t_k t_kᵀ)`` of class ``k`` (``+1``) against the rest
+(``−1``), in one pass too.
+
 The exact functions accept any Gram source (:class:`~dkernel.gram.GramMatrix`,
 the lazy views of :mod:`dkernel.views`, a dask array or a small ndarray)
 and reduce over its ``.dask`` blocks in parallel: each block contributes
@@ -54,11 +65,15 @@ __all__ = [
     "alignment",
     "alignment_target",
     "frobenius_norm",
+    "multiclass_target",
+    "one_vs_rest_alignment",
     "sampled_target_alignment",
     "target_alignment",
 ]
 
 TARGETS = ("classification", "uneven", "regression")
+#: The targets of :func:`target_alignment` and :func:`sampled_target_alignment`: the vector ones and ``YYᵀ``.
+MATRIX_TARGETS = (*TARGETS, "multiclass")
 
 _STRIP = 512
 
@@ -80,6 +95,10 @@ def alignment_target(y, target="classification"):
     t : ndarray of shape (n,)
     """
     y = check_labels(y)
+    if target == "multiclass":
+        raise ValueError("the multiclass target YYᵀ has rank c, not one: it is no vector t. Its alignment is "
+                         "target_alignment(K, y, target='multiclass'); one vector per class is "
+                         "one_vs_rest_alignment(K, y).")
     if target == "regression":
         if y.dtype.kind not in "iuf":
             raise InvalidLabelsError(f"the regression target needs numeric outputs; y has dtype {y.dtype}.")
@@ -103,8 +122,53 @@ def alignment_target(y, target="classification"):
     return np.where(pos, 1.0 / n_pos, -1.0 / n_neg)
 
 
+def multiclass_target(y):
+    """The factor ``Y`` (n × c) of the multiclass target ``T = YYᵀ``: the simplex code of the labels.
+
+    ``Y_ik = 1`` when ``y_i`` is the k-th class, ``−1/(c−1)`` otherwise.
+    """
+    y = check_labels(y)
+    classes, index = np.unique(y, return_inverse=True)
+    c = len(classes)
+    if c < 2:
+        raise InvalidLabelsError(f"the multiclass target needs at least two classes; the labels have {c}.")
+    Y = np.full((len(y), c), -1.0 / (c - 1))
+    Y[np.arange(len(y)), index] = 1.0
+    return Y
+
+
+def one_vs_rest_targets(y):
+    """``(classes, T)``: column k of ``T`` (n × c) is ``+1`` on class k and ``−1`` on the rest."""
+    y = check_labels(y)
+    classes, index = np.unique(y, return_inverse=True)
+    if len(classes) < 2:
+        raise InvalidLabelsError(f"one-vs-rest alignment needs at least two classes; the labels have {len(classes)}.")
+    T = -np.ones((len(y), len(classes)))
+    T[np.arange(len(y)), index] = 1.0
+    return classes, T
+
+
+def _target_factor(y, target):
+    """``t`` of ``T = ttᵀ``: a vector (:func:`alignment_target`) or, for ``"multiclass"``, the n × c ``Y``."""
+    if target not in MATRIX_TARGETS:
+        raise ValueError(f"target must be one of {list(MATRIX_TARGETS)}; got {target!r}.")
+    if target == "multiclass":
+        return multiclass_target(y)
+    return alignment_target(y, target)
+
+
+def _target_norm(t):
+    """``‖ttᵀ‖_F = ‖tᵀt‖_F``: ``‖t‖²`` for a vector."""
+    return float(t @ t) if t.ndim == 1 else float(np.linalg.norm(t.T @ t))
+
+
 def _target_block_stats(K, t, rows, cols):
+    """``(t_Iᵀ K_IJ t_J, ‖K_IJ‖²_F)``; for a target of c columns the c values ``(t_Iᵀ K_IJ t_J)_kk``, then the norm."""
     K = np.asarray(K)
+    if t.ndim == 2:
+        K = np.asarray(K, dtype=np.float64)
+        products = K @ t[cols[0] : cols[1]]
+        return np.append(np.einsum("ik,ik->k", t[rows[0] : rows[1]], products), np.vdot(K, K))
     if K.dtype not in (np.float32, np.float64):
         K = K.astype(np.float64)
     t = np.ascontiguousarray(t, dtype=np.float64)
@@ -145,7 +209,10 @@ def _target_row_tasks(source, t, client):
 
 
 def _target_sums(source, t, client=None, progress=False):
-    """``(tᵀKt, ‖K‖²_F)`` in one pass over the blocks, on ``client`` (None: Dask's local scheduler)."""
+    """``(tᵀKt, ‖K‖²_F)`` in one pass over the blocks, on ``client`` (None: Dask's local scheduler).
+
+    For a target of c columns: the c diagonal values of ``tᵀKt``, then ``‖K‖²_F``.
+    """
     parts = compute_with_progress(_target_row_tasks(source, t, client), client, progress, label="row blocks")
     return np.sum(parts, axis=0)
 
@@ -158,8 +225,9 @@ def target_alignment(source, y, target="classification", *, compute=True, client
     source : Gram source
         GramMatrix, lazy view (centered, normalized ...), dask array or ndarray.
     y : array-like of shape (n,)
-    target : {"classification", "uneven", "regression"}, default="classification"
-        See :func:`alignment_target`.
+    target : {"classification", "uneven", "regression", "multiclass"}, default="classification"
+        See :func:`alignment_target`; ``"multiclass"``: ``T = YYᵀ`` with the simplex code ``Y`` of any number
+        of classes (:func:`multiclass_target`).
     compute : bool, default=True
         ``False`` returns a lazy 0-d dask array (``client`` is not used).
     client : distributed.Client, str, None or False, default=None
@@ -175,17 +243,45 @@ def target_alignment(source, y, target="classification", *, compute=True, client
     float
     """
     n = source_n(source)
-    t = alignment_target(check_labels(y, n), target)
-    tt = float(t @ t)
+    t = _target_factor(check_labels(y, n), target)
+    tt = _target_norm(t)
     if not compute:
+        width = 2 if t.ndim == 1 else t.shape[1] + 1
         sums = da.from_delayed(dask.delayed(_summed, pure=True)(*_target_row_tasks(source, t, None)),
-                               shape=(2,), dtype=np.float64)
-        return da.where(sums[1] > 0, sums[0] / (tt * da.sqrt(sums[1])), np.nan)
+                               shape=(width,), dtype=np.float64)
+        return da.where(sums[-1] > 0, sums[:-1].sum() / (tt * da.sqrt(sums[-1])), np.nan)
     with client_for(client) as client:
-        q, f = (float(v) for v in _target_sums(source, t, client, progress))
+        sums = _target_sums(source, t, client, progress)
+    q, f = float(np.sum(sums[:-1])), float(sums[-1])
     if f == 0:
         raise ValueError("the Gram matrix is zero, so its alignment is undefined.")
     return q / (tt * math.sqrt(f))
+
+
+def one_vs_rest_alignment(source, y, *, client=None, progress=False):
+    """The c binary alignments ``A(K, t_k t_kᵀ)``, class k (``+1``) against the rest (``−1``), in one pass.
+
+    Parameters
+    ----------
+    source : Gram source
+    y : array-like of shape (n,)
+        Labels of two or more classes.
+    client, progress
+        As :func:`target_alignment`.
+
+    Returns
+    -------
+    classes : ndarray of shape (c,)
+    alignments : ndarray of shape (c,)
+        ``t_kᵀKt_k / (n ‖K‖_F)``; for two classes both equal the binary alignment.
+    """
+    n = source_n(source)
+    classes, T = one_vs_rest_targets(check_labels(y, n))
+    with client_for(client) as client:
+        sums = _target_sums(source, T, client, progress)
+    if sums[-1] == 0:
+        raise ValueError("the Gram matrix is zero, so its alignment is undefined.")
+    return classes, sums[:-1] / (n * math.sqrt(float(sums[-1])))
 
 
 def frobenius_norm(source, *, client=None):
@@ -268,7 +364,8 @@ def sampled_target_alignment(source, y, n_sample, *, n_repeats=10, target="class
         ``n'``, with ``2 <= n' <= n``.
     n_repeats : int, default=10
         Independent samples (at least 2, for the standard error).
-    target : {"classification", "uneven", "regression"}, default="classification"
+    target : {"classification", "uneven", "regression", "multiclass"}, default="classification"
+        As :func:`target_alignment`.
     random_state : int, Generator or None
     client : distributed.Client, str, None or False, default=None
         Where to compute (:func:`dkernel._runtime.client.resolve_client`). On a
@@ -286,7 +383,7 @@ def sampled_target_alignment(source, y, n_sample, *, n_repeats=10, target="class
     AlignmentEstimate
     """
     n = source_n(source)
-    t = alignment_target(check_labels(y, n), target)
+    t = _target_factor(check_labels(y, n), target)
     if isinstance(n_sample, bool) or not isinstance(n_sample, Integral) or not (2 <= n_sample <= n):
         raise SampleSizeError(
             f"n_sample must be an integer in [2, n={n}]; got {n_sample!r}. Use target_alignment for the exact value."
@@ -295,7 +392,8 @@ def sampled_target_alignment(source, y, n_sample, *, n_repeats=10, target="class
         raise SampleSizeError(f"n_repeats must be an integer >= 2 (for a standard error); got {n_repeats!r}.")
     rng = random_generator(random_state)
     d = source_diag(source)
-    q_diag, f_diag, tt = float(t**2 @ d), float(d @ d), float(t @ t)
+    weights = t**2 if t.ndim == 1 else np.sum(t**2, axis=1)  # ‖t_i‖², the diagonal of T
+    q_diag, f_diag, tt = float(weights @ d), float(d @ d), _target_norm(t)
     scale = n * (n - 1) / (n_sample * (n_sample - 1))
     samples = [np.sort(rng.choice(n, size=n_sample, replace=False)) for _ in range(n_repeats)]
     with client_for(client) as client:
@@ -316,6 +414,8 @@ def _off_diagonal_sums(K, tS):
     """``(Σ_{i≠j} t_i t_j K_ij, Σ_{i≠j} K_ij²)`` of one sample's submatrix ``K = K[S][:, S]``."""
     K = np.asarray(K, dtype=np.float64)
     dS = np.diagonal(K)
+    if tS.ndim == 2:  # T = YYᵀ: tr(Y_Sᵀ K Y_S) less its diagonal terms ‖y_i‖² K_ii
+        return float(np.sum(tS * (K @ tS))) - float(np.sum(tS**2, axis=1) @ dS), float(np.vdot(K, K)) - float(dS @ dS)
     return float(tS @ K @ tS) - float(tS**2 @ dS), float(np.vdot(K, K)) - float(dS @ dS)
 
 

@@ -117,6 +117,10 @@ examples:
 
   # uneven classes (Kandola eq. 9) or real outputs (eq. 7)
   dkernel align K.zarr --labels y.npy --target uneven
+
+  # more than two classes: T = YY' with the simplex code Y, or one alignment per class against the rest
+  dkernel align K.zarr --labels digits.npy --target multiclass
+  dkernel align K.zarr --labels digits.npy --target one-vs-rest
 """
 
 
@@ -132,22 +136,51 @@ def _add_align_parser(subparsers):
 def _align_arguments(p):
     p.add_argument("store", metavar="PATH", help="folder of the Gram store (e.g. K.zarr)")
     p.add_argument("--labels", metavar="FILE", required=True, help="labels or outputs, one per row (.npy, .txt, .csv)")
-    p.add_argument("--target", choices=("classification", "uneven", "regression"), default="classification",
-                   help="target t: +-1 labels, 1/n+ and -1/n-, or y - mean(y) (default: %(default)s)")
+    p.add_argument("--target", choices=("classification", "uneven", "regression", "multiclass", "one-vs-rest"),
+                   default="classification",
+                   help="target t: +-1 labels, 1/n+ and -1/n-, or y - mean(y); for c classes YY' (Y_ik = 1 in "
+                        "class k, else -1/(c-1)) or each class against the rest (default: %(default)s)")
     p.add_argument("--sample", type=int, metavar="N", help="estimate from random N x N submatrices")
     p.add_argument("--repeats", type=int, default=10, metavar="R", help="submatrices with --sample "
                    "(default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="seed of the samples (default: %(default)s)")
 
 
+def _check_target_classes(y, target):
+    """Two classes for the binary targets; a word on the targets that take more."""
+    import numpy as np
+
+    if target in ("classification", "uneven"):
+        classes = np.unique(y)
+        if len(classes) != 2:
+            raise ValueError(f"--target {target} needs labels of two classes; --labels holds {len(classes)}. "
+                             f"For more classes use --target multiclass or --target one-vs-rest; for real "
+                             f"outputs --target regression.")
+    if target == "one-vs-rest" and len(np.unique(y)) < 2:
+        raise ValueError("--target one-vs-rest needs labels of two classes or more; --labels holds one.")
+
+
 def _run_align(args):
-    from ..alignment._measures import sampled_target_alignment, target_alignment
+    from ..alignment._measures import (
+        one_vs_rest_alignment,
+        sampled_target_alignment,
+        target_alignment,
+    )
     from ..gram import GramMatrix
 
     gram = GramMatrix.open(args.store)
     y = _read_labels(args)
     _check_label_count(y, gram.n, args.store)
     _check_sample(args.sample, gram.n, args.store)
+    _check_target_classes(y, args.target)
+    if args.target == "one-vs-rest":
+        if args.sample is not None:
+            raise ValueError("--sample estimates one alignment; with --target one-vs-rest the exact values of "
+                             "every class come from one pass. Leave out --sample, or use --target multiclass.")
+        classes, values = one_vs_rest_alignment(gram, y)
+        for label, value in zip(classes, values):
+            print(f"alignment (class {label} against the rest): {value:.10g}")
+        return 0
     if args.sample is None:
         value = target_alignment(gram, y, args.target)
         print(f"alignment ({args.target}): {value:.10g}")
