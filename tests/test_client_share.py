@@ -138,3 +138,21 @@ def test_the_client_process_uses_a_small_share_of_the_workers_cpu(tmp_path, sche
             ratios.append((time.process_time() - client_before) / (_cpu_seconds(pids) - workers_before))
     print(f"as deployed: client / workers CPU: {', '.join(f'{r:.3f}' for r in ratios)}")
     assert min(ratios) < 0.2, f"the client used {min(ratios):.2f} of the workers' CPU time"
+
+
+def test_the_training_data_reach_the_workers_beside_the_task_graph_not_in_it():
+    """X of 11 MB (over distributed's 10 MB warning): the loop's problem and each actor's rows are scattered."""
+    import distributed
+
+    X, y = make_classification(n_samples=5400, n_features=256, n_informative=20, random_state=0)
+    assert X.nbytes > 10 * 2**20
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # Worker threads in this process, so that a warning raised where the loop runs is caught here.
+        # (in-process transport: no port is opened)
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) \
+                as cluster, distributed.Client(cluster) as client:
+            model = SVC(gamma=1 / 256, max_iter=2, client=client).fit(X, y)
+    assert model.support_.size > 0
+    large = [str(w.message).splitlines()[0] for w in caught if "large graph" in str(w.message)]
+    assert not large, large

@@ -79,7 +79,7 @@ class ActorGradients:
     """
 
     def __init__(self, client, rows, prob, q, G=None):
-        self.futures = []
+        self.futures, self.scattered = [], []
         workers = self._alive_workers(client)
         if not workers:
             raise ValueError("The Dask client has no workers; start a cluster before solving.")
@@ -107,9 +107,14 @@ class ActorGradients:
 
     def _submit(self, worker, start, stop, support, weights, G=None):
         prob = self.prob
+        # The provider holds the training data (or a column slab of the Gram): sent to its worker once, beside
+        # the task graph rather than inside it.
+        [provider] = self.client.scatter([provider_for_columns(self.rows, start, stop)], workers=[worker],
+                                         hash=False)
+        self.scattered.append(provider)
         return self.client.submit(
             GradientPartition,
-            provider_for_columns(self.rows, start, stop),
+            provider,
             prob.y[start:stop], prob.C[start:stop], prob.p[start:stop], self.alpha[start:stop],
             start, stop, self.q, support, weights, G,
             workers=[worker], actor=True, pure=False,
@@ -117,10 +122,10 @@ class ActorGradients:
 
     def close(self):
         """Release the actors and the column slabs they hold on the workers, now rather than at garbage collection."""
-        if self.futures:
+        if self.futures or self.scattered:
             # Each actor handle holds a future of its own: cancel the keys rather than drop one reference.
-            self.client.cancel(self.futures)
-        self.futures = []
+            self.client.cancel(self.futures + self.scattered)
+        self.futures, self.scattered = [], []
 
     # -------------------------------------------------------------- calls
     def _rpc(self, i):
