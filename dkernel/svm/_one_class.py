@@ -76,6 +76,8 @@ class OneClassSVM(OutlierMixin, SingleProblemSVM):
         Represent the centre of gravity by this many sampled training points (Meilă §5); fewer than ``ν n``
         for a model that separates anything.
     store : str or path-like, default=None
+    storage_options : dict, default=None
+        For a URL ``store``, as :class:`~dkernel.SVC`'s; never saved.
     working_set_size : int, default=None
     client : distributed.Client, str or False, default=None
     random_state : int, RandomState or None, default=None
@@ -142,6 +144,7 @@ class OneClassSVM(OutlierMixin, SingleProblemSVM):
         centering=None,
         centering_sample=None,
         store=None,
+        storage_options=None,
         working_set_size=None,
         client=None,
         random_state=None,
@@ -160,6 +163,7 @@ class OneClassSVM(OutlierMixin, SingleProblemSVM):
         self.centering = centering
         self.centering_sample = centering_sample
         self.store = store
+        self.storage_options = storage_options
         self.working_set_size = working_set_size
         self.client = client
         self.random_state = random_state
