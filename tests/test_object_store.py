@@ -388,3 +388,59 @@ def test_saving_a_model_refuses_a_foreign_prefix_and_a_gram_store(bucket, option
     with pytest.raises(ArtifactPathError, match="not the manifest of a dkernel Gram store"):
         GramMatrix.compute(_data(40), chunk=32, store=f"s3://{name}/model", storage_options=options,
                            overwrite=True, client=False, progress=False)
+
+
+def _cli_options(options):
+    return ["--storage-option", f"endpoint_url={options['endpoint_url']}", "--storage-option", f"key={KEY}",
+            "--storage-option", f"secret={SECRET}", "--storage-option",
+            'client_kwargs={"region_name": "us-east-1"}']
+
+
+def test_the_cli_writes_a_gram_to_the_bucket_fits_from_it_and_predicts_with_a_model_there(
+        bucket, options, tmp_path, capsys):
+    from dkernel import cli
+    from dkernel.svm import SVC
+
+    name, s3 = bucket
+    X = _data(80)
+    y = (X[:, 0] + 0.3 * X[:, 1] > 0).astype(int)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    store, model = f"s3://{name}/K.zarr", f"s3://{name}/model"
+    flags = _cli_options(options)
+    assert cli.main(["gram", "--input", str(tmp_path / "X.npy"), "--gamma", "0.2", "--out", store,
+                     "--no-progress", *flags]) == 0
+    assert cli.main(["info", store, *flags]) == 0
+    assert cli.main(["verify", store, "--no-progress", *flags]) == 0
+    assert cli.main(["fit", "--data", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"), "--gamma",
+                     "0.2", "--store", store, "--model", model, "--quiet", *flags]) == 0
+    assert cli.main(["predict", "--model", model, "--data", str(tmp_path / "X.npy"), "--labels",
+                     str(tmp_path / "y.npy"), "--decision", str(tmp_path / "f.npy"), *flags]) == 0
+    assert cli.main(["align", store, "--labels", str(tmp_path / "y.npy"), *flags]) == 0
+    captured = capsys.readouterr()
+    assert f"Gram store {store}" in captured.out and f"model saved to {model}" in captured.out
+    expected = SVC(gamma=0.2).fit(X, y).decision_function(X)
+    np.testing.assert_allclose(np.load(tmp_path / "f.npy"), expected, rtol=0, atol=1e-10)
+    # The secret is never printed, nor written into the bucket (store metadata, model) or the local outputs.
+    assert SECRET not in captured.out + captured.err and KEY not in captured.out + captured.err
+    for body in _objects(s3, name).values():
+        assert SECRET.encode() not in body and KEY.encode() not in body
+    for path in tmp_path.iterdir():
+        assert SECRET.encode() not in path.read_bytes()
+    # A refused model URL and a failing read name the flag or URL, never the secret.
+    assert cli.main(["fit", "--data", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"), "--gamma",
+                     "0.2", "--model", model, "--quiet", *flags]) == 2
+    err = capsys.readouterr().err
+    assert "--overwrite" in err and model in err and SECRET not in err
+
+
+@pytest.mark.parametrize("bad", ["secretvalue", "=secretvalue", "a b=secretvalue", "client_kwargs={secretvalue"])
+def test_a_malformed_storage_option_is_a_cli_error_naming_the_flag_without_its_value(tmp_path, capsys, bad):
+    from dkernel import cli
+
+    np.save(tmp_path / "X.npy", _data(10))
+    assert cli.main(["gram", "--input", str(tmp_path / "X.npy"), "--out", "s3://bucket/K.zarr",
+                     "--storage-option", bad]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dkernel: error: --storage-option") and "secretvalue" not in err
+    assert not (tmp_path / "K.zarr").exists()

@@ -76,9 +76,9 @@ def fit_learner(learner, X, y, kernel, *, alpha=1.0, class_weight="balanced"):
     raise ValueError(f"learner must be one of {list(LEARNERS)}; got {learner!r}.")
 
 
-def save_learner(model, path, *, overwrite=False):
-    """Write ``model`` to the folder ``path`` (replacing only a learner model, with ``overwrite``)."""
-    return model.save(path, overwrite=overwrite)
+def save_learner(model, path, *, overwrite=False, storage_options=None):
+    """Write ``model`` to the folder or URL ``path`` (replacing only a learner model, with ``overwrite``)."""
+    return model.save(path, overwrite=overwrite, storage_options=storage_options)
 
 
 def is_learner_model(path):

@@ -28,7 +28,7 @@ from ..gram._remote import FORMAT as GRAM_FORMAT
 from ..gram._remote import MANIFEST, _check_ours, _fs, _put_json, _read_json, is_url
 from . import _persist
 
-__all__ = ["FORMAT", "load_model", "read_model", "save_model"]
+__all__ = ["FORMAT", "check_model_url", "load_model", "read_model", "save_model"]
 
 FORMAT = "dkernel-model-versioned"
 
@@ -67,6 +67,25 @@ def _crc(data):
     return int(google_crc32c.value(bytes(data)))
 
 
+def check_model_url(url, kind, overwrite, storage_options):
+    """Raise :class:`ArtifactPathError` unless a model of artifact ``kind`` may be saved at ``url``; return
+    ``(fs, root, manifest)`` (the manifest of the model it replaces, or None)."""
+    name, description = _persist.artifacts.KINDS[kind]
+    url = url.rstrip("/")
+    fs, root = _fs(url, storage_options)
+    _, manifest = _check_ours(url, fs, root, FORMAT)
+    if manifest:
+        if manifest.get("model") != name:
+            held = next((d for n, d in _persist.artifacts.KINDS.values() if n == manifest.get("model")),
+                        f"a model of format {manifest.get('model')!r}")
+            raise ArtifactPathError(f"{url} holds {held}, not {description}; it is never replaced. Choose "
+                                    f"another URL.")
+        if not overwrite:
+            raise ArtifactPathError(f"{url} holds {description} already; pass overwrite=True to replace it "
+                                    f"(CLI: --overwrite).")
+    return fs, root, manifest
+
+
 def save_model_url(model, url, overwrite, storage_options):
     """Write the fitted ``model`` at ``url`` by the versioned protocol above; return the URL."""
     import zarr
@@ -74,16 +93,7 @@ def save_model_url(model, url, overwrite, storage_options):
     tree = _persist._state_tree(model)  # taken apart before anything is written, as a local save
     fmt = tree[0]
     url = url.rstrip("/")
-    fs, root = _fs(url, storage_options)
-    _, manifest = _check_ours(url, fs, root, FORMAT)
-    if manifest:
-        if manifest.get("model") != fmt.name:
-            held = next((d for n, d in _persist.artifacts.KINDS.values() if n == manifest.get("model")),
-                        f"a model of format {manifest.get('model')!r}")
-            raise ArtifactPathError(f"{url} holds {held}, not {fmt.description}; it is never replaced. Choose "
-                                    f"another URL.")
-        if not overwrite:
-            raise ArtifactPathError(f"{url} holds {fmt.description} already; pass overwrite=True to replace it.")
+    fs, root, manifest = check_model_url(url, fmt.kind, overwrite, storage_options)
     write_id = uuid.uuid4().hex
     version = f"v-{write_id}"
     files = {}
