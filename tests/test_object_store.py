@@ -444,3 +444,22 @@ def test_a_malformed_storage_option_is_a_cli_error_naming_the_flag_without_its_v
     err = capsys.readouterr().err
     assert err.startswith("dkernel: error: --storage-option") and "secretvalue" not in err
     assert not (tmp_path / "K.zarr").exists()
+
+
+@pytest.mark.parametrize("estimator", ["ConformalSVC", "GeneralizedBiasSVC"])
+def test_the_two_pass_and_generalized_bias_svcs_fit_from_a_bucket_store_as_from_a_local_one(
+        bucket, options, tmp_path, estimator):
+    import dkernel.svm
+
+    cls = getattr(dkernel.svm, estimator)
+    name, s3 = bucket
+    X = _data(60)
+    y = (X[:, 0] + 0.3 * X[:, 1] > 0).astype(int)
+    local = cls(gamma=0.2, store=tmp_path / "grams", client=False).fit(X, y)
+    remote = cls(gamma=0.2, store=f"s3://{name}/grams", storage_options=options, client=False).fit(X, y)
+    assert any(k.endswith("/dkernel.json") for k in _objects(s3, name))
+    np.testing.assert_allclose(remote.decision_function(X), local.decision_function(X), rtol=0, atol=1e-10)
+    remote.save(f"s3://{name}/{estimator}", storage_options=options)
+    loaded = dkernel.svm.load_model(f"s3://{name}/{estimator}", storage_options=options)
+    assert loaded.get_params()["storage_options"] is None  # never saved with the model
+    np.testing.assert_array_equal(loaded.decision_function(X), remote.decision_function(X))
