@@ -463,3 +463,25 @@ def test_the_two_pass_and_generalized_bias_svcs_fit_from_a_bucket_store_as_from_
     loaded = dkernel.svm.load_model(f"s3://{name}/{estimator}", storage_options=options)
     assert loaded.get_params()["storage_options"] is None  # never saved with the model
     np.testing.assert_array_equal(loaded.decision_function(X), remote.decision_function(X))
+
+
+def test_a_parzen_learner_model_saved_by_the_cli_at_a_url_predicts_as_the_library(bucket, options, tmp_path,
+                                                                                   capsys):
+    from dkernel import cli
+    from dkernel.kernels import get_kernel
+    from dkernel.svm._learner_models import fit_learner
+
+    name, _ = bucket
+    X = _data(50)
+    y = (X[:, 0] > 0).astype(int)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    model = f"s3://{name}/parzen"
+    flags = _cli_options(options)
+    assert cli.main(["fit", "--learner", "parzen", "--data", str(tmp_path / "X.npy"), "--labels",
+                     str(tmp_path / "y.npy"), "--gamma", "0.2", "--model", model, *flags]) == 0
+    assert cli.main(["predict", "--model", model, "--data", str(tmp_path / "X.npy"), "--out",
+                     str(tmp_path / "p.npy"), *flags]) == 0
+    expected = fit_learner("parzen", X, y, get_kernel("rbf", gamma=0.2)).predict(X)
+    np.testing.assert_array_equal(np.load(tmp_path / "p.npy"), expected)
+    assert SECRET not in "".join(capsys.readouterr())
