@@ -386,6 +386,24 @@ def test_daskcluster_manifest_matches_the_operator_crd(daskcluster_schema):
     assert manifest["spec"]["scheduler"]["service"]["type"] == "ClusterIP"
 
 
+def test_the_object_store_manifest_matches_the_crd_mounts_no_volume_and_takes_credentials_from_a_secret(
+        daskcluster_schema):
+    import jsonschema
+
+    _, schema = daskcluster_schema
+    text = (CLUSTER / "kubernetes" / "daskcluster-s3.yaml").read_text()
+    manifest = yaml.safe_load(text)
+    jsonschema.validate(manifest, schema)
+    for pod in (manifest["spec"]["scheduler"]["spec"], manifest["spec"]["worker"]["spec"]):
+        (container,) = pod["containers"]
+        assert "volumes" not in pod and "volumeMounts" not in container
+        env = {e["name"]: e for e in container["env"]}
+        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+            assert "value" not in env[name]
+            assert env[name]["valueFrom"]["secretKeyRef"] == {"name": "dkernel-s3", "key": name}
+    assert "s3://" in text and "[s3]" in (CLUSTER / "kubernetes" / "Dockerfile").read_text()
+
+
 def test_the_crd_check_refuses_a_misspelled_field(daskcluster_schema):
     import jsonschema
 

@@ -2,7 +2,16 @@
 paper's other learners behind ``dkernel fit --learner parzen|ridge`` (``dkernel predict`` applies them as any model).
 """
 
-from ._arguments import _FLAG_NAMES, _add_cluster_arguments, _add_command, _announce_cluster, _cluster_choice
+from ._arguments import (
+    _FLAG_NAMES,
+    _add_cluster_arguments,
+    _add_command,
+    _add_storage_option_argument,
+    _announce_cluster,
+    _cluster_choice,
+    _is_url,
+    _storage_options,
+)
 
 _FLAG_NAMES["adapt"] = {"rank": "--rank", "mass": "--mass", "random_state": "--seed", "method": "--method",
                         "target": "--target"}
@@ -44,7 +53,8 @@ def _add_adapt_parser(subparsers):
 
 
 def _adapt_arguments(p):
-    p.add_argument("store", metavar="PATH", help="folder of the Gram store (e.g. K.zarr)")
+    p.add_argument("store", metavar="PATH", help="folder of the Gram store (e.g. K.zarr), or its URL")
+    _add_storage_option_argument(p)
     p.add_argument("--labels", metavar="FILE", required=True, help="labels or outputs (.npy, .txt, .csv)")
     p.add_argument("--labelled", metavar="FILE", help="rows that carry the labels (.npy indices or mask; "
                    "default: every row)")
@@ -169,10 +179,10 @@ def _run_adapt(args):
     from ..alignment._reweighting import adaptation_target
     from ..gram import GramMatrix
 
-    if not os.path.exists(args.store):
+    if not _is_url(args.store) and not os.path.exists(args.store):
         raise ValueError(f"no Gram store at {args.store} (the PATH argument); compute one with "
                          f"'dkernel gram --input X.npy --out {args.store}'.")
-    gram = GramMatrix.open(args.store)
+    gram = GramMatrix.open(args.store, storage_options=_storage_options(args))
     _check_outputs(args, gram)
     y = _read_labels(args)
     rows = _labelled_rows(args, gram.n, len(y))
@@ -218,14 +228,14 @@ def run_learner_fit(args, X, y):
     """Train and save the Parzen window or ridge model of ``dkernel fit --learner``."""
     from ..svm._kernel import estimator_kernel
     from ..svm._learner_models import fit_learner, save_learner
-    from ._arguments import _kernel_args
+    from ._arguments import _kernel_args, _storage_options
 
     alpha = 1.0 if args.alpha is None else args.alpha
     if not 0 < alpha < float("inf"):
         raise ValueError(f"--alpha must be a finite number > 0; got {alpha:g}.")
     kernel = estimator_kernel(args.kernel, X, **_kernel_args(args))  # the kernel of 'dkernel gram' and the SVC
     model = fit_learner(args.learner, X, y, kernel, alpha=alpha)
-    path = save_learner(model, args.model, overwrite=args.overwrite)
+    path = save_learner(model, args.model, overwrite=args.overwrite, storage_options=_storage_options(args))
     print(f"dkernel: trained a {args.learner} model on {X.shape[0]} samples x {X.shape[1]} features; saved to {path}")
     return 0
 

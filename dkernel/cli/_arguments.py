@@ -116,6 +116,7 @@ def _check_options(args):
     if args.command in ("gram", "fit"):
         _kernel_args(args)
         _check_cluster(args)
+    _storage_options(args)
     for name, lowest in _LOWEST.get(args.command, ()):
         value = getattr(args, name)
         if value is not None and value < lowest:
@@ -244,3 +245,54 @@ def _announce_cluster(client):
     description = describe_cluster(client) if client is not None else None
     if description is not None:
         print(f"dkernel: started {description}", file=sys.stderr)
+
+
+#: What --storage-option takes, for the help of every command that reads or writes a store or model at a URL.
+STORAGE_OPTION_HELP = ("an option of the filesystem of a URL store or model (s3://...), KEY=VALUE, repeatable: "
+                       "endpoint_url=http://HOST:9000, key=..., secret=..., client_kwargs={\"region_name\": \"...\"} "
+                       "(a VALUE in {...}, [...], true, false or null is read as JSON). Credentials are better left "
+                       "to the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY); given here they are used, "
+                       "never printed nor written")
+
+
+def _add_storage_option_argument(group):
+    """--storage-option KEY=VALUE (repeatable): the ``storage_options`` of a store or model at a URL."""
+    group.add_argument("--storage-option", dest="storage_option", action="append", default=None,
+                       metavar="KEY=VALUE", help=STORAGE_OPTION_HELP)
+
+
+def _storage_options(args):
+    """The ``storage_options`` dict of the --storage-option flags (None without any); a malformed one is refused.
+
+    A message never shows a value: it may be a credential.
+    """
+    import json
+
+    given = getattr(args, "storage_option", None)
+    if not given:
+        return None
+    options = {}
+    for item in given:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            shown = f" (key {key!r})" if sep and key else ""
+            raise ValueError(f"--storage-option: expected KEY=VALUE with KEY a name such as endpoint_url{shown}; "
+                             f"the value given is not shown, it may hold a credential.")
+        if value[:1] in ("{", "[") or value in ("true", "false", "null"):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise ValueError(f"--storage-option {key}=...: the value starts as JSON but is not valid JSON; "
+                                 f"quote it for the shell, e.g. {key}='{{\"name\": \"value\"}}'.") from None
+        if key in options:
+            raise ValueError(f"--storage-option {key} is given twice; give each key once.")
+        options[key] = value
+    return options
+
+
+def _is_url(path):
+    """Whether ``path`` (of a store or model flag) is a URL of an fsspec filesystem (``s3://...``)."""
+    from ..gram._remote import is_url
+
+    return is_url(path)

@@ -3,8 +3,8 @@ saves it, ``predict`` applies any saved model.
 """
 
 from . import _adapt
-from ._arguments import (_add_cluster_arguments, _add_command, _add_kernel_arguments, _announce_cluster,
-                         _cluster_choice, _kernel_args, _read_data)
+from ._arguments import (_add_cluster_arguments, _add_command, _add_kernel_arguments, _add_storage_option_argument,
+                         _announce_cluster, _cluster_choice, _is_url, _kernel_args, _read_data, _storage_options)
 
 _FIT_EPILOG = """\
 examples:
@@ -17,6 +17,11 @@ examples:
 
   # on a running scheduler (the store path must be reachable by every worker)
   dkernel fit --data X.npy --labels y.npy --store K.zarr --model model.zarr --cluster tcp://127.0.0.1:8786
+
+  # the Gram and the model in an object store (no shared volume): the workers
+  # read and write the bucket; credentials from the environment (AWS_*)
+  dkernel fit --data X.npy --labels y.npy --store s3://bucket/grams --model s3://bucket/model \
+      --storage-option endpoint_url=http://minio:9000 --cluster tcp://127.0.0.1:8786
 
   # keep the solver's state in fit.ckpt: after Ctrl-C, a crash or a kill, the
   # same command resumes from it
@@ -46,7 +51,8 @@ def _fit_arguments(p):
                    help="training data: .npy, .npz (array 'X', labels 'y'), .svmlight/.libsvm, .csv "
                         "(--input, as in 'dkernel gram', is the same flag)")
     p.add_argument("--labels", metavar="FILE", help="labels (.npy or text, one per line); optional for svmlight")
-    p.add_argument("--model", required=True, metavar="PATH", help="folder of the model store to write")
+    p.add_argument("--model", required=True, metavar="PATH",
+                   help="folder of the model store to write, or a URL (s3://bucket/model)")
     p.add_argument("--overwrite", action="store_true", help="replace a model at --model (never another folder)")
     k = p.add_argument_group("kernel (the defaults of 'dkernel gram') and SVM")
     _add_kernel_arguments(k)
@@ -67,7 +73,8 @@ def _fit_arguments(p):
     x.add_argument("--store", metavar="PATH",
                    help="keep the training Gram on disk: a Gram store written by 'dkernel gram' (used when it "
                         "holds this data and kernel), or a folder that keeps one store per data and kernel "
-                        "(reused by the next fit of the same data)")
+                        "(reused by the next fit of the same data); either may be a URL (s3://bucket/grams)")
+    _add_storage_option_argument(x)
     _add_cluster_arguments(x, "this process")
     x.add_argument("--checkpoint", metavar="DIR",
                    help="write the solver's state to DIR as it goes (and keep it); when DIR holds the state of "
@@ -170,8 +177,14 @@ def _run_fit(args):
 
     _check_fit_options(args)
     # The output paths first: nothing is read or trained when the model could not be saved.
-    artifacts.check_target(args.model, "model" if args.learner == "svc" else "learner", args.overwrite)
-    if args.store and os.path.exists(os.path.join(args.store, "zarr.json")):
+    storage_options = _storage_options(args)
+    if _is_url(args.model):
+        from ..svm._persist_remote import check_model_url
+
+        check_model_url(args.model, "model" if args.learner == "svc" else "learner", args.overwrite, storage_options)
+    else:
+        artifacts.check_target(args.model, "model" if args.learner == "svc" else "learner", args.overwrite)
+    if args.store and not _is_url(args.store) and os.path.exists(os.path.join(args.store, "zarr.json")):
         try:
             check_store_path(args.store)  # a store used directly must hold a raw Gram
         except StoreMismatchError as exc:  # told as fit's advice: fit --overwrite replaces the model only
@@ -186,7 +199,8 @@ def _run_fit(args):
               tol=1e-3 if args.tol is None else args.tol, centering=args.centering,
               centering_sample=args.centering_sample, normalize=bool(args.normalize),
               normalize_bias_correction=bool(args.graf_correction), multiclass=args.multiclass or "ovo",
-              working_set_size=args.working_set_size, store=args.store, random_state=args.seed,
+              working_set_size=args.working_set_size, store=args.store, storage_options=storage_options,
+              random_state=args.seed,
               verbose=not args.quiet, checkpoint=checkpoint)
     spec, flag = _cluster_choice(args)
     with scheduler_client(spec, option=flag) as client:
@@ -197,7 +211,7 @@ def _run_fit(args):
         except StoreMismatchError as exc:
             raise kept_store_error(exc, cli=True) from None
         clf.set_params(client=None)
-        path = clf.save(args.model, overwrite=args.overwrite)
+        path = clf.save(args.model, overwrite=args.overwrite, storage_options=storage_options)
     print(
         f"dkernel: trained on {X.shape[0]} samples x {X.shape[1]} features, {len(clf.classes_)} classes, "
         f"{clf.support_.shape[0]} support vectors, training accuracy {clf.score(X, y):.4f}"
@@ -218,7 +232,8 @@ def _add_predict_parser(subparsers):
 
 
 def _predict_arguments(p):
-    p.add_argument("--model", required=True, metavar="PATH", help="model store written by 'dkernel fit'")
+    p.add_argument("--model", required=True, metavar="PATH",
+                   help="model store written by 'dkernel fit' (a folder or a URL)")
     p.add_argument("--data", "--input", dest="data", required=True, metavar="FILE",
                    help="data to classify (same formats as fit; --input is the same flag)")
     p.add_argument("--labels", metavar="FILE", help="true labels (or outputs): report the accuracy (or the mean "
@@ -228,6 +243,7 @@ def _predict_arguments(p):
     p.add_argument("--overwrite", action="store_true",
                    help="replace files at --out and --decision written by an earlier dkernel predict (never "
                         "another file)")
+    _add_storage_option_argument(p)
 
 
 #: What ``dkernel predict`` writes: flag -> (kind of the output file, what it holds).
@@ -250,15 +266,19 @@ def _predict_outputs(args):
     return paths
 
 
-def _load_model(path):
-    """The model at --model: any kind ``dkernel fit`` writes."""
+def _load_model(path, storage_options=None):
+    """The model at --model (a folder or a URL): any kind ``dkernel fit`` writes."""
     import os
 
-    if not os.path.exists(path):
-        raise ValueError(f"--model {path}: no such model; train one with 'dkernel fit ... --model {path}'.")
+    missing = ValueError(f"--model {path}: no such model; train one with 'dkernel fit ... --model {path}'.")
+    if not _is_url(path) and not os.path.exists(path):
+        raise missing
     from .. import load_model
 
-    return load_model(path)
+    try:
+        return load_model(path, storage_options=storage_options)
+    except FileNotFoundError:
+        raise missing from None
 
 
 def _classes(model):
@@ -286,7 +306,7 @@ def _run_predict(args):
     from .._runtime import outputs
 
     paths = _predict_outputs(args)
-    model = _load_model(args.model)
+    model = _load_model(args.model, _storage_options(args))
     X, y = _read_data(args.data, args.labels)
     if X.shape[1] != model.n_features_in_:
         raise ValueError(f"--data {args.data} has {X.shape[1]} features but the model {args.model} was trained on "

@@ -1,7 +1,7 @@
 """The ``dkernel`` commands of a Gram store: ``gram`` computes one, ``info`` describes it, ``verify`` checks it."""
 
-from ._arguments import (_add_cluster_arguments, _add_command, _add_kernel_arguments, _announce_cluster,
-                         _cluster_choice, _kernel_from_args, _read_data)
+from ._arguments import (_add_cluster_arguments, _add_command, _add_kernel_arguments, _add_storage_option_argument,
+                         _announce_cluster, _cluster_choice, _is_url, _kernel_from_args, _read_data, _storage_options)
 
 DEMO_SHAPE = (4000, 16)
 
@@ -29,7 +29,11 @@ data or another kernel, or a derived (e.g. centered) store, is refused unless
 complete. A folder that is not a Gram store is never replaced.
 
 With a --cluster other than local every worker must reach the --out path (one
-machine, or a shared filesystem mounted at the same path everywhere).
+machine, or a shared filesystem mounted at the same path everywhere), or --out
+is an object-store URL that every worker reaches, written without rename:
+
+  dkernel gram --input X.npy --cluster cluster/kubernetes.yaml --out s3://bucket/K.zarr \
+      --storage-option endpoint_url=http://minio:9000
 """
 
 
@@ -54,7 +58,8 @@ def _gram_arguments(p):
                         help="data matrix, one sample per row: .npy, .npz (array 'X'), .svmlight/.libsvm, .csv")
     source.add_argument("--demo", action="store_true",
                         help=f"use a generated {DEMO_SHAPE[0]}x{DEMO_SHAPE[1]} two-class blob data set")
-    p.add_argument("--out", required=True, metavar="PATH", help="folder of the zarr store to write (e.g. K.zarr)")
+    p.add_argument("--out", required=True, metavar="PATH",
+                   help="folder of the zarr store to write (e.g. K.zarr), or a URL (s3://bucket/K.zarr)")
     k = p.add_argument_group("kernel (the defaults of 'dkernel fit' and scikit-learn's SVC)")
     _add_kernel_arguments(k)
     k.add_argument("--normalize", action="store_true",
@@ -71,6 +76,7 @@ def _gram_arguments(p):
                    help="number of worker processes with --cluster local (default: one per core)")
     e.add_argument("--overwrite", action="store_true",
                    help="replace a Gram store built from other data, kernel or provenance (never another folder)")
+    _add_storage_option_argument(e)
     e.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
     e.add_argument("--no-verify", action="store_true",
                    help="on an existing store, do not check the blocks already written (by default they are read "
@@ -91,7 +97,8 @@ def _run_gram(args):
     from ..gram import GramMatrix, check_store_path
     from ..gram._summary import computation_summary
 
-    check_store_path(args.out, args.overwrite)  # a path refused whatever the data: before reading them
+    if not _is_url(args.out):
+        check_store_path(args.out, args.overwrite)  # a path refused whatever the data: before reading them
 
     if args.demo:
         X, source = _demo_data(), f"demo blobs {DEMO_SHAPE[0]}x{DEMO_SHAPE[1]}"
@@ -111,7 +118,7 @@ def _run_gram(args):
     with scheduler_client(spec, n_workers=args.workers, option=flag) as client:
         _announce_cluster(client)
         gram = GramMatrix.compute(X, kernel=kernel, store=args.out, overwrite=args.overwrite,
-                                  client=client, options=options)
+                                  client=client, options=options, storage_options=_storage_options(args))
     print(f"dkernel: {computation_summary(gram, source)}")
     return 0
 
@@ -135,8 +142,9 @@ def _add_info_parser(subparsers):
 
 
 def _info_arguments(p):
-    p.add_argument("store", metavar="PATH", help="folder of the zarr store (e.g. K.zarr)")
+    p.add_argument("store", metavar="PATH", help="folder of the zarr store (e.g. K.zarr), or its URL")
     p.add_argument("--json", action="store_true", help="print the description as JSON")
+    _add_storage_option_argument(p)
 
 
 def _run_info(args):
@@ -145,7 +153,7 @@ def _run_info(args):
     from ..gram import GramMatrix
     from ..gram._summary import store_summary
 
-    info = GramMatrix.open(args.store).info()
+    info = GramMatrix.open(args.store, storage_options=_storage_options(args)).info()
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
@@ -181,8 +189,9 @@ def _add_verify_parser(subparsers):
 
 
 def _verify_arguments(p):
-    p.add_argument("store", metavar="PATH", help="folder of the Gram store (e.g. K.zarr)")
+    p.add_argument("store", metavar="PATH", help="folder of the Gram store (e.g. K.zarr), or its URL")
     p.add_argument("--no-progress", action="store_true", help="do not show progress while the blocks are read")
+    _add_storage_option_argument(p)
 
 
 def _run_verify(args):
@@ -195,7 +204,7 @@ def _run_verify(args):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnverifiedStoreWarning)  # verify() says it, as an error
         try:
-            gram = GramMatrix.open(args.store)
+            gram = GramMatrix.open(args.store, storage_options=_storage_options(args))
         except CorruptStoreError as exc:  # damaged metadata: a finding of verify, reported as damage
             if exc.blocks or not exc.path:
                 raise

@@ -2,7 +2,7 @@
 (Kandola's kernel-target alignment).
 """
 
-from ._arguments import _add_command
+from ._arguments import _add_command, _add_storage_option_argument, _storage_options
 
 _CENTER_EPILOG = """\
 examples:
@@ -42,7 +42,8 @@ def _center_interrupted(args):
 
 
 def _center_arguments(p):
-    p.add_argument("store", metavar="PATH", help="folder of the Gram store (e.g. K.zarr)")
+    p.add_argument("store", metavar="PATH", help="folder of the Gram store (e.g. K.zarr), or its URL")
+    _add_storage_option_argument(p)
     p.add_argument("--labels", metavar="FILE", help="labels, one per row of the Gram (.npy, .txt or .csv); "
                    "required by the class schemes")
     p.add_argument("--scheme", choices=("class-balanced", "standard", "multiclass"), default="class-balanced",
@@ -84,7 +85,7 @@ def _run_center(args):
     from ..gram import GramMatrix, check_output_store
     from ..views._centered import CenteredGram
 
-    gram = GramMatrix.open(args.store)
+    gram = GramMatrix.open(args.store, storage_options=_storage_options(args))
     if args.out:
         check_output_store(args.out, args.overwrite, gram)  # before h = K gamma, a pass over the store
     y = _read_labels(args)
@@ -134,7 +135,8 @@ def _add_align_parser(subparsers):
 
 
 def _align_arguments(p):
-    p.add_argument("store", metavar="PATH", help="folder of the Gram store (e.g. K.zarr)")
+    p.add_argument("store", metavar="PATH", help="folder of the Gram store (e.g. K.zarr), or its URL")
+    _add_storage_option_argument(p)
     p.add_argument("--labels", metavar="FILE", required=True, help="labels or outputs, one per row (.npy, .txt, .csv)")
     p.add_argument("--target", choices=("classification", "uneven", "regression", "multiclass", "one-vs-rest"),
                    default="classification",
@@ -168,7 +170,7 @@ def _run_align(args):
     )
     from ..gram import GramMatrix
 
-    gram = GramMatrix.open(args.store)
+    gram = GramMatrix.open(args.store, storage_options=_storage_options(args))
     y = _read_labels(args)
     _check_label_count(y, gram.n, args.store)
     _check_sample(args.sample, gram.n, args.store)

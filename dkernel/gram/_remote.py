@@ -94,6 +94,12 @@ def is_url(store):
     return not store.startswith("file://")
 
 
+def has_manifest(url, storage_options):
+    """Whether a committed manifest (of a Gram store) is at ``url``."""
+    fs, root = _fs(url, storage_options)
+    return (_read_json(fs, f"{root}/{MANIFEST}") or {}).get("format") == FORMAT
+
+
 def _fs(url, storage_options):
     import fsspec
 
@@ -127,8 +133,9 @@ def _entries(fs, root):
         return []
 
 
-def _check_ours(url, fs, root):
-    """Raise :class:`ArtifactPathError` when ``root`` holds anything dkernel did not write there."""
+def _check_ours(url, fs, root, fmt=FORMAT):
+    """Raise :class:`ArtifactPathError` when ``root`` holds anything dkernel did not write there as ``fmt``
+    (a Gram store; a model, :mod:`dkernel.svm._persist_remote`)."""
     names = _entries(fs, root)
     foreign = [n for n in names if n != MANIFEST and not _VERSION.match(n)]
     if foreign:
@@ -138,8 +145,9 @@ def _check_ours(url, fs, root):
             f"with or without overwrite. Choose another prefix."
         )
     manifest = _read_json(fs, f"{root}/{MANIFEST}") if MANIFEST in names else None
-    if MANIFEST in names and (not manifest or manifest.get("format") != FORMAT):
-        raise ArtifactPathError(f"store {url}: {MANIFEST} there is not a dkernel manifest; it is never replaced.")
+    if MANIFEST in names and (not manifest or manifest.get("format") != fmt):
+        what = "a dkernel Gram store" if fmt == FORMAT else "a dkernel model"
+        raise ArtifactPathError(f"{url}: {MANIFEST} there is not the manifest of {what}; it is never replaced.")
     return names, manifest
 
 

@@ -21,6 +21,7 @@ one-vs-rest binary problems (:mod:`._multiclass`).
 ``_base``           the estimators' shared parameter constraints, kernel checks, save and load
 ``_persist``        every fitted model on disk: a registry of model formats, one writer, one
                     reader, checksums checked at load; arrays in zarr, the rest JSON, never pickle
+``_persist_remote`` models at an object-store URL (versioned prefix, manifest last); :func:`load_model`
 =================== ==========================================================================
 """
 
@@ -36,7 +37,8 @@ _EXPORTS = {
     "._generalized_bias": ("GeneralizedBiasSVC",),
     "._parzen": ("ParzenWindowClassifier",),
     "._bias_features": ("GeodesicNeighbourFeatures", "PLSATopicFeatures", "class_presence"),
-    "._persist": ("FORMATS", "MODEL_FORMAT", "MODEL_VERSION", "load_model"),
+    "._persist": ("FORMATS", "MODEL_FORMAT", "MODEL_VERSION"),
+    "._persist_remote": ("load_model",),
     "._predict": ("PREDICT_BLOCK_BYTES", "PREDICT_BLOCK_ROWS"),
     "._training": ("GRAM_MEMORY_FRACTION",),
 }

@@ -23,7 +23,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ..kernels._kernels import Kernel
-from . import _persist
+from . import _persist_remote
 from ._inputs import single_class_message
 
 __all__ = ["EXPECTED_FAILED_CHECKS", "KERNEL_PARAMETER_RANGES", "BaseKernelSVM", "BaseSVM", "expected_failed_checks"]
@@ -77,6 +77,7 @@ class BaseKernelSVM(BaseEstimator):
         "working_set_size": [Interval(Integral, 2, None, closed="left"), None],
         "cache_size": [Interval(Real, 0.0, None, closed="neither"), None],
         "store": [str, os.PathLike, None],
+        "storage_options": [dict, None],
         "client": "no_validation",
         "verbose": ["verbose"],
     }
@@ -106,7 +107,7 @@ class BaseKernelSVM(BaseEstimator):
                              f"a kernel name ('rbf', 'linear', 'poly', 'sigmoid') or a dkernel Kernel.")
 
     # ----------------------------------------------------------- persistence
-    def save(self, path, *, overwrite=False):
+    def save(self, path, *, overwrite=False, storage_options=None):
         """Write the fitted model to the folder ``path``: arrays in zarr, the rest JSON, with checksums; no pickle.
 
         The model is written beside ``path`` and moved into place when complete
@@ -116,14 +117,18 @@ class BaseKernelSVM(BaseEstimator):
         Parameters
         ----------
         path : str or path-like
+            A folder, or an fsspec URL (``"s3://bucket/model"``): there the model is written under a fresh
+            versioned prefix and committed by a manifest written last (no rename; :mod:`._persist_remote`).
         overwrite : bool, default=False
             Replace a model of this estimator at ``path``. Anything else (a model of another estimator, a Gram
             store, a folder of other files, a file) is refused and left as it is.
+        storage_options : dict, default=None
+            For a URL: the filesystem's options (s3fs: ``endpoint_url``, ``key``...); never written.
 
         Returns
         -------
         str
-            The absolute path of the model.
+            The absolute path of the model (a URL as given).
 
         Raises
         ------
@@ -134,11 +139,12 @@ class BaseKernelSVM(BaseEstimator):
             The model holds something JSON cannot (a kernel given as a Python function).
         """
         check_is_fitted(self)
-        return _persist.save_model(self, path, overwrite)
+        return _persist_remote.save_model(self, path, overwrite, storage_options)
 
     @classmethod
-    def load(cls, path):
-        """Read a model written by :meth:`save`, after checking its checksums.
+    def load(cls, path, *, storage_options=None):
+        """Read a model written by :meth:`save` (a folder, or a URL with ``storage_options``), after checking its
+        checksums.
 
         Raises
         ------
@@ -147,7 +153,7 @@ class BaseKernelSVM(BaseEstimator):
         ModelFormatError
             ``path`` holds the model of another estimator (:func:`dkernel.load_model` reads any).
         """
-        return _persist.read_model(path, cls)
+        return _persist_remote.read_model(path, cls, storage_options)
 
 
 class BaseSVM(ClassifierMixin, BaseKernelSVM):

@@ -146,7 +146,13 @@ class SVC(PlattProbabilityMixin, BaseSVM):
         A path that is itself a Gram store (``dkernel gram --out``,
         :meth:`GramMatrix.compute`) is used directly when it holds the Gram of
         this data and kernel, and refused otherwise. The path used is
-        ``store_path_``.
+        ``store_path_``. An fsspec URL (``"s3://bucket/gram"``) is used the
+        same way, as a prefix of stores or a store itself, written without
+        rename (:mod:`dkernel.gram._remote`).
+    storage_options : dict, default=None
+        For a URL ``store``: the filesystem's options (s3fs: ``endpoint_url``,
+        ``key``, ``secret``...). They reach the workers inside the tasks and
+        are never saved with the model nor written into the store.
     working_set_size : int, default=None
         Variables per solver sub-problem (default chosen by the solver).
     cache_size : float, default=None
@@ -284,6 +290,7 @@ class SVC(PlattProbabilityMixin, BaseSVM):
         normalize=False,
         normalize_bias_correction=False,
         store=None,
+        storage_options=None,
         working_set_size=None,
         cache_size=None,
         client=None,
@@ -309,6 +316,7 @@ class SVC(PlattProbabilityMixin, BaseSVM):
         self.normalize = normalize
         self.normalize_bias_correction = normalize_bias_correction
         self.store = store
+        self.storage_options = storage_options
         self.working_set_size = working_set_size
         self.cache_size = cache_size
         self.client = client
@@ -398,8 +406,9 @@ class SVC(PlattProbabilityMixin, BaseSVM):
         path = None
         if self.store is not None:
             dtype = solver_precision(X.shape[0], self.centering is None)
-            path = self.store_path_ = store_path(self.store, X, kernel, dtype)
+            path = self.store_path_ = store_path(self.store, X, kernel, dtype, self.storage_options)
         gram, self.gram_dtype_ = training_gram(X, kernel, client, store_path=path, cache_size=self.cache_size,
+                                               storage_options=self.storage_options,
                                                progress=bool(self.verbose), on_demand=on_demand and not self.normalize,
                                                single_precision=self.centering is None, blas=blas)
         return gram

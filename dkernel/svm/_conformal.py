@@ -84,6 +84,8 @@ class ConformalSVC(BaseSVM):
         Keep the training Gram in a zarr store (as :class:`dkernel.SVC`); the
         second pass reads the first pass's store through the conformal view,
         so the Gram is computed once.
+    storage_options : dict, default=None
+        For a URL ``store``, as :class:`dkernel.SVC`'s; never saved.
     client : distributed.Client, str or False, default=None
         As in :class:`dkernel.SVC`; the conformal view travels to the workers
         as its base and the ``n`` values of ``D``.
@@ -124,7 +126,8 @@ class ConformalSVC(BaseSVM):
 
     def __init__(self, C=1.0, kernel="rbf", degree=ESTIMATOR_DEFAULTS["degree"], gamma=ESTIMATOR_DEFAULTS["gamma"],
                  coef0=ESTIMATOR_DEFAULTS["coef0"], conformal="williams", kappa=None, bias="free", tol=1e-3,
-                 shrinking=True, max_iter=-1, working_set_size=None, cache_size=None, store=None, client=None,
+                 shrinking=True, max_iter=-1, working_set_size=None, cache_size=None, store=None, storage_options=None,
+                 client=None,
                  verbose=False):
         self.C = C
         self.kernel = kernel
@@ -140,6 +143,7 @@ class ConformalSVC(BaseSVM):
         self.working_set_size = working_set_size
         self.cache_size = cache_size
         self.store = store
+        self.storage_options = storage_options
         self.client = client
         self.verbose = verbose
 
@@ -169,7 +173,7 @@ class ConformalSVC(BaseSVM):
                              f"y has {classes.shape[0]} classes.")
         with client_for(self.client) as client:
             first = SVC(kernel=self.kernel, degree=self.degree, gamma=self.gamma, coef0=self.coef0,
-                        store=self.store, client=client if client is not None else False, **self._shared())
+                        store=self.store, storage_options=self.storage_options, client=client if client is not None else False, **self._shared())
             first.fit(X, y)
             self._fit_second_pass(first, X, y, client)
         return self
@@ -241,7 +245,7 @@ class ConformalSVC(BaseSVM):
         if getattr(first, "store_path_", None) is not None:
             from ..gram import GramMatrix
 
-            return GramMatrix.open(first.store_path_)
+            return GramMatrix.open(first.store_path_, storage_options=self.storage_options)
         from ._training import training_gram
 
         return training_gram(X, first._kernel, client, cache_size=self.cache_size)[0]

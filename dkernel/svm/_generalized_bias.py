@@ -359,7 +359,7 @@ class GeneralizedBiasSVC(BaseSVM):
         Solver tolerance (maximal KKT violation).
     max_iter : int, default=100000
         Solver outer iterations per binary problem; -1 for libsvm's limit, as :class:`dkernel.SVC`.
-    store, cache_size, client
+    store, storage_options, cache_size, client
         Where the training Gram lives and where the solver runs, as
         :class:`dkernel.SVC`.
     verbose : bool, default=False
@@ -405,6 +405,7 @@ class GeneralizedBiasSVC(BaseSVM):
 
     def __init__(self, C=1.0, kernel="rbf", degree=ESTIMATOR_DEFAULTS["degree"], gamma=ESTIMATOR_DEFAULTS["gamma"],
                  coef0=ESTIMATOR_DEFAULTS["coef0"], features=None, tol=1e-3, max_iter=100_000, store=None,
+                 storage_options=None,
                  cache_size=None, client=None, verbose=False):
         self.C = C
         self.kernel = kernel
@@ -415,6 +416,7 @@ class GeneralizedBiasSVC(BaseSVM):
         self.tol = tol
         self.max_iter = max_iter
         self.store = store
+        self.storage_options = storage_options
         self.cache_size = cache_size
         self.client = client
         self.verbose = verbose
@@ -475,8 +477,10 @@ class GeneralizedBiasSVC(BaseSVM):
         self._kernel = kernel
         problems = _multiclass.binary_problems(y_index, classes.shape[0], np.arange(X.shape[0]), "ovo")
         with client_for(self.client) as client:
-            path = None if self.store is None else store_path(self.store, X, kernel, solver_precision(X.shape[0]))
-            base, self.gram_dtype_ = training_gram(X, kernel, client, store_path=path, cache_size=self.cache_size)
+            path = None if self.store is None else store_path(self.store, X, kernel, solver_precision(X.shape[0]),
+                                                              self.storage_options)
+            base, self.gram_dtype_ = training_gram(X, kernel, client, store_path=path, cache_size=self.cache_size,
+                                                   storage_options=self.storage_options)
             fits = [self._fit_problem(base, index, y_pm, F, client) for index, y_pm in problems]
         support, _, pair_coef = _multiclass.support_and_coefficients(
             problems, [fit["coef"] for fit in fits], y_index, classes.shape[0])

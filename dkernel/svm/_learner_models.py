@@ -13,7 +13,7 @@ x_i)``), the kernel's JSON spec and, for the classifier, its classes.
 import numpy as np
 
 from .._runtime import artifacts
-from . import _persist
+from . import _persist_remote
 
 __all__ = ["LEARNERS", "KernelExpansion", "fit_learner", "is_learner_model", "load_learner", "save_learner"]
 
@@ -43,14 +43,14 @@ class KernelExpansion:
         f = self.decision_function(X)
         return f if self.classes is None else self.classes[(f >= 0).astype(int)]
 
-    def save(self, path, *, overwrite=False):
-        """Write the model to the folder ``path`` (replacing only a learner model, with ``overwrite``)."""
-        return _persist.save_model(self, path, overwrite)
+    def save(self, path, *, overwrite=False, storage_options=None):
+        """Write the model to the folder or URL ``path`` (replacing only a learner model, with ``overwrite``)."""
+        return _persist_remote.save_model(self, path, overwrite, storage_options)
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path, *, storage_options=None):
         """Read a model written by :meth:`save`, after checking its checksums."""
-        return _persist.read_model(path, cls)
+        return _persist_remote.read_model(path, cls, storage_options)
 
 
 def fit_learner(learner, X, y, kernel, *, alpha=1.0, class_weight="balanced"):
@@ -76,9 +76,9 @@ def fit_learner(learner, X, y, kernel, *, alpha=1.0, class_weight="balanced"):
     raise ValueError(f"learner must be one of {list(LEARNERS)}; got {learner!r}.")
 
 
-def save_learner(model, path, *, overwrite=False):
-    """Write ``model`` to the folder ``path`` (replacing only a learner model, with ``overwrite``)."""
-    return model.save(path, overwrite=overwrite)
+def save_learner(model, path, *, overwrite=False, storage_options=None):
+    """Write ``model`` to the folder or URL ``path`` (replacing only a learner model, with ``overwrite``)."""
+    return model.save(path, overwrite=overwrite, storage_options=storage_options)
 
 
 def is_learner_model(path):

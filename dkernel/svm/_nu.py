@@ -67,7 +67,7 @@ class NuSVR(SVR):
     C : float, default=1.0
         Regularization parameter, in (0, inf].
     kernel, degree, gamma, coef0, tol, shrinking, cache_size, verbose, max_iter, centering, centering_sample,
-    store, working_set_size, client, random_state
+    store, storage_options, working_set_size, client, random_state
         As :class:`~dkernel.SVR`'s.
 
     Attributes
@@ -111,6 +111,7 @@ class NuSVR(SVR):
         centering=None,
         centering_sample=None,
         store=None,
+        storage_options=None,
         working_set_size=None,
         client=None,
         random_state=None,
@@ -129,6 +130,7 @@ class NuSVR(SVR):
         self.centering = centering
         self.centering_sample = centering_sample
         self.store = store
+        self.storage_options = storage_options
         self.working_set_size = working_set_size
         self.client = client
         self.random_state = random_state

@@ -78,6 +78,8 @@ class OneClassSVM(OutlierMixin, SingleProblemSVM):
         ``Σ α_i φ(x_i) / (ν n)`` with ``0 ≤ α_i ≤ 1`` reproduces still gives ``w ≈ 0`` (see
         ``docs/one_class_origin.py``).
     store : str or path-like, default=None
+    storage_options : dict, default=None
+        For a URL ``store``, as :class:`~dkernel.SVC`'s; never saved.
     working_set_size : int, default=None
     client : distributed.Client, str or False, default=None
     random_state : int, RandomState or None, default=None
@@ -144,6 +146,7 @@ class OneClassSVM(OutlierMixin, SingleProblemSVM):
         centering=None,
         centering_sample=None,
         store=None,
+        storage_options=None,
         working_set_size=None,
         client=None,
         random_state=None,
@@ -162,6 +165,7 @@ class OneClassSVM(OutlierMixin, SingleProblemSVM):
         self.centering = centering
         self.centering_sample = centering_sample
         self.store = store
+        self.storage_options = storage_options
         self.working_set_size = working_set_size
         self.client = client
         self.random_state = random_state

@@ -86,13 +86,14 @@ class ModelFormat:
 
 # --------------------------------------------------------------------------- the parts of each format
 def _json_params(model):
-    """``get_params`` as JSON: kernels and centerings as their specs; how a fit ran (client, checkpoint) left out."""
+    """``get_params`` as JSON: kernels and centerings as their specs; how a fit ran (client, checkpoint) and the
+    storage options (credentials) left out."""
     from ..centering._origins import Centering
     from ..kernels._kernels import Kernel
 
     out = {}
     for key, value in model.get_params(deep=False).items():
-        if key in ("client", "checkpoint"):
+        if key in ("client", "checkpoint", "storage_options"):
             continue
         if isinstance(value, (Kernel, Centering)):
             value = value.to_dict()

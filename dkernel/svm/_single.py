@@ -173,8 +173,9 @@ class SingleProblemSVM(BaseKernelSVM):
         path = None
         if self.store is not None:
             dtype = solver_precision(X.shape[0], self.centering is None)
-            path = self.store_path_ = store_path(self.store, X, kernel, dtype)
+            path = self.store_path_ = store_path(self.store, X, kernel, dtype, self.storage_options)
         gram, self.gram_dtype_ = training_gram(X, kernel, client, store_path=path, cache_size=self.cache_size,
+                                               storage_options=self.storage_options,
                                                progress=bool(self.verbose), on_demand=on_demand,
                                                single_precision=self.centering is None, blas=blas)
         return gram

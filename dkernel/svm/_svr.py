@@ -135,6 +135,8 @@ class SVR(RegressorMixin, SingleProblemSVM):
         Represent the centre of gravity by this many sampled training points (Meilă §5).
     store : str or path-like, default=None
         Where the training Gram is kept on disk, as :class:`~dkernel.SVC`'s.
+    storage_options : dict, default=None
+        For a URL ``store``, as :class:`~dkernel.SVC`'s; never saved.
     working_set_size : int, default=None
     client : distributed.Client, str or False, default=None
         As :class:`~dkernel.SVC`'s: the Gram and the solver's gradient on this cluster.
@@ -201,6 +203,7 @@ class SVR(RegressorMixin, SingleProblemSVM):
         centering=None,
         centering_sample=None,
         store=None,
+        storage_options=None,
         working_set_size=None,
         client=None,
         random_state=None,
@@ -220,6 +223,7 @@ class SVR(RegressorMixin, SingleProblemSVM):
         self.centering = centering
         self.centering_sample = centering_sample
         self.store = store
+        self.storage_options = storage_options
         self.working_set_size = working_set_size
         self.client = client
         self.random_state = random_state

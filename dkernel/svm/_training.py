@@ -84,7 +84,7 @@ def solver_precision(n, single_precision=True):
     return np.dtype(np.float64 if n * n * 8 <= SMALL_GRAM_BYTES or not single_precision else np.float32)
 
 
-def store_path(store, X, kernel, dtype=np.float64):
+def store_path(store, X, kernel, dtype=np.float64, storage_options=None):
     """The Gram store of ``K(X, X)`` that ``store`` designates.
 
     ``store`` itself when it is a zarr store (a Gram written by ``dkernel
@@ -93,22 +93,31 @@ def store_path(store, X, kernel, dtype=np.float64):
     the folder ``store``, named by a digest of the data, their dtype, the
     resolved kernel and the Gram's ``dtype`` (:func:`solver_precision`), so
     that each training set (a cross-validation fold) has its own store and
-    fitting the same data again reuses it.
+    fitting the same data again reuses it. An fsspec URL (``s3://...``,
+    :mod:`dkernel.gram._remote`) is read the same way: a store itself when
+    it holds a committed manifest, else a prefix of stores.
     """
     from ..gram import data_fingerprint
+    from ..gram._remote import has_manifest, is_url
 
-    path = os.path.abspath(os.fspath(store))
-    if os.path.exists(os.path.join(path, "zarr.json")):
-        return path
+    if is_url(store):
+        path = store.rstrip("/")
+        if has_manifest(path, storage_options):
+            return path
+    else:
+        path = os.path.abspath(os.fspath(store))
+        if os.path.exists(os.path.join(path, "zarr.json")):
+            return path
     key = {"X": data_fingerprint(X), "kernel": kernel.to_dict()}
     if np.dtype(dtype) != np.float64:  # float64 stores keep the names they had before the dtype was part of it
         key["dtype"] = np.dtype(dtype).name
     key = json.dumps(key, sort_keys=True)
-    return os.path.join(path, f"gram-{hashlib.sha256(key.encode()).hexdigest()[:16]}.zarr")
+    name = f"gram-{hashlib.sha256(key.encode()).hexdigest()[:16]}.zarr"
+    return f"{path}/{name}" if is_url(path) else os.path.join(path, name)
 
 
 def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progress=False, on_demand=False,
-                  single_precision=True, blas=None):
+                  single_precision=True, blas=None, storage_options=None):
     """The Gram source of the training data, before views, and how it is held.
 
     Returns ``(gram, held)``, ``held`` being ``"store"`` (zarr at
@@ -133,7 +142,7 @@ def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progre
         dtype = solver_precision(X.shape[0], single_precision)
         try:
             return GramMatrix.compute(X, kernel=kernel, store=store_path, dtype=dtype, client=client,
-                                      progress=progress), "store"
+                                      progress=progress, storage_options=storage_options), "store"
         except StoreMismatchError as exc:  # a fit never replaces a store: its own advice, not "pass overwrite"
             raise kept_store_error(exc) from None
     X = kernel_input(X)
