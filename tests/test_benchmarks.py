@@ -33,6 +33,8 @@ CASES = {
     "bench_out_of_core.py": (["--n", "1500", "--d", "4", "--n-test", "100", "--memory-limit", "1GB"],
                              ["same support vectors: True", "one-class SVM (nu=0.1) on the cluster from the store",
                               "agreement of inlier/outlier on the test points: 1.0000"]),
+    "bench_object_store.py": (["--n", "600", "--d", "4", "--chunk", "256", "--rounds", "1"],
+                              ["S3 bucket (moto, s3fs)", "bucket / local: write", "max |K(bucket) - K(local)|: 0.0e+00"]),
     "bench_svm_family.py": (["--n", "300", "600", "--rounds", "1"],
                             ["SVR, Friedman #1", "OneClassSVM, three Gaussian clusters", "dk/sklearn",
                              "max|pred-sk|/std dkernel", "same sign as sk dkernel"]),
