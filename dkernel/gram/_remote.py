@@ -133,11 +133,12 @@ def _entries(fs, root):
         return []
 
 
-def _check_ours(url, fs, root, fmt=FORMAT):
+def _check_ours(url, fs, root, fmt=FORMAT, entries=_VERSION, what=None):
     """Raise :class:`ArtifactPathError` when ``root`` holds anything dkernel did not write there as ``fmt``
-    (a Gram store; a model, :mod:`dkernel.svm._persist_remote`)."""
+    (a Gram store; a model, :mod:`dkernel.svm._persist_remote`; a checkpoint, :mod:`dkernel.solver._checkpoint_remote`,
+    whose folders match ``entries``)."""
     names = _entries(fs, root)
-    foreign = [n for n in names if n != MANIFEST and not _VERSION.match(n)]
+    foreign = [n for n in names if n != MANIFEST and not entries.match(n)]
     if foreign:
         shown = ", ".join(foreign[:3]) + (" ..." if len(foreign) > 3 else "")
         raise ArtifactPathError(
@@ -146,7 +147,7 @@ def _check_ours(url, fs, root, fmt=FORMAT):
         )
     manifest = _read_json(fs, f"{root}/{MANIFEST}") if MANIFEST in names else None
     if MANIFEST in names and (not manifest or manifest.get("format") != fmt):
-        what = "a dkernel Gram store" if fmt == FORMAT else "a dkernel model"
+        what = what or ("a dkernel Gram store" if fmt == FORMAT else "a dkernel model")
         raise ArtifactPathError(f"{url}: {MANIFEST} there is not the manifest of {what}; it is never replaced.")
     return names, manifest
 
