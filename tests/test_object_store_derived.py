@@ -182,3 +182,17 @@ def test_dkernel_center_and_adapt_write_to_the_bucket(bucket, options, tmp_path,
     assert SECRET not in captured.out + captured.err and KEY not in captured.out + captured.err
     for body in _objects(s3, name).values():
         assert SECRET.encode() not in body and KEY.encode() not in body
+
+
+def test_a_derived_store_written_by_a_local_cluster_into_the_bucket_equals_the_in_memory_view(bucket, options):
+    distributed = pytest.importorskip("distributed")
+
+    name, _ = bucket
+    X = _data(70)
+    expected = _centered(GramMatrix.compute(X, chunk=32, client=False, progress=False), _labels(X)).to_numpy()
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        K = GramMatrix.compute(X, chunk=32, store=f"s3://{name}/K.zarr", storage_options=options, client=client,
+                               progress=False)
+        stored = _centered(K, _labels(X)).to_zarr(f"s3://{name}/Kc.zarr", storage_options=options)
+    np.testing.assert_allclose(stored.to_numpy(), expected, rtol=0, atol=1e-12)

@@ -341,8 +341,8 @@ def open_manifest(url, storage_options):
         names = _entries(fs, root)
         if names and all(_VERSION.match(n) for n in names):
             raise IncompleteStoreError(
-                f"the Gram store {url} holds a write that was interrupted before its commit; re-run "
-                f"GramMatrix.compute with the same data and kernel on this store to finish it."
+                f"the Gram store {url} holds a write that was interrupted before its commit; re-run the write "
+                f"(GramMatrix.compute with the same data and kernel, or the same view's to_zarr) to finish it."
             )
         if names:
             raise StoreMismatchError(f"{url} holds no dkernel Gram store (no {MANIFEST}).")
