@@ -176,3 +176,24 @@ def test_dkernel_fit_resumes_from_a_url_checkpoint_with_the_same_command(bucket,
                                uninterrupted.decision_function(X), atol=1e-6)
     captured = capsys.readouterr()
     _no_secret(s3, name, captured.out + captured.err)
+
+
+def test_a_fit_on_a_local_cluster_checkpoints_at_a_url_and_a_second_fit_returns_its_solutions(bucket, options,
+                                                                                              solver_log):
+    distributed = pytest.importorskip("distributed")
+
+    name, s3 = bucket
+    X, y = make_classification(n_samples=300, n_features=6, n_informative=4, n_classes=3, random_state=5)
+    url = f"s3://{name}/fit.ckpt"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                      dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+            first = SVC(checkpoint=url, storage_options=options, client=client, **PARAMS).fit(X, y)
+            del solver_log[:]
+            again = SVC(checkpoint=url, storage_options=options, client=client, **PARAMS).fit(X, y)
+    assert sum("holds the solution" in m for m in solver_log) == 3
+    np.testing.assert_allclose(again.decision_function(X), first.decision_function(X), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(first.decision_function(X), SVC(client=False, **PARAMS).fit(X, y).decision_function(X),
+                               atol=1e-6)
+    _no_secret(s3, name, " ".join(solver_log))
