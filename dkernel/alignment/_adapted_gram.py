@@ -128,13 +128,17 @@ class AdaptedGram:
         F = self.features()
         return F @ F.T
 
-    def to_zarr(self, path, *, dtype=None, overwrite=False):
-        """Write ``G`` blockwise into a derived Gram store (its provenance names the adaptation) and open it."""
+    def to_zarr(self, path, *, dtype=None, overwrite=False, storage_options=None):
+        """Write ``G`` blockwise into a derived Gram store (its provenance names the adaptation) and open it.
+
+        ``path`` is a folder or an fsspec URL (``storage_options`` as for :meth:`GramMatrix.compute`), as for the
+        ``to_zarr`` of a view.
+        """
         from ..gram import GramMatrix
         from ..gram._store import write_view_store
 
-        return GramMatrix.open(write_view_store(self, path, operators=self.operators, dtype=dtype,
-                                                overwrite=overwrite))
+        return GramMatrix.open(write_view_store(self, path, operators=self.operators, dtype=dtype, overwrite=overwrite,
+                                                storage_options=storage_options), storage_options=storage_options)
 
     def alignment(self, y, rows=None, target=None):
         """``A(G[I, I], ttᵀ)`` on the rows ``I`` (all by default) in ``O(|I| k²)``, without forming ``G[I, I]``.

@@ -71,7 +71,7 @@ def _adapt_arguments(p):
     p.add_argument("--method", choices=("auto", "exact", "randomized", "nystroem"), default="auto",
                    help="eigensolver (default: exact up to 5000 rows, else randomized)")
     p.add_argument("--seed", type=int, default=0, help="seed of the randomized eigensolver (default: %(default)s)")
-    p.add_argument("--out", metavar="PATH", help="write G as a derived Gram store")
+    p.add_argument("--out", metavar="PATH", help="write G as a derived Gram store (a folder or a URL)")
     p.add_argument("--factors", metavar="FILE", help="write G's factors to an .npz file (never n x n)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an adapted Gram store at --out, or factors at --factors, written by an earlier "
@@ -111,15 +111,15 @@ _FACTORS = {"kind": "factors", "what": "the factors of an adapted Gram", "name":
             "writer": "dkernel adapt"}
 
 
-def _check_outputs(args, gram):
+def _check_outputs(args, gram, storage_options=None):
     from .._runtime import outputs
     from ..gram import check_output_store
 
     if not args.out and not args.factors:
         raise ValueError("pass --out PATH (a Gram store) or --factors FILE (the low-rank factors), or both.")
     if args.out:
-        check_output_store(args.out, args.overwrite, gram)
-        _check_replaces_an_adapted_store(args.out)
+        check_output_store(args.out, args.overwrite, gram, storage_options)
+        _check_replaces_an_adapted_store(args.out, storage_options)
     if args.factors:
         outputs.check_output(args.factors, suffix=".npz", overwrite=args.overwrite, **_FACTORS)
     if args.rank is not None and not 1 <= args.rank <= gram.n:
@@ -128,15 +128,19 @@ def _check_outputs(args, gram):
         raise ValueError(f"--mass must be a fraction of the spectrum in (0, 1]; got {args.mass}.")
 
 
-def _check_replaces_an_adapted_store(path):
+def _check_replaces_an_adapted_store(path, storage_options=None):
     """``--overwrite`` replaces only a store written by ``dkernel adapt``, never another Gram (the input's included)."""
     import os
 
     from ..gram import GramMatrix
+    from ..gram._remote import has_manifest
 
-    if not os.path.isdir(path) or not os.listdir(path):
+    if _is_url(path):
+        if not has_manifest(path, storage_options):
+            return
+    elif not os.path.isdir(path) or not os.listdir(path):
         return
-    operators = GramMatrix.open(path).operators
+    operators = GramMatrix.open(path, storage_options=storage_options).operators
     if not operators or operators[-1].get("name") != "alignment-adapted":
         kind = "a raw Gram store" if not operators else f"a Gram store derived by {operators[-1].get('name')!r}"
         raise ValueError(f"--out {path} holds {kind}, not an adapted one; --overwrite replaces only a store written "
@@ -182,8 +186,9 @@ def _run_adapt(args):
     if not _is_url(args.store) and not os.path.exists(args.store):
         raise ValueError(f"no Gram store at {args.store} (the PATH argument); compute one with "
                          f"'dkernel gram --input X.npy --out {args.store}'.")
-    gram = GramMatrix.open(args.store, storage_options=_storage_options(args))
-    _check_outputs(args, gram)
+    storage_options = _storage_options(args)
+    gram = GramMatrix.open(args.store, storage_options=storage_options)
+    _check_outputs(args, gram, storage_options)
     y = _read_labels(args)
     rows = _labelled_rows(args, gram.n, len(y))
     y = y[rows] if len(y) == gram.n and len(rows) != gram.n else y
@@ -208,7 +213,7 @@ def _run_adapt(args):
                          overwrite=args.overwrite, **_FACTORS)
         print(f"dkernel: wrote the factors of G ({G.n} x {G.rank}) to {args.factors}")
     if args.out:
-        out = G.to_zarr(args.out, overwrite=args.overwrite)
+        out = G.to_zarr(args.out, overwrite=args.overwrite, storage_options=storage_options)
         print(f"dkernel: wrote the adapted {out.shape[0]}x{out.shape[1]} Gram to {out.path}")
     return 0
 

@@ -77,8 +77,8 @@ def _fit_arguments(p):
     _add_storage_option_argument(x)
     _add_cluster_arguments(x, "this process")
     x.add_argument("--checkpoint", metavar="DIR",
-                   help="write the solver's state to DIR as it goes (and keep it); when DIR holds the state of "
-                        "the same fit, the fit resumes from it")
+                   help="write the solver's state to DIR (a folder or a URL) as it goes (and keep it); when DIR "
+                        "holds the state of the same fit, the fit resumes from it")
     x.add_argument("--resume", action="store_true", default=None,
                    help="require that --checkpoint DIR holds a checkpoint to resume from (without it, a matching "
                         "checkpoint is resumed all the same)")
@@ -100,9 +100,17 @@ def _fit_interrupted(args):
         return (f"the solver's state was not saved{kept}; running the same command again starts the fit over. "
                 f"To make a long fit resumable, add --checkpoint DIR: after an interruption the same command then "
                 f"resumes from it.")
-    saved = os.path.isdir(args.checkpoint) and any(
-        artifacts.artifact_kind(os.path.join(args.checkpoint, name)) == "checkpoint"
-        for name in os.listdir(args.checkpoint))
+    if _is_url(args.checkpoint):
+        from ..solver._checkpoint_remote import checkpoint_at
+
+        try:
+            saved = checkpoint_at(args.checkpoint, _storage_options(args))[1]
+        except Exception:  # noqa: BLE001 (the message of an interruption never fails on a read of the checkpoint)
+            saved = False
+    else:
+        saved = os.path.isdir(args.checkpoint) and any(
+            artifacts.artifact_kind(os.path.join(args.checkpoint, name)) == "checkpoint"
+            for name in os.listdir(args.checkpoint))
     if saved:
         return (f"the solver's state at its last checkpoint is kept in --checkpoint {args.checkpoint}{kept}; run the "
                 f"same command again to resume from it.")
@@ -157,13 +165,20 @@ def _checkpoint_of(args):
 
     if args.checkpoint is None:
         return None
-    found = artifacts.check_target(args.checkpoint, "checkpoint", reuse=True)
+    storage_options = _storage_options(args)
+    if _is_url(args.checkpoint):
+        from ..solver._checkpoint_remote import checkpoint_at
+
+        found = "same" if checkpoint_at(args.checkpoint, storage_options)[0] else None
+    else:
+        found = artifacts.check_target(args.checkpoint, "checkpoint", reuse=True)
     if found != "same" and args.resume:
         raise ValueError(f"--resume: there is no checkpoint in --checkpoint {args.checkpoint} to resume from; "
                          f"run without --resume to start the fit and write one there.")
     from ..solver import Checkpoint
 
-    return Checkpoint(args.checkpoint, every_seconds=args.checkpoint_seconds, every_iter=args.checkpoint_iterations)
+    return Checkpoint(args.checkpoint, every_seconds=args.checkpoint_seconds, every_iter=args.checkpoint_iterations,
+                      storage_options=storage_options)
 
 
 def _run_fit(args):

@@ -2,7 +2,12 @@
 (Kandola's kernel-target alignment).
 """
 
-from ._arguments import _add_command, _add_storage_option_argument, _storage_options
+from ._arguments import (
+    _add_command,
+    _add_storage_option_argument,
+    _is_url,
+    _storage_options,
+)
 
 _CENTER_EPILOG = """\
 examples:
@@ -37,6 +42,9 @@ def _add_center_parser(subparsers):
 def _center_interrupted(args):
     if not args.out:
         return "nothing was written; run the same command again to start over."
+    if _is_url(args.out):
+        return (f"nothing was committed at --out {args.out} (its manifest is written last); run the same command "
+                f"again: it resumes the write from the blocks already there.")
     return (f"nothing was saved (the centered store is moved to --out {args.out} only once complete, and its "
             f"partial blocks are not kept); run the same command again: it computes the store from the start.")
 
@@ -52,7 +60,8 @@ def _center_arguments(p):
     p.add_argument("--sample", type=int, metavar="N", help="represent the origin by N sampled points "
                    "(N/c per class for the class schemes)")
     p.add_argument("--seed", type=int, default=0, help="seed of the sample (default: %(default)s)")
-    p.add_argument("--out", metavar="PATH", help="write the centered Gram to this store; without it, print h0 "
+    p.add_argument("--out", metavar="PATH", help="write the centered Gram to this store (a folder or a URL); "
+                   "without it, print h0 "
                    "and a summary of h")
     p.add_argument("--overwrite", action="store_true",
                    help="replace a Gram store at --out (never another folder); --out may then be the input store, "
@@ -85,9 +94,10 @@ def _run_center(args):
     from ..gram import GramMatrix, check_output_store
     from ..views._centered import CenteredGram
 
-    gram = GramMatrix.open(args.store, storage_options=_storage_options(args))
+    storage_options = _storage_options(args)
+    gram = GramMatrix.open(args.store, storage_options=storage_options)
     if args.out:
-        check_output_store(args.out, args.overwrite, gram)  # before h = K gamma, a pass over the store
+        check_output_store(args.out, args.overwrite, gram, storage_options)  # before h = K gamma, a pass over it
     y = _read_labels(args)
     if y is None and args.scheme != "standard":
         raise ValueError(f"the {args.scheme} scheme needs labels; pass --labels FILE or use --scheme standard.")
@@ -101,7 +111,7 @@ def _run_center(args):
           f"h0 = <a, a> = {view.h0:.10g}; h = <a, x_i>: min {h.min():.6g}, mean {np.mean(h):.6g}, "
           f"max {h.max():.6g}")
     if args.out:
-        out = view.to_zarr(args.out, overwrite=args.overwrite)
+        out = view.to_zarr(args.out, overwrite=args.overwrite, storage_options=storage_options)
         print(f"dkernel: wrote the centered {out.shape[0]}x{out.shape[1]} {out.dtype.name} Gram to {out.path}")
     return 0
 

@@ -133,11 +133,12 @@ def _entries(fs, root):
         return []
 
 
-def _check_ours(url, fs, root, fmt=FORMAT):
+def _check_ours(url, fs, root, fmt=FORMAT, entries=_VERSION, what=None):
     """Raise :class:`ArtifactPathError` when ``root`` holds anything dkernel did not write there as ``fmt``
-    (a Gram store; a model, :mod:`dkernel.svm._persist_remote`)."""
+    (a Gram store; a model, :mod:`dkernel.svm._persist_remote`; a checkpoint, :mod:`dkernel.solver._checkpoint_remote`,
+    whose folders match ``entries``)."""
     names = _entries(fs, root)
-    foreign = [n for n in names if n != MANIFEST and not _VERSION.match(n)]
+    foreign = [n for n in names if n != MANIFEST and not entries.match(n)]
     if foreign:
         shown = ", ".join(foreign[:3]) + (" ..." if len(foreign) > 3 else "")
         raise ArtifactPathError(
@@ -146,7 +147,7 @@ def _check_ours(url, fs, root, fmt=FORMAT):
         )
     manifest = _read_json(fs, f"{root}/{MANIFEST}") if MANIFEST in names else None
     if MANIFEST in names and (not manifest or manifest.get("format") != fmt):
-        what = "a dkernel Gram store" if fmt == FORMAT else "a dkernel model"
+        what = what or ("a dkernel Gram store" if fmt == FORMAT else "a dkernel model")
         raise ArtifactPathError(f"{url}: {MANIFEST} there is not the manifest of {what}; it is never replaced.")
     return names, manifest
 
@@ -247,15 +248,32 @@ def _run_tasks(X, Z, kernel, grid, dtype, version_url, storage_options, blocks, 
 
 def compute_into_url(X, Z, kernel, grid, dtype, meta, url, overwrite, client, options, storage_options):
     """Write the Gram at ``url`` by the versioned protocol above; return ``(blocks, n_computed)``."""
+    dtype = np.dtype(dtype)
+
+    def run(vurl, todo):
+        return _run_tasks(X, Z, kernel, grid, dtype, vurl, storage_options, todo, client)
+
+    return write_versions(url, meta, grid, run, grid.evaluated_blocks(), overwrite=overwrite, verify=options.verify,
+                          storage_options=storage_options, mirrored=grid.symmetric)
+
+
+def write_versions(url, meta, grid, run, blocks, *, overwrite, verify, storage_options, mirrored, derived=False):
+    """Write the store ``meta`` at ``url`` by the protocol above; return ``(RemoteBlocks, n_computed)``.
+
+    ``run(version_url, todo)`` writes the blocks ``todo`` (of ``blocks``; with ``mirrored`` each task also
+    writes its mirror) and their flags, and returns their checksums. The committed store of the same ``meta`` is
+    verified and repaired; a ``derived`` store (written by a view's ``to_zarr``) refuses any committed store
+    without ``overwrite``, as a local one.
+    """
     url = url.rstrip("/")
     fs, root = _fs(url, storage_options)
+    if derived:
+        check_derived_url(url, overwrite, storage_options)
     names, manifest = _check_ours(url, fs, root)
-    dtype = np.dtype(dtype)
     old_version = None
     if manifest:
         if manifest.get("meta") == meta:
-            return _repair_committed(X, Z, kernel, grid, dtype, url, fs, root, manifest, client, options,
-                                     storage_options)
+            return _repair_committed(url, fs, root, manifest, grid, run, blocks, verify, storage_options, mirrored)
         if not overwrite:
             diffs = sorted(k for k in meta if manifest.get("meta", {}).get(k) != meta[k])
             raise StoreMismatchError(
@@ -268,9 +286,8 @@ def compute_into_url(X, Z, kernel, grid, dtype, meta, url, overwrite, client, op
         vurl = f"{url}/{version}"
         array = _open_array(vurl, storage_options, "r+")
         flags = _flags(fs, f"{root}/{version}")
-        good = _verified(array, grid, flags, options.verify)
-        todo = [(i, j) for i, j in grid.evaluated_blocks()
-                if (i, j) not in good or (grid.symmetric and (j, i) not in good)]
+        good = _verified(array, grid, flags, verify)
+        todo = _todo(blocks, good, mirrored)
         sums = {k: v for k, v in flags.items() if tuple(int(t) for t in k.split(".")) in good}
         repaired = [b for b in todo if f"{b[0]}.{b[1]}" in flags]
     else:
@@ -280,15 +297,19 @@ def compute_into_url(X, Z, kernel, grid, dtype, meta, url, overwrite, client, op
         _open_array(vurl, storage_options, "w", meta)  # (zarr clears the fresh prefix first)
         _put_json(fs, f"{root}/{version}/{PENDING}",
                   {"format": FORMAT, "write_id": write_id, "meta": meta, "started": time.time()})
-        todo = grid.evaluated_blocks()
+        todo = list(blocks)
         sums, repaired = {}, []
-    sums.update(_run_tasks(X, Z, kernel, grid, dtype, vurl, storage_options, todo, client))
+    sums.update(run(vurl, todo) if todo else {})
     committed = _commit(fs, root, version, write_id, meta, sums)
     if old_version and old_version != version:
         now = _read_json(fs, f"{root}/{MANIFEST}")
         if now and now.get("write_id") == write_id:  # removed only by the run whose commit replaced it
             fs.rm(f"{root}/{old_version}", recursive=True)
     return RemoteBlocks(url, storage_options, committed, repaired), len(todo)
+
+
+def _todo(blocks, good, mirrored):
+    return [(i, j) for i, j in blocks if (i, j) not in good or (mirrored and (j, i) not in good)]
 
 
 def _commit(fs, root, version, write_id, meta, sums):
@@ -299,16 +320,14 @@ def _commit(fs, root, version, write_id, meta, sums):
     return manifest
 
 
-def _repair_committed(X, Z, kernel, grid, dtype, url, fs, root, manifest, client, options, storage_options):
+def _repair_committed(url, fs, root, manifest, grid, run, blocks, verify, storage_options, mirrored):
     version = manifest["version"]
     vurl = f"{url}/{version}"
     array = _open_array(vurl, storage_options, "r+")
     sums = {k: int(v) for k, v in manifest.get("checksums", {}).items()}
-    good = _verified(array, grid, sums, options.verify)
-    todo = [(i, j) for i, j in grid.evaluated_blocks()
-            if (i, j) not in good or (grid.symmetric and (j, i) not in good)]
+    todo = _todo(blocks, _verified(array, grid, sums, verify), mirrored)
     if todo:
-        sums.update(_run_tasks(X, Z, kernel, grid, dtype, vurl, storage_options, todo, client))
+        sums.update(run(vurl, todo))
         manifest = _commit(fs, root, version, manifest["write_id"], manifest["meta"], sums)
     return RemoteBlocks(url, storage_options, manifest, todo), len(todo)
 
@@ -322,8 +341,8 @@ def open_manifest(url, storage_options):
         names = _entries(fs, root)
         if names and all(_VERSION.match(n) for n in names):
             raise IncompleteStoreError(
-                f"the Gram store {url} holds a write that was interrupted before its commit; re-run "
-                f"GramMatrix.compute with the same data and kernel on this store to finish it."
+                f"the Gram store {url} holds a write that was interrupted before its commit; re-run the write "
+                f"(GramMatrix.compute with the same data and kernel, or the same view's to_zarr) to finish it."
             )
         if names:
             raise StoreMismatchError(f"{url} holds no dkernel Gram store (no {MANIFEST}).")
@@ -460,3 +479,51 @@ def open_url(cls, url, storage_options=None):
     return cls(kernel=kernel_from_dict(meta["kernel"]), shape=meta["shape"], dtype=meta["dtype"],
                chunks=meta["chunks"], symmetric=meta["symmetric"], fingerprint=meta["fingerprint"],
                blocks=blocks, path=blocks.path, provenance=meta.get("provenance"))
+
+
+def check_derived_url(url, overwrite, storage_options):
+    """Raise :class:`ArtifactPathError` unless a derived store may be written at ``url``: a foreign prefix or
+    another artifact is refused, a committed Gram store is replaced only with ``overwrite``. Returns the
+    committed manifest there (or None)."""
+    url = url.rstrip("/")
+    fs, root = _fs(url, storage_options)
+    _, manifest = _check_ours(url, fs, root)
+    if manifest and not overwrite:
+        raise ArtifactPathError(f"{url} holds a Gram store already; pass overwrite=True (CLI: --overwrite) to "
+                                f"replace it, or choose another URL.")
+    return manifest
+
+
+def _write_view_block_task(block, version_url, storage_options, grid, i, j):
+    """Write block (i, j) of a view (its values computed by Dask), then its flag object; return its checksum."""
+    array = _open_array(version_url, storage_options, "r+")
+    K = np.ascontiguousarray(block, dtype=array.dtype)
+    array[grid.rows(i), grid.cols(j)] = K
+    sums = {f"{i}.{j}": _crc(K)}
+    fs, root = _fs(version_url, storage_options)
+    _put_json(fs, f"{root}/{FLAGS}/{i}.{j}", sums)
+    return sums
+
+
+def write_view_into_url(values, meta, grid, url, overwrite, storage_options, compute):
+    """Write a derived store (the Dask array ``values`` of a view, chunked as ``grid``) at ``url`` by the protocol
+    above; ``compute(tasks)`` runs the block tasks and returns their results. Returns the store's URL.
+
+    Every block is written by its own task (a view is symmetric only up to rounding, so no block is mirrored).
+    Without ``overwrite`` any committed store at ``url`` is refused; with it, a store of another matrix is replaced
+    by a new version, and one of the same ``meta`` verified and repaired. An interrupted write of the same view is
+    resumed from its verified blocks.
+    """
+
+    def run(vurl, todo):
+        delayed = values.to_delayed(optimize_graph=False)
+        tasks = [dask.delayed(_write_view_block_task, pure=False)(delayed[i, j], vurl, storage_options, grid, i, j)
+                 for i, j in todo]
+        sums = {}
+        for r in compute(tasks):
+            sums.update(r)
+        return sums
+
+    write_versions(url, meta, grid, run, _stored_blocks(grid), overwrite=overwrite, verify=True,
+                   storage_options=storage_options, mirrored=False, derived=True)
+    return url.rstrip("/")

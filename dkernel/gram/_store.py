@@ -53,6 +53,7 @@ from ._format import (
 from ._grid import _BlockGrid
 from ._identity import WRITE_ID, held, new_write_id
 from ._metadata import create_arrays, metadata_damage, read_store_meta, repair_metadata
+from ._remote import check_derived_url, is_url, write_view_into_url
 
 __all__ = ["check_output_store", "check_store_path", "kept_store_error", "write_view_store"]
 
@@ -291,7 +292,7 @@ def _prepare_partial(partial, meta, grid, options):
     return _create_beside(partial, meta, grid, options)
 
 
-def check_output_store(path, overwrite=False, source=None):
+def check_output_store(path, overwrite=False, source=None, storage_options=None):
     """Check, before any work, that a derived store may be written at ``path``.
 
     ``path`` must be free, an empty folder, or (with ``overwrite``) a Gram
@@ -301,10 +302,17 @@ def check_output_store(path, overwrite=False, source=None):
     beside it and swapped in once complete. Returns the stored Gram of
     ``source`` that reads ``path`` (or None).
 
+    At a URL (``storage_options`` as for :meth:`GramMatrix.compute`) the same
+    rules hold for its prefix (:func:`dkernel.gram._remote.check_derived_url`).
+
     Raises
     ------
     ArtifactPathError
     """
+    if is_url(path):
+        reader = _url_reader(path.rstrip("/"), overwrite, source) if source is not None else None
+        check_derived_url(path, overwrite, storage_options)
+        return reader
     path = os.path.abspath(os.fspath(path))
     root = _chain_root(source) if source is not None else None
     root_path = getattr(root, "path", None)
@@ -340,7 +348,7 @@ def _chain_root(source):
     return source
 
 
-def write_view_store(view, path, *, operators, dtype=None, overwrite=False):
+def write_view_store(view, path, *, operators, dtype=None, overwrite=False, storage_options=None):
     """Write a lazy view blockwise into a new Gram store at ``path`` (a derived store); returns its path.
 
     The store has the layout of a computed Gram store, with one plain chunk
@@ -354,6 +362,9 @@ def write_view_store(view, path, *, operators, dtype=None, overwrite=False):
     (:mod:`dkernel._runtime.artifacts`). ``path`` may be the store the view reads only
     with ``overwrite`` (:func:`check_output_store`): the Gram opened on it then
     refuses every read, since its store now holds the derived matrix.
+
+    At an fsspec URL (``s3://bucket/Kc.zarr``, with ``storage_options``) the store is written without rename, under
+    a fresh version committed by its manifest (:func:`dkernel.gram._remote.write_view_into_url`).
     """
     kernel = view.kernel
     if kernel is None:
@@ -361,8 +372,9 @@ def write_view_store(view, path, *, operators, dtype=None, overwrite=False):
             "to_zarr writes a Gram store, which records its kernel; this view is built on a matrix without "
             "one. Build it on a GramMatrix or a KernelGram(X, kernel)."
         )
-    path = os.path.abspath(os.fspath(path))
-    reader = check_output_store(path, overwrite, view)
+    url = is_url(path)
+    path = path.rstrip("/") if url else os.path.abspath(os.fspath(path))
+    reader = _url_reader(path, overwrite, view) if url else check_output_store(path, overwrite, view)
     root_base = _chain_root(view)
     dtype = np.dtype(dtype or getattr(root_base, "dtype", np.float64))
     grid = _BlockGrid((view.n, view.n), view.chunks, symmetric=True)
@@ -379,6 +391,34 @@ def write_view_store(view, path, *, operators, dtype=None, overwrite=False):
         "provenance": {"kernel": kernel.to_dict(), "fingerprint": fingerprint, "operators": operators},
         "operator": view.describe(),
     }
+    if url:
+        values = view.dask.rechunk((grid.rc, grid.cc)).astype(dtype)
+        write_view_into_url(values, meta, grid, path, overwrite, storage_options, _compute_to_the_last)
+    else:
+        _write_view_folder(view, path, meta, grid, dtype, overwrite)
+    if reader is not None:
+        # Its store now holds the derived matrix: reading it as the base would give wrong values.
+        reader._blocks = _ReplacedStore(path)
+        reader._diag = None
+    return path
+
+
+def _url_reader(url, overwrite, source):
+    """The stored Gram at the root of ``source`` when it reads the store at ``url`` (then only with ``overwrite``)."""
+    root = _chain_root(source)
+    if getattr(root, "path", None) is None or str(root.path).rstrip("/") != url:
+        return None
+    if not overwrite:
+        raise ArtifactPathError(
+            f"{url} is the Gram store this view reads; writing the derived store there replaces it. Pass "
+            f"overwrite=True (CLI: --overwrite) to replace it once the derived store is committed, or choose "
+            f"another URL."
+        )
+    return root
+
+
+def _write_view_folder(view, path, meta, grid, dtype, overwrite):
+    """Write the derived store ``meta`` of ``view`` in a folder beside ``path``, moved into place when complete."""
     try:
         with artifacts.writing(path, "gram", overwrite) as tmp:
             write_id = _create_store(tmp, meta, grid, GramOptions(), sharded=False).attrs[WRITE_ID]
@@ -394,11 +434,6 @@ def write_view_store(view, path, *, operators, dtype=None, overwrite=False):
                                      f"{path} is unchanged) and the partial write was removed: free space, or "
                                      f"choose another path") from exc
         raise
-    if reader is not None:
-        # Its store now holds the derived matrix: reading it as the base would give wrong values.
-        reader._blocks = _ReplacedStore(path)
-        reader._diag = None
-    return path
 
 
 @contextlib.contextmanager
@@ -442,7 +477,8 @@ def _write_checked_blocks(path, write_id, grid, values, diagonal):
 
 
 def _compute_to_the_last(tasks):
-    """Compute ``tasks``; with Dask's threads, a failure is raised only once no task runs any more.
+    """Compute ``tasks`` and return their results; with Dask's threads, a failure is raised only once no task
+    runs any more.
 
     Dask raises the first error while the other tasks of its pool go on;
     here the pool is this call's own, and leaving it waits for them. On a
@@ -450,10 +486,9 @@ def _compute_to_the_last(tasks):
     (:func:`_stopping_writers_on_failure`).
     """
     if dask.base.get_scheduler() not in (None, dask.threaded.get):
-        dask.compute(tasks)
-        return
+        return dask.compute(tasks)[0]
     with ThreadPoolExecutor(dask.config.get("num_workers", None) or CPU_COUNT) as pool:
-        dask.compute(tasks, scheduler="threads", pool=pool)
+        return dask.compute(tasks, scheduler="threads", pool=pool)[0]
 
 
 def _write_checked_block(block, path, write_id, grid, i, j):

@@ -18,18 +18,21 @@ It is written into a folder beside its path and moved into place when
 complete (:func:`dkernel._runtime.artifacts.writing`), so a process killed while
 writing leaves the previous checkpoint readable. A checkpoint of another
 problem is refused with an error naming what differs; it is never
-overwritten or deleted.
+overwritten or deleted. At an fsspec URL (``s3://bucket/fit.ckpt``) a
+checkpoint is written without rename: each state under a new key, committed
+by a manifest written last (:mod:`._checkpoint_remote`).
 """
 
 import hashlib
 import logging
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .._runtime import artifacts
+from ..gram._remote import is_url
 from ._rows import provider_submatrix
 
 __all__ = ["Checkpoint", "CheckpointWriter", "SolverState", "as_checkpoint", "problem_fingerprint", "read_state"]
@@ -51,13 +54,17 @@ class Checkpoint:
     Parameters
     ----------
     path : str or path-like
-        The checkpoint's folder (a zarr group). When it holds a checkpoint of
-        the same problem, the solver resumes from it; when it holds one of
-        another problem, the solver refuses to start.
+        The checkpoint's folder (a zarr group), or an fsspec URL
+        (``s3://bucket/fit.ckpt``). When it holds a checkpoint of the same
+        problem, the solver resumes from it; when it holds one of another
+        problem, the solver refuses to start.
     every_seconds : float or None, default=30
         Write at the first iteration at least this long after the last write.
     every_iter : int or None, default=None
         Write every this many iterations (either condition triggers a write).
+    storage_options : dict, default=None
+        The filesystem's options for a URL (credentials, ``endpoint_url``);
+        never written, printed or logged.
 
     Examples
     --------
@@ -69,6 +76,7 @@ class Checkpoint:
     path: object
     every_seconds: float = 30.0
     every_iter: int = None
+    storage_options: dict = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         if self.every_seconds is not None and not self.every_seconds > 0:
@@ -77,12 +85,19 @@ class Checkpoint:
             raise ValueError(f"every_iter must be an integer >= 1 or None; got {self.every_iter!r}.")
 
 
-def as_checkpoint(checkpoint):
-    """``checkpoint`` as a :class:`Checkpoint` (a path gets the default intervals), or None."""
-    if checkpoint is None or isinstance(checkpoint, Checkpoint):
+def as_checkpoint(checkpoint, storage_options=None):
+    """``checkpoint`` as a :class:`Checkpoint` (a path gets the default intervals), or None.
+
+    ``storage_options`` (an estimator's) are given to a checkpoint that has none.
+    """
+    if checkpoint is None:
+        return None
+    if isinstance(checkpoint, Checkpoint):
+        if storage_options and checkpoint.storage_options is None:
+            return replace(checkpoint, storage_options=dict(storage_options))
         return checkpoint
     if isinstance(checkpoint, (str, os.PathLike)):
-        return Checkpoint(os.fspath(checkpoint))
+        return Checkpoint(os.fspath(checkpoint), storage_options=dict(storage_options) if storage_options else None)
     raise TypeError(f"checkpoint must be a path or a dkernel.solver.Checkpoint; got {type(checkpoint).__name__}.")
 
 
@@ -148,8 +163,9 @@ def _open(path):
     return zarr.open_group(os.fspath(path), mode="r")
 
 
-def read_state(path, fingerprint):
-    """The :class:`SolverState` stored at ``path`` for the problem ``fingerprint``; None when there is none.
+def read_state(path, fingerprint, storage_options=None):
+    """The :class:`SolverState` stored at ``path`` (a folder or URL) for the problem ``fingerprint``; None when there
+    is none.
 
     Raises
     ------
@@ -157,7 +173,13 @@ def read_state(path, fingerprint):
         If ``path`` holds anything but a checkpoint (left as it is).
     ValueError
         If the checkpoint belongs to another problem (left as it is), naming what differs.
+    CorruptStoreError
+        If the state at a URL does not match its checksum.
     """
+    if is_url(path):
+        from ._checkpoint_remote import read_state_url
+
+        return read_state_url(path, fingerprint, storage_options, _differences, SolverState)
     path = os.path.abspath(os.fspath(path))
     if artifacts.check_target(path, "checkpoint", reuse=True) != "same":
         return None
@@ -181,9 +203,14 @@ def read_state(path, fingerprint):
     )
 
 
-def write_state(path, fingerprint, state):
+def write_state(path, fingerprint, state, storage_options=None):
     """Write ``state`` of the problem ``fingerprint`` to ``path``, replacing a checkpoint there only when complete."""
     import zarr
+
+    if is_url(path):
+        from ._checkpoint_remote import write_state_url
+
+        return write_state_url(path, fingerprint, state, storage_options, CHECKPOINT_VERSION)
 
     attrs, kernel = fingerprint
     with artifacts.writing(path, "checkpoint", overwrite=True) as tmp:
@@ -217,6 +244,6 @@ class CheckpointWriter:
         return every_seconds is not None and time.monotonic() - self.last_time >= every_seconds
 
     def write(self, state):
-        write_state(self.checkpoint.path, self.fingerprint, state)
+        write_state(self.checkpoint.path, self.fingerprint, state, self.checkpoint.storage_options)
         self.last_iteration, self.last_time = state.iteration, time.monotonic()
         logger.debug("dkernel.solver: checkpoint written to %s at iteration %d", self.checkpoint.path, state.iteration)

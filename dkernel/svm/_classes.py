@@ -377,7 +377,7 @@ class SVC(PlattProbabilityMixin, BaseSVM):
         self._kernel = kernel
         self._sparse = bool(sp.issparse(X)) and not self._gram_given
         problems = _multiclass.binary_problems(y_index, classes.shape[0], keep, self.multiclass)
-        checkpoints = problem_checkpoints(self.checkpoint, len(problems))
+        checkpoints = problem_checkpoints(self.checkpoint, len(problems), self.storage_options)
         rng = np.random.default_rng(seed_from(self.random_state))
         blas = BlasThreads()  # this fit's BLAS libraries, found once when first limited
         with client_for(self.client) as client:

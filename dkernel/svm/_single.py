@@ -182,6 +182,8 @@ class SingleProblemSVM(BaseKernelSVM):
 
     def _solve(self, rows, problem, client, blas):
         """The solver on ``rows`` with the problem's labels, bounds, ``p``, ``e`` and start (as :func:`fit_binary`)."""
+        from ..solver._checkpoint import as_checkpoint  # the solver: imported when used
+
         max_iter = outer_iteration_cap(rows.n, self.working_set_size) if self.max_iter == -1 else self.max_iter
         client = solver_client(rows, client)
         in_memory = (client is None and rows.n > SMALL_PROBLEM_SIZE
@@ -191,7 +193,7 @@ class SingleProblemSVM(BaseKernelSVM):
             return solve_qp(rows, y, problem["C"], client=client, p=problem["p"], E=problem.get("E", y),
                             e=problem["e"], alpha0=problem["alpha0"], tol=self.tol,
                             working_set_size=self.working_set_size, max_iter=max_iter, verbose=bool(self.verbose), shrinking=bool(self.shrinking),
-                            checkpoint=self.checkpoint)
+                            checkpoint=as_checkpoint(self.checkpoint, getattr(self, "storage_options", None)))
 
     @staticmethod
     def _original_kernel(coef, intercept, origin, h, h0):

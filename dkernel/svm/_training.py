@@ -278,7 +278,7 @@ def solve_qp(rows, y, C, *, client=None, **options):
     return solve(rows, y, C, client=client, **options)
 
 
-def problem_checkpoints(checkpoint, n_problems):
+def problem_checkpoints(checkpoint, n_problems, storage_options=None):
     """One solver :class:`~dkernel.solver.Checkpoint` per binary problem, inside the estimator's checkpoint folder.
 
     The folder ``checkpoint`` is a zarr group (``format:
@@ -286,13 +286,21 @@ def problem_checkpoints(checkpoint, n_problems):
     empty; problem ``k`` is checkpointed in its subfolder ``problem-k`` with
     the intervals of ``checkpoint``. A folder that holds anything else, or
     the checkpoints of another number of problems, is refused and left as
-    it is. Returns ``[None] * n_problems`` without a checkpoint.
+    it is. Returns ``[None] * n_problems`` without a checkpoint. At an fsspec
+    URL (with ``storage_options``) the same layout is kept without rename
+    (:mod:`dkernel.solver._checkpoint_remote`).
     """
     if checkpoint is None:
         return [None] * n_problems
     from ..solver._checkpoint import CHECKPOINT_FORMAT, as_checkpoint  # the solver: imported when used
 
-    checkpoint = as_checkpoint(checkpoint)
+    from ..gram._remote import is_url
+
+    checkpoint = as_checkpoint(checkpoint, storage_options)
+    if is_url(checkpoint.path):
+        from ..solver._checkpoint_remote import problem_checkpoints_url
+
+        return problem_checkpoints_url(checkpoint, n_problems)
     import zarr
 
     path = os.path.abspath(os.fspath(checkpoint.path))

@@ -230,7 +230,7 @@ class _GramView:
             )
         return np.asarray(self.dask.compute())
 
-    def to_zarr(self, path, *, dtype=None, overwrite=False):
+    def to_zarr(self, path, *, dtype=None, overwrite=False, storage_options=None):
         """Materialize the view blockwise into a new Gram store and open it.
 
         The store has the layout of :class:`dkernel.gram.GramMatrix` (so
@@ -258,6 +258,9 @@ class _GramView:
         overwrite : bool, default=False
             Replace a Gram store at ``path``. Anything else at ``path`` (a
             model, a folder of other files) is refused and left as is.
+        storage_options : dict, default=None
+            The filesystem's options for a URL (credentials, ``endpoint_url``);
+            never written into the store.
 
         Returns
         -------
@@ -272,7 +275,8 @@ class _GramView:
         from ..gram import GramMatrix, write_view_store
 
         return GramMatrix.open(write_view_store(self, path, operators=operator_chain(self), dtype=dtype,
-                                                overwrite=overwrite))
+                                                overwrite=overwrite, storage_options=storage_options),
+                               storage_options=storage_options)
 
     def __repr__(self):
         return f"{type(self).__name__}(n={self.n}, base={self.base!r})"

@@ -1,0 +1,141 @@
+"""Solver checkpoints at an object-store URL (``s3://bucket/fit.ckpt``, any fsspec URL): written without rename.
+
+A local checkpoint (:mod:`._checkpoint`) is written beside its folder and renamed in. An object store has no
+rename, so a checkpoint at a URL is a set of states and a small manifest that names the current one, with the
+helpers of the Gram stores at a URL (:mod:`dkernel.gram._remote`)::
+
+    s3://bucket/fit.ckpt/
+        dkernel.json            an estimator's checkpoint: {"format", "problems": n}
+        problem-k/              the checkpoint of binary problem k (of one solver run when given to solve_qp):
+            dkernel.json        the manifest: the state's version, its attributes (iteration, stop reason, ...),
+                                the fingerprint of its problem and the CRC-32C of its state object. Written last.
+            v-<write id>/state.npz    one state: alpha, G, kept, kept_slots and the fingerprint's kernel values.
+
+A write puts the state under a fresh ``v-<id>/`` key, then the manifest (one PUT: the commit), and only then
+removes the states the manifest no longer names, so a process killed at any point leaves the previous state
+committed and readable. A read takes the state the manifest names and checks it against its CRC-32C: a changed,
+truncated or missing object raises :class:`~dkernel.exceptions.CorruptStoreError`, never gives values. As for a
+local checkpoint, one of another problem is refused with an error naming what differs and left as it is, and a
+prefix holding anything dkernel did not write there (or another artifact: a Gram store, a model) is refused and
+left as it is. Storage options (credentials) are used for the transfers only, never written.
+"""
+
+import dataclasses
+import io
+import re
+import uuid
+
+import google_crc32c
+import numpy as np
+
+from ..exceptions import CorruptStoreError
+from ..gram._remote import MANIFEST, _check_ours, _entries, _fs, _put_json, _read_json
+
+__all__ = ["checkpoint_at", "problem_checkpoints_url", "read_state_url", "write_state_url"]
+
+FORMAT = "dkernel-checkpoint-versioned"
+STATE = "state.npz"
+_WHAT = "a dkernel solver checkpoint"
+_ENTRIES = re.compile(r"^(v-[0-9a-f]{32}|problem-\d+)$")
+_ARRAYS = ("alpha", "G", "kept", "kept_slots")
+
+
+def _open(url, storage_options):
+    url = url.rstrip("/")
+    fs, root = _fs(url, storage_options)
+    _, manifest = _check_ours(url, fs, root, FORMAT, entries=_ENTRIES, what=_WHAT)
+    return url, fs, root, manifest
+
+
+def problem_checkpoints_url(checkpoint, n_problems):
+    """The checkpoints of an estimator's ``n_problems`` binary problems under the URL ``checkpoint.path``
+    (as :func:`dkernel.svm._training.problem_checkpoints` for a folder)."""
+    url, fs, root, manifest = _open(checkpoint.path, checkpoint.storage_options)
+    if manifest:
+        found = manifest.get("problems")
+        if found != n_problems:
+            what = "one solver run" if found is None else f"{found} binary problems"
+            raise ValueError(
+                f"the checkpoint at {url} holds the state of {what}, but this fit has {n_problems} binary "
+                f"problems (other classes or multiclass scheme); it is left as it is: choose another checkpoint URL."
+            )
+    else:
+        _put_json(fs, f"{root}/{MANIFEST}", {"format": FORMAT, "problems": n_problems})
+    return [dataclasses.replace(checkpoint, path=f"{url}/problem-{k}") for k in range(n_problems)]
+
+
+def checkpoint_at(url, storage_options):
+    """``(found, saved)``: whether a checkpoint is at ``url``, and whether it holds a committed state; a prefix that
+    holds anything else is refused (:class:`~dkernel.exceptions.ArtifactPathError`)."""
+    url, fs, root, manifest = _open(url, storage_options)
+    if not manifest:
+        return False, False
+    if "problems" not in manifest:
+        return True, True
+    return True, any(_read_json(fs, f"{root}/problem-{k}/{MANIFEST}") for k in range(int(manifest["problems"])))
+
+
+def _crc(data):
+    return int(google_crc32c.value(bytes(data)))
+
+
+def read_state_url(url, fingerprint, storage_options, differences, state_class):
+    """The state committed at ``url`` for the problem ``fingerprint`` (None when there is none), checked against its
+    CRC-32C; ``differences`` names what differs from another problem (:func:`._checkpoint._differences`)."""
+    url, fs, root, manifest = _open(url, storage_options)
+    if not manifest:
+        return None
+    if "problems" in manifest:
+        raise ValueError(f"{url} holds the checkpoints of an estimator's {manifest['problems']} binary problems, "
+                         f"not the checkpoint of one solver run; pass the estimator the same checkpoint URL.")
+    name = f"{manifest.get('version')}/{STATE}"
+    try:
+        data = fs.cat_file(f"{root}/{name}")
+    except FileNotFoundError:
+        data = None
+    if data is None or _crc(data) != manifest.get("crc"):
+        raise CorruptStoreError(
+            f"the checkpoint at {url} is damaged: its state object {name} is "
+            f"{'missing' if data is None else 'changed or truncated (it does not match its checksum)'}; it is "
+            f"not read. Remove the checkpoint (or choose another URL) to fit from the start."
+        )
+    with np.load(io.BytesIO(data), allow_pickle=False) as stored:
+        arrays = {key: stored[key] for key in stored.files}
+    found = differences(url, manifest.get("problem", {}), {k: arrays[k] for k in fingerprint[1]}, *fingerprint)
+    if found:
+        raise ValueError(
+            f"the checkpoint at {url} was written for another problem; these differ: {', '.join(found)}. It is "
+            f"left as it is; resume with the same data and parameters, or choose another checkpoint URL."
+        )
+    return state_class(
+        iteration=int(manifest["iteration"]), alpha=arrays["alpha"], G=arrays["G"],
+        kept=arrays["kept"].astype(np.intp), kept_slots=arrays["kept_slots"].astype(np.intp),
+        n_kernel_rows=int(manifest["n_kernel_rows"]), stop_reason=manifest.get("stop_reason"),
+        gap=manifest.get("gap"), intercept=manifest.get("intercept"),
+    )
+
+
+def write_state_url(url, fingerprint, state, storage_options, version):
+    """Write ``state`` at ``url``: a new state object, then the manifest naming it, then the older states removed."""
+    url, fs, root, manifest = _open(url, storage_options)
+    if manifest and "problems" in manifest:
+        raise ValueError(f"{url} holds the checkpoints of an estimator's binary problems; it is left as it is.")
+    attrs, kernel = fingerprint
+    buffer = io.BytesIO()
+    np.savez(buffer, alpha=np.asarray(state.alpha), G=np.asarray(state.G),
+             kept=np.asarray(state.kept, dtype=np.int64), kept_slots=np.asarray(state.kept_slots, dtype=np.int64),
+             **{k: np.asarray(v) for k, v in kernel.items()})
+    data = buffer.getvalue()
+    write_id = uuid.uuid4().hex
+    name = f"v-{write_id}"
+    fs.pipe_file(f"{root}/{name}/{STATE}", data)
+    _put_json(fs, f"{root}/{MANIFEST}", {
+        "format": FORMAT, "version": name, "write_id": write_id, "checkpoint_version": version, "problem": attrs,
+        "iteration": int(state.iteration), "n_kernel_rows": int(state.n_kernel_rows),
+        "stop_reason": state.stop_reason, "gap": None if state.gap is None else float(state.gap),
+        "intercept": None if state.intercept is None else float(state.intercept), "crc": _crc(data),
+    })
+    # A checkpoint has one writer: every state but the committed one (the previous, one a killed write left) goes.
+    for old in _entries(fs, root):
+        if old.startswith("v-") and old != name:
+            fs.rm(f"{root}/{old}", recursive=True)
