@@ -101,7 +101,8 @@ def test_pipeline_local_cluster_listens_on_loopback_only(monkeypatch, tmp_path):
 def _readme_commands():
     """The ``dask scheduler`` and ``dask worker`` commands of cluster/README.md's one-machine section."""
     text = (REPO / "cluster" / "README.md").read_text()
-    block = text.split("```bash\n", 1)[1].split("```", 1)[0].replace("\\\n", " ")
+    section = text.split("## A scheduler and workers on one machine", 1)[1]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0].replace("\\\n", " ")
     commands = [line.strip() for line in block.splitlines() if line.strip().startswith("dask ")]
     assert [c.split()[:2] for c in commands] == [["dask", "scheduler"], ["dask", "worker"]]
     return [shlex.split(c) for c in commands]

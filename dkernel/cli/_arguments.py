@@ -293,6 +293,6 @@ def _storage_options(args):
 
 def _is_url(path):
     """Whether ``path`` (of a store or model flag) is a URL of an fsspec filesystem (``s3://...``)."""
-    from ..gram._remote import is_url
+    from .._runtime.object_store import is_url
 
     return is_url(path)

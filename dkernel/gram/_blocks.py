@@ -5,7 +5,9 @@ and the whole matrix; the store's backend (:class:`_ZarrBlocks`) checks every
 row it reads against the store's checksums, and finds the damaged blocks of a
 store (:meth:`_ZarrBlocks.corrupt_blocks`, behind ``GramMatrix.verify``). The
 store's lazy Dask array is built by :class:`~dkernel.gram.GramMatrix` itself,
-whose reads each of its tasks makes.
+whose reads each of its tasks makes. A block is evaluated by
+:func:`_evaluate_block`, for every backend (the local and the bucket stores
+alike).
 """
 
 import contextlib
@@ -297,3 +299,55 @@ def _warn_unverified(blocks):
             UnverifiedStoreWarning, stacklevel=3,
         )
     return blocks
+
+
+# --------------------------------------------------------------------------- evaluating a block
+def _mirror_upper(K, tile=512):
+    """Copy the upper triangle of a square block onto the lower one, in place.
+
+    A diagonal block evaluated by BLAS and element-wise maps is symmetric only
+    to rounding (``(a + b) + c`` differs from ``(a + c) + b``); mirroring makes
+    the stored Gram exactly symmetric, like the mirrored off-diagonal blocks.
+    Works tile by tile to avoid index arrays of the block's size.
+    """
+    size = K.shape[0]
+    for a in range(0, size, tile):
+        ta = slice(a, min(a + tile, size))
+        for b in range(0, a, tile):
+            K[ta, b : b + tile] = K[b : b + tile, ta].T
+        square = K[ta, ta]
+        lower = np.tril_indices(square.shape[0], -1)
+        square[lower] = square.T[lower]
+    return K
+
+
+def _evaluate_block(X, Z, kernel, grid, i, j, dtype, out=None, checksums=None):
+    """Block (i, j) of the Gram; into ``out`` (an array of the block's shape and dtype) where given.
+
+    With ``checksums`` (a :class:`_Checksums`), returns ``(K, table)``, the
+    block and the checksums of its rows (:meth:`_Checksums.of_rows`): taken
+    strip by strip while each strip is in cache where the block is evaluated
+    into ``out`` (off the diagonal), else from the finished block.
+    """
+    rows, cols = grid.rows(i), grid.cols(j)
+    on_diagonal = grid.symmetric and i == j
+    Zb = X[rows] if on_diagonal else Z[cols]
+    table = on_strip = None
+    if out is not None and checksums is not None and not on_diagonal:
+        table = np.zeros((out.shape[0], checksums.spb), dtype=np.uint32)
+
+        def on_strip(a, S):
+            table[a : a + S.shape[0]] = checksums.of_rows(S)
+
+    if out is not None:
+        kernel.evaluate_into(X[rows], Zb, out, symmetric=on_diagonal, on_strip=on_strip)
+        K = out
+    else:
+        K = np.asarray(kernel.block(X[rows], Zb, symmetric=on_diagonal), dtype=dtype)
+    if on_diagonal:
+        if not K.flags.writeable:
+            K = K.copy()
+        _mirror_upper(K)
+    if checksums is None:
+        return K
+    return K, (checksums.of_rows(K) if table is None else table)

@@ -18,23 +18,23 @@ import numpy as np
 from dask.utils import format_bytes
 
 from .._runtime.client import resolve_client
+from .._runtime.object_store import is_url
 from .._runtime.options import GramOptions
 from .._runtime.validation import check_data, check_same_features
-from ..exceptions import CorruptStoreError, IncompleteStoreError, StoreMismatchError, UnverifiedStoreWarning
+from ..exceptions import (
+    CorruptStoreError,
+    IncompleteStoreError,
+    StoreMismatchError,
+    UnverifiedStoreWarning,
+)
 from ..kernels._kernels import get_kernel, kernel_from_dict, output_dtype
 from ._blocks import _ClusterBlocks, _MemoryBlocks, _warn_unverified, _ZarrBlocks
 from ._compute import _compute_in_memory, _compute_into_store
-from ._format import (
-    _provenance_of,
-    data_fingerprint,
-    describe_operators,
-    matrix_form,
-    store_size_bytes,
-)
+from ._format import _provenance_of, data_fingerprint, describe_operators, matrix_form, store_size_bytes
 from ._grid import _BlockGrid
 from ._identity import StoreLostError, replaced_message
 from ._metadata import not_a_store, read_store_meta
-from ._remote import compute_into_url, is_url, open_url
+from ._remote import compute_into_url, open_url
 from ._store import check_store_path
 
 __all__ = ["GramMatrix"]

@@ -60,8 +60,6 @@ filesystem (s3fs: ``AWS_*`` variables, ``~/.aws``); they travel to the workers i
 are never written into the manifest, records or messages (messages name the URL only).
 """
 
-import json
-import re
 import time
 import uuid
 
@@ -69,6 +67,16 @@ import dask
 import google_crc32c
 import numpy as np
 
+from .._runtime.object_store import (
+    GRAM_FORMAT,
+    MANIFEST,
+    VERSION,
+    check_ours,
+    entries,
+    filesystem,
+    put_json,
+    read_json,
+)
 from ..exceptions import (
     ArtifactPathError,
     CorruptStoreError,
@@ -80,18 +88,11 @@ from ._identity import StoreLostError
 
 __all__ = []
 
-MANIFEST = "dkernel.json"
 PENDING = "dkernel-pending.json"
 FLAGS = "dkernel-blocks"
-FORMAT = "dkernel-gram-versioned"
-_VERSION = re.compile(r"^v-[0-9a-f]{32}$")
-
-
-def is_url(store):
-    """Whether ``store`` is a URL of an fsspec filesystem (``s3://...``); local paths, ``file://`` excluded."""
-    if not isinstance(store, str) or "://" not in store:
-        return False
-    return not store.startswith("file://")
+FORMAT = GRAM_FORMAT
+_VERSION = VERSION
+_fs, _read_json, _put_json, _entries = filesystem, read_json, put_json, entries
 
 
 def has_manifest(url, storage_options):
@@ -100,56 +101,14 @@ def has_manifest(url, storage_options):
     return (_read_json(fs, f"{root}/{MANIFEST}") or {}).get("format") == FORMAT
 
 
-def _fs(url, storage_options):
-    import fsspec
-
-    fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
-    return fs, root.rstrip("/")
-
-
 def _crc(K):
     return int(google_crc32c.value(np.ascontiguousarray(K, dtype=K.dtype.newbyteorder("<")).tobytes()))
 
 
-def _read_json(fs, path):
-    try:
-        return json.loads(fs.cat_file(path))
-    except FileNotFoundError:
-        return None
-    except (ValueError, UnicodeDecodeError):
-        return {}
-
-
-def _put_json(fs, path, obj):
-    fs.pipe_file(path, json.dumps(obj, sort_keys=True).encode())
-
-
-def _entries(fs, root):
-    """The names directly under ``root`` (empty when nothing is there)."""
-    try:
-        fs.invalidate_cache(root)
-        return sorted({p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(root, detail=False)})
-    except FileNotFoundError:
-        return []
-
-
 def _check_ours(url, fs, root, fmt=FORMAT, entries=_VERSION, what=None):
-    """Raise :class:`ArtifactPathError` when ``root`` holds anything dkernel did not write there as ``fmt``
-    (a Gram store; a model, :mod:`dkernel.svm._persist_remote`; a checkpoint, :mod:`dkernel.solver._checkpoint_remote`,
-    whose folders match ``entries``)."""
-    names = _entries(fs, root)
-    foreign = [n for n in names if n != MANIFEST and not entries.match(n)]
-    if foreign:
-        shown = ", ".join(foreign[:3]) + (" ..." if len(foreign) > 3 else "")
-        raise ArtifactPathError(
-            f"store {url}: the prefix holds objects dkernel did not write ({shown}); it is never replaced, "
-            f"with or without overwrite. Choose another prefix."
-        )
-    manifest = _read_json(fs, f"{root}/{MANIFEST}") if MANIFEST in names else None
-    if MANIFEST in names and (not manifest or manifest.get("format") != fmt):
-        what = what or ("a dkernel Gram store" if fmt == FORMAT else "a dkernel model")
-        raise ArtifactPathError(f"{url}: {MANIFEST} there is not the manifest of {what}; it is never replaced.")
-    return names, manifest
+    """:func:`dkernel._runtime.object_store.check_ours`, named for a Gram store (``fmt``'s default) or a model."""
+    what = what or ("a dkernel Gram store" if fmt == FORMAT else "a dkernel model")
+    return check_ours(url, fs, root, fmt, what, names_of_ours=entries)
 
 
 def _open_array(version_url, storage_options, mode, meta=None):
@@ -167,7 +126,7 @@ def _open_array(version_url, storage_options, mode, meta=None):
 
 def _write_block_task(X, Z, kernel, grid, i, j, dtype, version_url, storage_options):
     """Evaluate block (i, j), write it (and its mirror), then its flag object; return its checksums."""
-    from ._compute import _evaluate_block
+    from ._blocks import _evaluate_block
 
     K = _evaluate_block(X, Z, kernel, grid, i, j, dtype)
     K = np.asarray(K, dtype=dtype)

@@ -33,6 +33,7 @@ import zarr
 from dask.system import CPU_COUNT
 
 from .._runtime import artifacts
+from .._runtime.object_store import is_url
 from .._runtime.options import GramOptions
 from ..exceptions import ArtifactPathError, CorruptStoreError, StoreMismatchError
 from ._checksums import _Checksums
@@ -53,7 +54,7 @@ from ._format import (
 from ._grid import _BlockGrid
 from ._identity import WRITE_ID, held, new_write_id
 from ._metadata import create_arrays, metadata_damage, read_store_meta, repair_metadata
-from ._remote import check_derived_url, is_url, write_view_into_url
+from ._remote import check_derived_url, write_view_into_url
 
 __all__ = ["check_output_store", "check_store_path", "kept_store_error", "write_view_store"]
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .._runtime import artifacts
-from ..gram._remote import is_url
+from .._runtime.object_store import is_url
 from ._rows import provider_submatrix
 
 __all__ = ["Checkpoint", "CheckpointWriter", "SolverState", "as_checkpoint", "problem_fingerprint", "read_state"]

@@ -2,7 +2,7 @@
 
 A local checkpoint (:mod:`._checkpoint`) is written beside its folder and renamed in. An object store has no
 rename, so a checkpoint at a URL is a set of states and a small manifest that names the current one, with the
-helpers of the Gram stores at a URL (:mod:`dkernel.gram._remote`)::
+helpers of every artifact at a URL (:mod:`dkernel._runtime.object_store`)::
 
     s3://bucket/fit.ckpt/
         dkernel.json            an estimator's checkpoint: {"format", "problems": n}
@@ -28,8 +28,15 @@ import uuid
 import google_crc32c
 import numpy as np
 
+from .._runtime.object_store import (
+    MANIFEST,
+    check_ours,
+    entries,
+    filesystem,
+    put_json,
+    read_json,
+)
 from ..exceptions import CorruptStoreError
-from ..gram._remote import MANIFEST, _check_ours, _entries, _fs, _put_json, _read_json
 
 __all__ = ["checkpoint_at", "problem_checkpoints_url", "read_state_url", "write_state_url"]
 
@@ -42,8 +49,8 @@ _ARRAYS = ("alpha", "G", "kept", "kept_slots")
 
 def _open(url, storage_options):
     url = url.rstrip("/")
-    fs, root = _fs(url, storage_options)
-    _, manifest = _check_ours(url, fs, root, FORMAT, entries=_ENTRIES, what=_WHAT)
+    fs, root = filesystem(url, storage_options)
+    _, manifest = check_ours(url, fs, root, FORMAT, _WHAT, names_of_ours=_ENTRIES)
     return url, fs, root, manifest
 
 
@@ -60,7 +67,7 @@ def problem_checkpoints_url(checkpoint, n_problems):
                 f"problems (other classes or multiclass scheme); it is left as it is: choose another checkpoint URL."
             )
     else:
-        _put_json(fs, f"{root}/{MANIFEST}", {"format": FORMAT, "problems": n_problems})
+        put_json(fs, f"{root}/{MANIFEST}", {"format": FORMAT, "problems": n_problems})
     return [dataclasses.replace(checkpoint, path=f"{url}/problem-{k}") for k in range(n_problems)]
 
 
@@ -72,7 +79,7 @@ def checkpoint_at(url, storage_options):
         return False, False
     if "problems" not in manifest:
         return True, True
-    return True, any(_read_json(fs, f"{root}/problem-{k}/{MANIFEST}") for k in range(int(manifest["problems"])))
+    return True, any(read_json(fs, f"{root}/problem-{k}/{MANIFEST}") for k in range(int(manifest["problems"])))
 
 
 def _crc(data):
@@ -129,13 +136,13 @@ def write_state_url(url, fingerprint, state, storage_options, version):
     write_id = uuid.uuid4().hex
     name = f"v-{write_id}"
     fs.pipe_file(f"{root}/{name}/{STATE}", data)
-    _put_json(fs, f"{root}/{MANIFEST}", {
+    put_json(fs, f"{root}/{MANIFEST}", {
         "format": FORMAT, "version": name, "write_id": write_id, "checkpoint_version": version, "problem": attrs,
         "iteration": int(state.iteration), "n_kernel_rows": int(state.n_kernel_rows),
         "stop_reason": state.stop_reason, "gap": None if state.gap is None else float(state.gap),
         "intercept": None if state.intercept is None else float(state.intercept), "crc": _crc(data),
     })
     # A checkpoint has one writer: every state but the committed one (the previous, one a killed write left) goes.
-    for old in _entries(fs, root):
+    for old in entries(fs, root):
         if old.startswith("v-") and old != name:
             fs.rm(f"{root}/{old}", recursive=True)

@@ -2,7 +2,7 @@
 
 A model at a URL is the model folder of :mod:`._persist` (zarr + JSON, its arrays and attributes with their
 checksums) kept under a versioned prefix and committed by a manifest, as a Gram store at a URL
-(:mod:`dkernel.gram._remote`, whose helpers this module uses)::
+(:mod:`dkernel.gram._remote`; the helpers of :mod:`dkernel._runtime.object_store`)::
 
     s3://bucket/model/
         dkernel.json        the manifest: the committed version, the model's format, the metadata checksum of its
@@ -23,9 +23,16 @@ import uuid
 
 import google_crc32c
 
+from .._runtime.object_store import (
+    GRAM_FORMAT,
+    MANIFEST,
+    check_ours,
+    filesystem,
+    is_url,
+    put_json,
+    read_json,
+)
 from ..exceptions import ArtifactPathError, CorruptModelError, ModelFormatError
-from ..gram._remote import FORMAT as GRAM_FORMAT
-from ..gram._remote import MANIFEST, _check_ours, _fs, _put_json, _read_json, is_url
 from . import _persist
 
 __all__ = ["FORMAT", "check_model_url", "load_model", "read_model", "save_model"]
@@ -72,8 +79,8 @@ def check_model_url(url, kind, overwrite, storage_options):
     ``(fs, root, manifest)`` (the manifest of the model it replaces, or None)."""
     name, description = _persist.artifacts.KINDS[kind]
     url = url.rstrip("/")
-    fs, root = _fs(url, storage_options)
-    _, manifest = _check_ours(url, fs, root, FORMAT)
+    fs, root = filesystem(url, storage_options)
+    _, manifest = check_ours(url, fs, root, FORMAT, "a dkernel model")
     if manifest:
         if manifest.get("model") != name:
             held = next((d for n, d in _persist.artifacts.KINDS.values() if n == manifest.get("model")),
@@ -107,17 +114,17 @@ def save_model_url(model, url, overwrite, storage_options):
                 with open(path, "rb") as fh:
                     files[rel] = _crc(fh.read())
                 fs.put_file(path, f"{root}/{version}/{rel}")
-    _put_json(fs, f"{root}/{MANIFEST}", {"format": FORMAT, "model": fmt.name, "version": version,
+    put_json(fs, f"{root}/{MANIFEST}", {"format": FORMAT, "model": fmt.name, "version": version,
                                          "write_id": write_id, "metadata": metadata, "objects": files})
     if manifest and manifest.get("version") not in (None, version):
-        now = _read_json(fs, f"{root}/{MANIFEST}")
+        now = read_json(fs, f"{root}/{MANIFEST}")
         if now and now.get("write_id") == write_id:  # removed only by the save whose commit replaced it
             fs.rm(f"{root}/{manifest['version']}", recursive=True)
     return url
 
 
 def _manifest(url, fs, root):
-    manifest = _read_json(fs, f"{root}/{MANIFEST}")
+    manifest = read_json(fs, f"{root}/{MANIFEST}")
     if manifest is None:
         if not fs.exists(root):
             raise FileNotFoundError(f"no model at {url}.")
@@ -132,7 +139,7 @@ def _manifest(url, fs, root):
 def read_model_url(url, estimator_class, storage_options):
     """The model committed at ``url``, every object checked against the manifest, then read as a local model."""
     url = url.rstrip("/")
-    fs, root = _fs(url, storage_options)
+    fs, root = filesystem(url, storage_options)
     manifest = _manifest(url, fs, root)
     version = manifest["version"]
     with tempfile.TemporaryDirectory(prefix="dkernel-model-") as tmp:

@@ -98,7 +98,8 @@ def store_path(store, X, kernel, dtype=np.float64, storage_options=None):
     it holds a committed manifest, else a prefix of stores.
     """
     from ..gram import data_fingerprint
-    from ..gram._remote import has_manifest, is_url
+    from .._runtime.object_store import is_url
+    from ..gram._remote import has_manifest
 
     if is_url(store):
         path = store.rstrip("/")
@@ -294,7 +295,7 @@ def problem_checkpoints(checkpoint, n_problems, storage_options=None):
         return [None] * n_problems
     from ..solver._checkpoint import CHECKPOINT_FORMAT, as_checkpoint  # the solver: imported when used
 
-    from ..gram._remote import is_url
+    from .._runtime.object_store import is_url
 
     checkpoint = as_checkpoint(checkpoint, storage_options)
     if is_url(checkpoint.path):
