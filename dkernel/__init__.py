@@ -6,7 +6,7 @@ feature-space centering (Meilă 2002: :class:`Centering`, :class:`CenteredGram`,
 :func:`graf_threshold`), kernel-target alignment (Kandola et al. 2002:
 :func:`target_alignment`) and a block-coordinate SVM solver behind a
 scikit-learn estimators (:class:`SVC`, :class:`SVR`, :class:`OneClassSVM`,
-:class:`NuSVR`); kernel PCA with the
+:class:`NuSVR`, :class:`NuSVC`); kernel PCA with the
 origin chosen (:class:`KernelPCA`).
 
 Where each concept lives, in the order the data flow (X → kernel → Gram → view → solver → model):
@@ -23,7 +23,7 @@ Where each concept lives, in the order the data flow (X → kernel → Gram → 
                                 Kandola's adaptation by alignment
 ``dkernel.solver``              the QP solver; it sees a Gram only through its rows
 ``dkernel.svm``                 :class:`SVC`, :class:`SVR`, :class:`OneClassSVM`, :class:`NuSVR`,
-                                :class:`ConformalSVC`,
+                                :class:`NuSVC`, :class:`ConformalSVC`,
                                 :class:`GeneralizedBiasSVC`, the Parzen window classifier, :func:`load_model`
 ``dkernel.decomposition``       :class:`KernelPCA` on the Gram centered at a chosen origin (Meilă eq. 14)
 ``dkernel.datasets``            data set loaders and the papers' synthetic generators
@@ -47,7 +47,7 @@ _EXPORTS = {
     ".centering": ("Centering", "decision_function_original_kernel", "delta_b", "general_centering"),
     ".views": ("CenteredGram", "NormalizedGram", "ShiftedGram", "graf_intercept", "graf_threshold"),
     ".alignment": ("AlignmentEstimate", "alignment", "sampled_target_alignment", "target_alignment"),
-    ".svm": ("ConformalSVC", "GeneralizedBiasSVC", "ParzenWindowClassifier", "NuSVR", "OneClassSVM", "SVC",
+    ".svm": ("ConformalSVC", "GeneralizedBiasSVC", "ParzenWindowClassifier", "NuSVC", "NuSVR", "OneClassSVM", "SVC",
              "SVR", "load_model"),
     ".decomposition": ("KernelPCA",),
     ".exceptions": ("ArtifactPathError", "CorruptModelError", "CorruptStoreError", "DKernelError", "EmptyInputError",

@@ -75,6 +75,11 @@ def _svr():
     return dkernel.SVR(C=2.0, gamma=0.5, epsilon=0.05).fit(X, np.sin(X[:, 0])), Z
 
 
+def _nu_svc_centered_multiclass():
+    X, _, Z = _data()
+    return dkernel.NuSVC(nu=0.4, gamma=0.5, centering="standard").fit(X, _three_classes(X)), Z
+
+
 def _one_class_centered():
     X, _, Z = _data()
     return dkernel.OneClassSVM(nu=0.3, gamma=0.5, centering="standard", centering_sample=5, random_state=0).fit(X), Z
@@ -99,6 +104,7 @@ MODELS = {
     "conformal": (_conformal, "dkernel-conformal-svc"),
     "generalized-bias": (_generalized_bias, "dkernel-generalized-bias-svc"),
     "svr": (_svr, "dkernel-svr"),
+    "nu-svc-centered-multiclass": (_nu_svc_centered_multiclass, "dkernel-nu-svc"),
     "one-class-centered": (_one_class_centered, "dkernel-one-class-svm"),
     "parzen": (_parzen, "dkernel-learner"),
     "ridge": (_ridge, "dkernel-learner"),
@@ -107,7 +113,7 @@ MODELS = {
 #: One model of each format, for the tests that go over the formats.
 ONE_PER_FORMAT = {"dkernel-svc": "svc", "dkernel-conformal-svc": "conformal",
                   "dkernel-generalized-bias-svc": "generalized-bias", "dkernel-svr": "svr",
-                  "dkernel-one-class-svm": "one-class-centered", "dkernel-learner": "parzen"}
+                  "dkernel-nu-svc": "nu-svc-centered-multiclass", "dkernel-one-class-svm": "one-class-centered", "dkernel-learner": "parzen"}
 
 
 @pytest.fixture(scope="module")

@@ -350,7 +350,7 @@ def test_one_class_parameters_refused_as_scikit_learn():
 
 
 # ------------------------------------------------------------------------------ scikit-learn's common checks
-@parametrize_with_checks([dkernel.SVR(), dkernel.SVR(kernel="precomputed"), dkernel.OneClassSVM()],
+@parametrize_with_checks([dkernel.SVR(), dkernel.SVR(kernel="precomputed"), dkernel.OneClassSVM(), dkernel.NuSVC()],
                          expected_failed_checks=expected_failed_checks)
 def test_scikit_learn_common_checks(estimator, check):
     check(estimator)

@@ -87,6 +87,7 @@ KINDS = {
     "conformal-model": ("dkernel-conformal-svc", "a dkernel model of a ConformalSVC"),
     "generalized-bias-model": ("dkernel-generalized-bias-svc", "a dkernel model of a GeneralizedBiasSVC"),
     "svr-model": ("dkernel-svr", "a dkernel model of an SVR"),
+    "nu-svc-model": ("dkernel-nu-svc", "a dkernel model of a NuSVC"),
     "one-class-model": ("dkernel-one-class-svm", "a dkernel model of a OneClassSVM"),
     "results": ("dkernel-results", "dkernel pipeline results"),
     "checkpoint": ("dkernel-checkpoint", "a dkernel solver checkpoint"),

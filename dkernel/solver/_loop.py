@@ -38,6 +38,9 @@ __all__ = ["general_equality_loop", "label_constraint_loop"]
 INNER_RELATIVE_TOL = 0.1
 # Pair updates per working-set variable before the inner SMO gives up.
 INNER_ITER_PER_VARIABLE = 10
+# A sub-problem step of several equality rows whose objective decrease is below this fraction of |G_B|·|Δα_B|,
+# without lowering the gap, made no progress (only rounding): the loop takes a pair step instead.
+STALL_RTOL = 1e-12
 
 
 class _Progress:
@@ -202,15 +205,17 @@ def general_equality_loop(rows, prob, *, tol, q, max_iter, callback, verbose):
             H, G[B], -alpha[B], C[B] - alpha[B], E[:, B], kkt_tol=1e-3 * tol
         )
         delta = _apply_step(alpha, B, delta, C)
+        descent = float(G[B] @ delta + 0.5 * delta @ H @ delta)
         G += y * (K_B.T @ (y_B * delta))
         if not np.isfinite(G).all():
             raise_nonfinite_rows(B, K_B)
         if progress.due():
             progress.show(it, gap, alpha, C)
         new_mu, new_gap, support = minimax_multipliers(alpha, G, C, E)
-        if not np.any(delta) and new_gap >= gap:
+        if new_gap >= gap and not descent < -STALL_RTOL * float(np.abs(G[B]) @ np.abs(delta)):
             # A degenerate sub-problem (a singular H, many variables at their bounds) can leave the active-set
-            # method without a step where a pair of variables with the same equality columns still descends.
+            # method without a step, or with one that moves only rounding errors, where a pair of variables with
+            # the same equality columns still descends.
             B, K_B, delta = _pair_step(rows, alpha, G, y, C, E, prob.n)
             if not np.any(delta):
                 stop_reason, mu, gap = "stalled", new_mu, new_gap

@@ -25,17 +25,24 @@ from ._svr import SVR, EpsilonSVRGram
 __all__ = ["NuSVR", "nu_rho", "nu_start"]
 
 
+#: Relative distance to a bound within which :func:`nu_rho` counts a variable as on it (a few rounding errors).
+BOUND_RTOL = 1e-12
+
+
 def nu_rho(alpha, G, y, C):
     """libsvm's ``Solver_NU::calculate_rho``: ``(ρ, r)`` with ``ρ = (r₁ − r₂)/2`` and ``r = (r₁ + r₂)/2``.
 
     ``r₁`` (``r₂``) is the mean gradient over the free variables of label +1 (−1), or, when none is free, the
-    midpoint of the interval left by those at their bounds.
+    midpoint of the interval left by those at their bounds. A variable within :data:`BOUND_RTOL` of a bound counts
+    as on it: when a class has no free variable every ``r₁`` of that interval satisfies the KKT conditions, and a
+    variable left a rounding error off its bound would otherwise pick an end of the interval (libsvm's result then
+    depends on its rounding; this one is the midpoint).
     """
     r = []
     for label in (1, -1):
         mask = y == label
         a, g, c = alpha[mask], G[mask], C[mask]
-        upper, lower = a >= c, a <= 0
+        upper, lower = a >= c * (1 - BOUND_RTOL), a <= c * BOUND_RTOL
         free = ~(upper | lower)
         if free.any():
             r.append(float(g[free].mean()))

@@ -316,6 +316,10 @@ def _learner_restore(cls, attrs, arrays, parts):
 
 #: The registry of model formats, by the ``format`` name recorded in each model.
 FORMATS = {fmt.name: fmt for fmt in (
+    # Before SVC's, which it derives from: format_of takes the first format whose class the model is an instance of.
+    ModelFormat("nu-svc-model", "dkernel.svm._nu_svc:NuSVC", tuple(n for n in _SVC_ARRAYS if n not in _SVC_LEGACY_DEFAULTS),
+                ("params", "kernel", "classes", "classes_dtype", "n_features_in", "shape_fit",
+                 "sparse_support_vectors", "sv_shape"), _svc_state, _svc_restore),
     ModelFormat("model", "dkernel.svm._classes:SVC", tuple(n for n in _SVC_ARRAYS if n not in _SVC_LEGACY_DEFAULTS),
                 ("params", "kernel", "classes", "classes_dtype", "n_features_in", "shape_fit",
                  "sparse_support_vectors", "sv_shape"), _svc_state, _svc_restore),

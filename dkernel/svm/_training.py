@@ -319,6 +319,42 @@ def problem_checkpoints(checkpoint, n_problems, storage_options=None):
     return [dataclasses.replace(checkpoint, path=os.path.join(path, f"problem-{k}")) for k in range(n_problems)]
 
 
+def problem_gram(base, index, centering, client):
+    """The rows the solver reads for the binary problem on the samples ``index`` of ``base``, and its ``h``.
+
+    ``centering`` (a :class:`Centering` or ``None``) moves the origin of the feature space (Meilă eq. 14);
+    ``h`` (``K γ`` over the problem's samples, for Δb, eq. 19) is None without it. Returns ``(rows, h)``.
+    """
+    h = None
+    n_total = base.shape[0] if isinstance(base, np.ndarray) else base.n
+    if centering is not None and centering.n == n_total and index.shape[0] != n_total:
+        # An origin of the whole training set (centering="multiclass"): the problem's principal submatrix of the
+        # one centered Gram, and its part of h (Δb, eq. 19, sums over the problem's samples).
+        from ..views._centered import CenteredGram  # imported when used: the operators bring in the zarr store
+
+        whole = CenteredGram(_row_provider(base), centering)
+        gram, h = SubsetGram(whole, index), whole.h[index]
+    else:
+        # In this process, without centering, the rows are gathered from the shared Gram as the solver asks for them.
+        gram = _principal_submatrix(base, index, copy=centering is not None or client is not None)
+        if centering is not None:
+            from ..views._centered import CenteredGram
+
+            gram = CenteredGram(gram, centering)
+            h = gram.h
+    return _row_provider(gram), h
+
+
+def solved_in_memory(rows, client):
+    """Whether the solver reads ``rows`` from a Gram held in this process's memory (BLAS then single-threaded).
+
+    The solver's products on a Gram held in memory are memory-bound (a vector times q × n): BLAS threads cost
+    more than they gain, 2-4x on a busy machine. Kernel rows computed on the fly keep them.
+    """
+    return (client is None and rows.n > SMALL_PROBLEM_SIZE
+            and isinstance(_gram_root(rows), (np.ndarray, DenseGram, OnDemandGram)))
+
+
 def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, tol, working_set_size, max_iter,
                client, verbose, shrinking=True, checkpoint=None, blas=None):
     """Solve one binary problem on the samples ``index`` of ``base`` and correct its intercept.
@@ -341,33 +377,12 @@ def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, 
     Returns a dict: ``coef`` (α y), ``intercept`` (corrected),
     ``uncorrected``, ``delta_b``, ``objective``, ``n_iter``, ``converged``.
     """
-    h = None
-    n_total = base.shape[0] if isinstance(base, np.ndarray) else base.n
-    if centering is not None and centering.n == n_total and index.shape[0] != n_total:
-        # An origin of the whole training set (centering="multiclass"): the problem's principal submatrix of the
-        # one centered Gram, and its part of h (Δb, eq. 19, sums over the problem's samples).
-        from ..views._centered import CenteredGram  # imported when used: the operators bring in the zarr store
-
-        whole = CenteredGram(_row_provider(base), centering)
-        gram, h = SubsetGram(whole, index), whole.h[index]
-    else:
-        # In this process, without centering, the rows are gathered from the shared Gram as the solver asks for them.
-        gram = _principal_submatrix(base, index, copy=centering is not None or client is not None)
-        if centering is not None:
-            from ..views._centered import CenteredGram
-
-            gram = CenteredGram(gram, centering)
-            h = gram.h
-    rows = _row_provider(gram)
+    rows, h = problem_gram(base, index, centering, client)
     max_iter = outer_iteration_cap(rows.n, working_set_size) if max_iter == -1 else max_iter
     kwargs = dict(tol=tol, working_set_size=working_set_size, max_iter=max_iter, verbose=bool(verbose),
                   shrinking=bool(shrinking))
     client = solver_client(rows, client)
-    # The solver's products on a Gram held in memory are memory-bound (a vector times q × n): BLAS threads
-    # cost more than they gain, 2-4x on a busy machine. Kernel rows computed on the fly keep them.
-    in_memory = (client is None and rows.n > SMALL_PROBLEM_SIZE
-                 and isinstance(_gram_root(rows), (np.ndarray, DenseGram, OnDemandGram)))
-    with (blas or BlasThreads()).single(enabled=in_memory):
+    with (blas or BlasThreads()).single(enabled=solved_in_memory(rows, client)):
         result = solve_qp(rows, y_pm, C, client=client, checkpoint=checkpoint, **kwargs)
     coef = result.alpha * y_pm
     b = float(result.intercept)
