@@ -277,5 +277,5 @@ def test_every_parameter_and_public_name_of_scikit_learn_exists(name):
         assert param in ours.get_params(), param
         assert ours.get_params()[param] == documented.get(param, (default, default))[1], param
     public = {n for n in dir(type(ref)) if not n.startswith("_") and callable(getattr(type(ref), n))}
-    assert public <= set(dir(ours)), sorted(public - set(dir(ours)))
+    assert public <= set(dir(type(ours))), sorted(public - set(dir(type(ours))))
 

@@ -89,7 +89,8 @@ class NuSVC(SVC):
         In (0, 1]; a ``ν`` larger than ``2 min(n₁, n₂) / (n₁ + n₂)`` for a pair of classes of (weighted) sizes
         ``n₁, n₂`` is infeasible and refused with ``ValueError``, as scikit-learn refuses it.
     kernel, degree, gamma, coef0, shrinking, probability, tol, cache_size, verbose, max_iter,
-    decision_function_shape, break_ties, random_state, centering, centering_sample, store, working_set_size, client
+    decision_function_shape, break_ties, random_state, centering, centering_sample, store, storage_options,
+    working_set_size, client
         As :class:`~dkernel.SVC`'s. ``verbose`` shows the solver's progress.
     class_weight : dict, "balanced" or None, default=None
         Kept in ``class_weight_``; as in libsvm's ν-SVC, it does not change the problem (``ν`` sets the scale).
@@ -149,6 +150,7 @@ class NuSVC(SVC):
         centering=None,
         centering_sample=None,
         store=None,
+        storage_options=None,
         working_set_size=None,
         client=None,
     ):
@@ -170,6 +172,7 @@ class NuSVC(SVC):
         self.centering = centering
         self.centering_sample = centering_sample
         self.store = store
+        self.storage_options = storage_options
         self.working_set_size = working_set_size
         self.client = client
 
