@@ -73,6 +73,25 @@ def check_nu_feasible(nu, problems, weights):
                              f"{2 * min(n1, n2) / (n1 + n2):.6g}.")
 
 
+def _check_weighted_classes(nu, y, sample_weight):
+    """libsvm's order: a class whose samples all weigh zero or less (``n₁ = 0``) makes ``ν`` infeasible, which
+    libsvm says before it would find one class left. Labels and weights of other shapes are left to ``fit``'s
+    validation."""
+    if sample_weight is None:
+        return
+    w = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
+    labels = np.asarray(y).reshape(-1)
+    if w.shape != labels.shape or not np.all(np.isfinite(w)):
+        return
+    classes = np.unique(labels)
+    totals = [float(np.maximum(w[labels == c], 0.0).sum()) for c in classes]
+    if len(classes) > 1 and max(totals) > 0 and min(totals) == 0:
+        empty = classes[int(np.argmin(totals))]
+        raise ValueError(f"{INFEASIBLE_NU}: every sample of class {empty!r} has a weight of zero or less, so "
+                         f"nu * (n1 + n2) / 2 <= min(n1, n2) = 0 fails for nu={nu}; give that class positive "
+                         f"weights or leave its samples out.")
+
+
 class NuSVC(SVC):
     """Nu-Support Vector Classification on Dask: a drop-in for :class:`sklearn.svm.NuSVC`.
 
@@ -183,6 +202,7 @@ class NuSVC(SVC):
         ``sample_weight`` gives the bounds ``w_i`` of the samples (a weight of zero or less removes the sample).
         Raises ``ValueError("specified nu is infeasible")`` as libsvm does.
         """
+        _check_weighted_classes(self.nu, y, sample_weight)
         self._sample_weight = sample_weight
         try:
             return SVC.fit.__wrapped__(self, X, y, sample_weight=sample_weight)
