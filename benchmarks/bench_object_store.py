@@ -121,12 +121,12 @@ def main(argv=None):
 
     endpoint, url = start_endpoint()
     options = {"key": KEY, "secret": SECRET, "endpoint_url": url, "client_kwargs": {"region_name": "us-east-1"}}
-    fs = s3fs.S3FileSystem(**options)
-    boto3.client("s3", endpoint_url=url, aws_access_key_id=KEY, aws_secret_access_key=SECRET,
-                 region_name="us-east-1").create_bucket(Bucket="bench")
     times = {"local": {"write": [], "read": []}, "bucket": {"write": [], "read": []}}
     sizes, stores = {}, {}
-    try:
+    try:  # the endpoint is stopped however this ends
+        fs = s3fs.S3FileSystem(**options)
+        boto3.client("s3", endpoint_url=url, aws_access_key_id=KEY, aws_secret_access_key=SECRET,
+                     region_name="us-east-1").create_bucket(Bucket="bench")
         with tempfile.TemporaryDirectory(dir=args.tmpdir) as tmpdir:
             cluster, client = start_local_cluster(n_workers=2, threads_per_worker=1)
             with cluster, client:
