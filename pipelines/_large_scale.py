@@ -39,8 +39,11 @@ __all__ = [
 #: Every record has these keys (None where a value does not apply to its stage).
 RECORD_KEYS = (
     "dataset", "n", "n_sample", "stage", "workers", "seconds", "peak_worker_bytes", "peak_client_bytes",
-    "test_error", "alignment", "alignment_se", "exact_alignment", "h_rel_error",
+    "test_error", "alignment", "alignment_se", "exact_alignment", "h_rel_error", "sampling",
 )  # fmt: skip
+
+#: How the sampled alignment draws its points: the estimate the verdict judges first, the alternative beside it.
+SAMPLINGS = {"stratified by class": "auto", "uniform": False}
 
 #: The stages in the order they run within a unit.
 STAGES = (
@@ -361,7 +364,8 @@ def centering_stages(task, exact_source, sampled_source, y, client, rng):
 
 
 def alignment_stages(task, exact_source, sampled_source, y, client, rng):
-    """Exact alignment (one pass) and sampled alignment with its standard error for each n'.
+    """Exact alignment (one pass) and sampled alignment with its standard error for each n', from samples drawn
+    class by class and from uniform ones (:data:`SAMPLINGS`; ``sampling`` of each record says which it was).
 
     The unit's target: ``±1`` labels, Kandola's eq. 9 for the uneven query, or for more than two classes
     ``YYᵀ`` with the simplex code ``Y`` (``target="multiclass"`` of :func:`dkernel.alignment.target_alignment`).
@@ -377,11 +381,14 @@ def alignment_stages(task, exact_source, sampled_source, y, client, rng):
     if _skipped(task, "alignment_sampled"):
         return records + [not_run(task, "alignment_sampled", "skipped by the plan")]
     for n_sample in task["samples"]:
-        est, seconds, peaks = measured(client, lambda: sampled_target_alignment(
-            sampled_source, y, n_sample, n_repeats=task["alignment_repeats"], target=target, random_state=rng,
-            client=client))  # fmt: skip
-        records.append(record(task, "alignment_sampled", n_sample=n_sample, seconds=seconds, alignment=est.value,
-                              alignment_se=est.stderr, exact_alignment=exact, target=target, **peaks))  # fmt: skip
+        for stratify in (SAMPLINGS[name] for name in task["alignment_samplings"]):
+            est, seconds, peaks = measured(client, lambda: sampled_target_alignment(
+                sampled_source, y, n_sample, n_repeats=task["alignment_repeats"], target=target, stratify=stratify,
+                random_state=rng, client=client))  # fmt: skip
+            records.append(record(task, "alignment_sampled", n_sample=n_sample, seconds=seconds,
+                                  alignment=est.value, alignment_se=est.stderr, exact_alignment=exact, target=target,
+                                  sampling="stratified by class" if est.stratified else "uniform",
+                                  **peaks))  # fmt: skip
     return records
 
 

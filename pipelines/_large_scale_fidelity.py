@@ -44,9 +44,12 @@ def settings(config):
         Setting("sizes", f"synthetic n ∈ {{{', '.join(f'{n:,}' for n in plan.synthetic_sizes)}}}, sampled steps "
                 f"also at {', '.join(f'{n:,}' for n in plan.sampled_only_sizes)}; exact steps up to "
                 f"{plan.exact_max_n:,}, SVC up to {plan.svc_max_n:,}", "silent", ours + " (sized to this machine)"),
-        Setting("sampled alignment", f"n' points, {plan.alignment_repeats} samples, mean ± standard error "
-                "(Kandola eq. 1; eq. 9 for the uneven query)", "silent",
-                "§5 points to sampling a submatrix of n' points [12]; the repeats are ours"),
+        Setting("sampled alignment", f"n' points drawn class by class (n' shared in proportion to the class "
+                "sizes, at least 2 of each), each pair weighted by the inverse of its chance of being drawn "
+                f"(Horvitz–Thompson); {plan.alignment_repeats} samples, mean ± standard error (Kandola eq. 1; eq. 9 "
+                "for the uneven query)", "silent",
+                "§5 points to sampling a submatrix of n' points [12]; the stratification and the repeats are ours "
+                "(sensitivity: uniform samples)"),
         Setting("alignment target of USPS (10 classes) and 20 Newsgroups (20)",
                 "YYᵀ with the simplex code Y (1 in the point's class, −1/(c−1) elsewhere), exact and sampled",
                 "silent", "Kandola et al. define binary targets only (yyᵀ, eq. 9); for two classes YYᵀ = 2yyᵀ"),
@@ -112,12 +115,13 @@ def _sampled_centering(records):
                  summary=f"slopes of log ‖h̃ − h‖/‖h‖ against log n': {', '.join(slopes)} (−0.5 or steeper agrees)")
 
 
-def _sampled_alignment(records, which="largest"):
+def _sampled_alignment(records, which="largest", sampling="stratified by class"):
     parts = []
     workers = max((r["workers"] for r in records if r["stage"] == "alignment_sampled"), default=None)
     for label in dict.fromkeys(r["label"] for r in records):
         rows = [r for r in records if r["label"] == label and r["workers"] == workers
-                and r["stage"] == "alignment_sampled" and r["exact_alignment"] is not None]  # fmt: skip
+                and r["stage"] == "alignment_sampled" and r["exact_alignment"] is not None
+                and r.get("sampling", "uniform") == sampling]  # fmt: skip
         if not rows:
             continue
         rows.sort(key=lambda r: r["n_sample"])
@@ -148,4 +152,7 @@ def sensitivity(records, config):
     if len(samples) > 1:
         rows += sensitivity_rows("sampled alignment", f"the smallest n' ({samples[0]})", as_run,
                                  [_sampled_alignment(records, "smallest")])
+    if any(r["stage"] == "alignment_sampled" and r.get("sampling", "uniform") == "uniform" for r in records):
+        rows += sensitivity_rows("sampled alignment", "uniform samples (no strata; the largest n')", as_run,
+                                 [_sampled_alignment(records, sampling="uniform")])
     return rows

@@ -29,7 +29,8 @@ SCALING_STAGES = (
     ("exact centering", "centering_exact", {}),
     ("sampled centering (largest n')", "centering_sampled", {"largest_sample": True}),
     ("exact alignment", "alignment_exact", {}),
-    ("sampled alignment (largest n')", "alignment_sampled", {"largest_sample": True}),
+    ("sampled alignment (largest n')", "alignment_sampled", {"largest_sample": True,
+                                                              "sampling": "stratified by class"}),
     ("SVC fit (uncentered)", "svc_fit", {"variant": "uncentered"}),
     ("SVC fit (centered)", "svc_fit", {"variant": "centered"}),
 )
@@ -57,7 +58,7 @@ def _synthetic_points(records, stage, workers, options):
     """``(n, seconds)`` of one stage on the synthetic data (the largest n' of sampled stages)."""
     rows = [r for r in _timed(records) if r["dataset"] == "synthetic" and r["stage"] == stage
             and r["workers"] == workers]  # fmt: skip
-    for key in ("storage", "variant"):
+    for key in ("storage", "variant", "sampling"):
         if key in options:
             rows = [r for r in rows if r.get(key) == options[key]]
     if options.get("largest_sample"):
@@ -131,7 +132,8 @@ def _error_figure(records, outdir):
             axes[0].plot([r["n_sample"] for r in rows], [r["h_rel_error"] for r in rows], marker="o", color=color,
                          label=label)  # fmt: skip
         rows = [r for r in records if r["label"] == label and r["stage"] == "alignment_sampled"
-                and r["exact_alignment"] is not None and r["workers"] == _most_workers(records)]  # fmt: skip
+                and r["exact_alignment"] is not None and r["workers"] == _most_workers(records)
+                and r.get("sampling", "uniform") == "stratified by class"]  # fmt: skip
         if rows:
             n = [r["n_sample"] for r in rows]
             axes[1].plot(n, [max(abs(r["alignment"] - r["exact_alignment"]), 1e-12) for r in rows], marker="o",
@@ -141,7 +143,7 @@ def _error_figure(records, outdir):
     axes[0].set_ylabel("‖h̃ − h‖ / ‖h‖")
     axes[0].set_title("(a) sampled origin: relative error of h", loc="left")
     axes[1].set_ylabel(f"|Â − A| (solid) and {Z:g} standard errors of Â (dashed)")
-    axes[1].set_title(f"(b) sampled alignment: error against {Z:g} SE", loc="left")
+    axes[1].set_title(f"(b) sampled alignment (stratified by class): error against {Z:g} SE", loc="left")
     for ax in axes:
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -205,7 +207,8 @@ def _plan_text(plan):
     return (f"Synthetic sizes n ∈ {{{', '.join(f'{n:,}' for n in plan.synthetic_sizes)}}} (d = {plan.d}, "
             f"{plan.n_test:,} test points) and n ∈ {{{', '.join(f'{n:,}' for n in plan.sampled_only_sizes)}}} "
             f"for the sampled steps alone; n' ∈ {{{', '.join(map(str, plan.samples))}}}, "
-            f"{plan.alignment_repeats} samples per sampled alignment; LocalClusters of "
+            f"{plan.alignment_repeats} samples per sampled alignment, drawn class by class and, beside them, "
+            f"uniformly; LocalClusters of "
             f"{listing(map(str, plan.workers))} worker processes (one thread each). The Gram is written to zarr "
             f"(float32) up to n = {plan.store_max_n:,} (and below {format_bytes(plan.store_max_bytes)} and half "
             f"the free disk), evaluated on the fly above; exact centering and alignment up to n = "
@@ -243,6 +246,7 @@ def _sampled_rows(records):
             error = None if r["exact_alignment"] is None or r["alignment"] is None else \
                 abs(r["alignment"] - r["exact_alignment"])
             rows.append({"data": r["label"], "workers": r["workers"], "stage": r["stage"], "n'": r["n_sample"],
+                         "sampling": r.get("sampling") or "",
                          "seconds": _seconds(r["seconds"]), "h rel. error": _num(r["h_rel_error"]),
                          "alignment ± SE": "–" if r["alignment"] is None else
                          f"{r['alignment']:.4f} ± {r['alignment_se']:.4f}",
@@ -341,7 +345,8 @@ def _memory_rows(records):
 def _record_rows(records):
     return [{"data": r["label"], "n": r["n"], "workers": r["workers"], "stage": r["stage"],
              "n'": r["n_sample"] if r["n_sample"] is not None else "", "variant": r.get("variant") or "",
-             "storage": r.get("storage") or "", "seconds": _seconds(r["seconds"]),
+             "storage": r.get("storage") or "", "sampling": r.get("sampling") or "",
+             "seconds": _seconds(r["seconds"]),
              "peak worker": _bytes(r["peak_worker_bytes"]), "peak client": _bytes(r["peak_client_bytes"]),
              "test error": _num(r["test_error"], 4), "alignment": _num(r["alignment"], 4),
              "SE": _num(r["alignment_se"], 2), "exact": _num(r["exact_alignment"], 4),

@@ -34,6 +34,7 @@ the plan, e.g. ``DASK_DKERNEL__LARGE_SCALE__DATASETS='["usps"]'``.
 import time
 
 from ._large_scale import (
+    SAMPLINGS,
     UnitStore,
     fingerprint,
     log,
@@ -124,7 +125,8 @@ def make_tasks(config):
     scratch = dask.config.get("dkernel.large-scale.scratch", None) or tempfile.gettempdir()
     synthetic, sklearn = _synthetic_units(plan)
     units = _real_units(plan) + synthetic
-    limits = {"samples": list(plan.samples), "alignment_repeats": plan.alignment_repeats, "chunk": plan.chunk,
+    limits = {"samples": list(plan.samples), "alignment_repeats": plan.alignment_repeats,
+              "alignment_samplings": list(SAMPLINGS), "chunk": plan.chunk,
               "store_max_n": plan.store_max_n, "store_max_bytes": plan.store_max_bytes,
               "exact_max_n": plan.exact_max_n, "svc_max_n": plan.svc_max_n, "skip": list(plan.skip),
               "scratch": scratch, "quick": config.quick}  # fmt: skip

@@ -100,6 +100,81 @@ def test_sampled_multiclass_alignment_covers_the_exact_value():
     assert whole.value == pytest.approx(exact, rel=1e-10)
 
 
+def test_stratified_pair_weights_make_the_off_diagonal_sums_unbiased():
+    # Every stratified sample of a small set, enumerated: the Horvitz-Thompson weighted pair sums average to the
+    # full off-diagonal sums exactly (a wrong weight, e.g. the uniform n(n-1)/(n'(n'-1)), would not).
+    import itertools
+
+    from dkernel.alignment._measures import _off_diagonal_sums, horvitz_thompson_pair_weights
+
+    X, y = _blobs((4, 3, 2), seed=5, d=2)
+    K = RBFKernel(gamma=0.3).block(X, X)
+    Y = multiclass_target(y)
+    _, strata = np.unique(y, return_inverse=True)
+    sizes, allocation = np.bincount(strata), np.array([2, 2, 2])
+    W = horvitz_thompson_pair_weights(sizes, allocation)
+    T = Y @ Y.T
+    off = ~np.eye(len(y), dtype=bool)
+    exact_q, exact_f = float(np.sum((T * K)[off])), float(np.sum((K * K)[off]))
+    per_class = [itertools.combinations(np.flatnonzero(strata == c), 2) for c in range(3)]
+    q, f = [], []
+    for picks in itertools.product(*(list(p) for p in per_class)):
+        S = np.sort(np.concatenate(picks))
+        Q, F = _off_diagonal_sums(K[np.ix_(S, S)], Y[S], strata[S], 3)
+        q.append(np.sum(W * Q))
+        f.append(np.sum(W * F))
+    assert len(q) == 6 * 3 * 1
+    assert np.mean(q) == pytest.approx(exact_q, rel=1e-12)
+    assert np.mean(f) == pytest.approx(exact_f, rel=1e-12)
+
+
+def test_proportional_allocation_sums_to_n_sample_with_two_of_every_class():
+    from dkernel.alignment._measures import proportional_allocation
+
+    for sizes, n_sample in [((700, 200, 60, 3, 1), 50), ((5, 5), 10), ((1000, 10), 9), ((30, 20, 10), 7)]:
+        m = proportional_allocation(np.array(sizes), n_sample)
+        share = n_sample * np.array(sizes) / sum(sizes)
+        assert m.sum() == n_sample
+        assert np.all(m >= np.minimum(sizes, 2)) and np.all(m <= sizes)
+        floor = np.minimum(sizes, 2)
+        lent = np.sum(np.maximum(floor - share, 0))  # points the floor of two gives small classes beyond their share
+        free = m > floor  # the others: within one point of their share, less what the small classes took
+        assert np.all(np.abs(m[free] - share[free]) < 1 + lent + 1e-9)
+
+
+def test_stratified_samples_give_a_smaller_standard_error_than_uniform_ones():
+    X, y = _blobs((300, 200, 120, 60), seed=4)
+    source = KernelGram(X, "rbf", gamma=0.1, chunk=256)
+    exact = target_alignment(source, y, "multiclass")
+    kw = dict(n_repeats=40, target="multiclass", random_state=2, client=False)
+    uniform = sampled_target_alignment(source, y, 100, stratify=False, **kw)
+    stratified = sampled_target_alignment(source, y, 100, **kw)
+    assert (uniform.stratified, stratified.stratified) == (False, True)
+    assert stratified.stderr < 0.6 * uniform.stderr
+    for estimate in (uniform, stratified):
+        assert abs(estimate.value - exact) <= 4 * estimate.stderr
+    binary = np.where(y == 1, 1, -1)
+    exact = target_alignment(source, binary, "uneven")
+    both = [sampled_target_alignment(source, binary, 80, stratify=s, n_repeats=40, target="uneven", random_state=3)
+            for s in (False, True)]
+    assert both[1].stderr < both[0].stderr and all(abs(e.value - exact) <= 4 * e.stderr for e in both)
+
+
+def test_stratify_is_refused_where_it_cannot_be_done_and_auto_falls_back():
+    from dkernel.centering import SampleSizeError
+
+    X, y = _blobs((30, 20, 10))
+    source = KernelGram(X, "rbf", gamma=0.1)
+    with pytest.raises(SampleSizeError, match="two points of each class: n_sample >= 6; got 5"):
+        sampled_target_alignment(source, y, 5, target="multiclass", stratify=True)
+    assert not sampled_target_alignment(source, y, 5, target="multiclass", random_state=0).stratified
+    with pytest.raises(ValueError, match="regression target has real outputs"):
+        sampled_target_alignment(source, X[:, 0], 20, target="regression", stratify=True)
+    assert not sampled_target_alignment(source, X[:, 0], 20, target="regression", random_state=0).stratified
+    with pytest.raises(ValueError, match="stratify must be"):
+        sampled_target_alignment(source, y, 20, target="multiclass", stratify="yes")
+
+
 def test_multiclass_alignment_on_a_cluster_equals_this_process(nanny_cluster):
     X, y = _blobs((60, 40, 30))
     source = KernelGram(X, "rbf", gamma=0.1, chunk=50)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dkernel.alignment import target_alignment
+from dkernel.alignment import sampled_target_alignment, target_alignment
 from dkernel.centering import Centering
 from dkernel.cli import main
 from dkernel.gram import GramMatrix
@@ -43,7 +43,15 @@ def test_align_prints_exact_and_sampled_alignment(stored, capsys):
     assert f"{target_alignment(gram, y):.10g}" in capsys.readouterr().out
     assert main(["align", gram.path, "--labels", str(tmp / "y.npy"), "--target", "uneven", "--sample", "40",
                  "--repeats", "5"]) == 0
-    assert "(n'=40, 5 samples)" in capsys.readouterr().out
+    expected = sampled_target_alignment(gram, y, 40, n_repeats=5, target="uneven", random_state=0)
+    assert f"{expected.value:.10g} +- {expected.stderr:.3g} (n'=40, 5 samples, stratified by class)" in (
+        capsys.readouterr().out)
+    assert main(["align", gram.path, "--labels", str(tmp / "y.npy"), "--sample", "40", "--repeats", "5",
+                 "--uniform"]) == 0
+    expected = sampled_target_alignment(gram, y, 40, n_repeats=5, stratify=False, random_state=0)
+    assert f"{expected.value:.10g} +- {expected.stderr:.3g} (n'=40, 5 samples, uniform)" in capsys.readouterr().out
+    assert main(["align", gram.path, "--labels", str(tmp / "y.npy"), "--uniform"]) == 2
+    assert "--uniform says how --sample draws" in capsys.readouterr().err
 
 
 def test_cli_reports_bad_labels(stored, capsys):

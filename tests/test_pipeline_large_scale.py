@@ -67,8 +67,13 @@ def test_records_are_complete(quick_run):
             assert rec["peak_worker_bytes"] > 0 and rec["peak_client_bytes"] > 0
     for rec in _stage(records, "svc_predict"):
         assert 0.0 <= rec["test_error"] < 0.5
-    for rec in _timed(_stage(records, "alignment_sampled")):
+    sampled = _timed(_stage(records, "alignment_sampled"))
+    for rec in sampled:
         assert rec["alignment_se"] > 0
+    # Each n' of each unit: one estimate from samples drawn class by class, one from uniform samples.
+    for key in {(r["label"], r["workers"], r["n_sample"]) for r in sampled}:
+        assert sorted(r["sampling"] for r in sampled if (r["label"], r["workers"], r["n_sample"]) == key) == [
+            "stratified by class", "uniform"]
     # The largest synthetic size is measured by the sampled steps only, from the Gram on the fly.
     largest = max(r["n"] for r in synthetic)
     assert {r["stage"] for r in _timed(synthetic) if r["n"] == largest} == {"centering_sampled", "alignment_sampled"}

@@ -332,29 +332,44 @@ class AlignmentEstimate:
         ``n'``, points per sample.
     n_repeats : int
         Number of independent samples.
+    stratified : bool
+        Whether each sample was drawn class by class (see :func:`sampled_target_alignment`).
     """
 
     value: float
     stderr: float
     n_sample: int
     n_repeats: int
+    stratified: bool = False
 
     def __str__(self):
-        return f"{self.value:.6g} ± {self.stderr:.2g} (n'={self.n_sample}, {self.n_repeats} samples)"
+        how = ", stratified by class" if self.stratified else ""
+        return f"{self.value:.6g} ± {self.stderr:.2g} (n'={self.n_sample}, {self.n_repeats} samples{how})"
 
 
-def sampled_target_alignment(source, y, n_sample, *, n_repeats=10, target="classification", random_state=None,
-                             client=None, progress=False):
+def sampled_target_alignment(source, y, n_sample, *, n_repeats=10, target="classification", stratify="auto",
+                             random_state=None, client=None, progress=False):
     """Kernel-target alignment estimated from ``n_repeats`` random ``n' × n'`` submatrices.
 
-    Each sample ``S`` of ``n'`` points (uniform, without replacement) gives
-    the off-diagonal sums ``Σ_{i≠j∈S} t_i t_j K_ij`` and ``Σ_{i≠j∈S} K_ij²``,
-    scaled by ``n(n-1) / (n'(n'-1))`` to unbiased estimates of the full
+    Each sample ``S`` of ``n'`` points (without replacement) gives the
+    off-diagonal sums ``Σ_{i≠j∈S} t_i t_j K_ij`` and ``Σ_{i≠j∈S} K_ij²``,
+    each pair weighted by the inverse of its probability of being drawn
+    (Horvitz–Thompson), which makes them unbiased estimates of the full
     off-diagonal sums of Kandola's eq. (1). The diagonal terms ``Σ t_i² K_ii``
     and ``Σ K_ii²`` are exact (``diag()`` costs ``O(n)``), and ``t`` is built
     from all labels. Estimating the diagonal from the sample instead would
     overweight it by a factor ``n/n'``, which biases the alignment of kernels
     with a dominant diagonal (RBF with a small width).
+
+    A class target (``"classification"``, ``"uneven"``, ``"multiclass"``) is
+    constant on the pairs of two given classes, and the sums of ``K`` over
+    within-class and between-class pairs differ most. Sampling stratified by
+    class removes the variance that comes from how many points of each class a
+    sample happens to hold: class ``c`` of ``n_c`` points gives ``m_c`` of them
+    (``n'`` shared in proportion to the class sizes, at least two per class), and
+    a pair of classes ``(c, d)`` is weighted by ``n_c n_d / (m_c m_d)``, a pair
+    within class ``c`` by ``n_c (n_c − 1) / (m_c (m_c − 1))``. A uniform sample
+    is the case of one stratum: every pair weighs ``n (n − 1) / (n' (n' − 1))``.
 
     Parameters
     ----------
@@ -366,77 +381,162 @@ def sampled_target_alignment(source, y, n_sample, *, n_repeats=10, target="class
         Independent samples (at least 2, for the standard error).
     target : {"classification", "uneven", "regression", "multiclass"}, default="classification"
         As :func:`target_alignment`.
+    stratify : {"auto", True, False}, default="auto"
+        Draw each sample class by class. ``"auto"``: for a class target when
+        ``n'`` allows two points of every class, uniform otherwise (always
+        for ``"regression"``). ``True`` raises where it cannot be done.
     random_state : int, Generator or None
     client : distributed.Client, str, None or False, default=None
         Where to compute (:func:`dkernel._runtime.client.resolve_client`). On a
-        cluster, one task per sample reduces its ``n' × n'`` submatrix to two
-        sums: a :class:`~dkernel.gram._sources.KernelGram` (with a :class:`Kernel`)
-        ships ``X_S`` once per sample and the worker evaluates ``K(X_S, X_S)``;
-        a store or a lazy view is read by the workers. Matrices held in this
-        process (ndarray, ``DenseGram``, views with ``principal_submatrix``
-        other than a ``KernelGram``) are sampled here.
+        cluster, one task per sample reduces its ``n' × n'`` submatrix to its
+        sums per pair of classes: a :class:`~dkernel.gram._sources.KernelGram`
+        (with a :class:`Kernel`) ships ``X_S`` once per sample and the worker
+        evaluates ``K(X_S, X_S)``; a store or a lazy view is read by the
+        workers. Matrices held in this process (ndarray, ``DenseGram``, views
+        with ``principal_submatrix`` other than a ``KernelGram``) are sampled here.
     progress : bool, default=False
         Show the samples finished so far.
 
     Returns
     -------
     AlignmentEstimate
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dkernel import KernelGram
+    >>> from dkernel.alignment import sampled_target_alignment, target_alignment
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(600, 3)); y = np.repeat([0, 1, 2], 200)
+    >>> X[:, 0] += y
+    >>> K = KernelGram(X, "rbf", gamma=0.5)
+    >>> est = sampled_target_alignment(K, y, 150, target="multiclass", random_state=0, client=False)
+    >>> est.stratified, abs(est.value - target_alignment(K, y, "multiclass", client=False)) < 4 * est.stderr
+    (True, True)
     """
     n = source_n(source)
-    t = _target_factor(check_labels(y, n), target)
+    y = check_labels(y, n)
+    t = _target_factor(y, target)
     if isinstance(n_sample, bool) or not isinstance(n_sample, Integral) or not (2 <= n_sample <= n):
         raise SampleSizeError(
             f"n_sample must be an integer in [2, n={n}]; got {n_sample!r}. Use target_alignment for the exact value."
         )
     if isinstance(n_repeats, bool) or not isinstance(n_repeats, Integral) or n_repeats < 2:
         raise SampleSizeError(f"n_repeats must be an integer >= 2 (for a standard error); got {n_repeats!r}.")
+    strata = _strata(y, target, stratify, n_sample)
+    sizes = np.bincount(strata)
+    allocation = proportional_allocation(sizes, n_sample)
+    pair_weights = horvitz_thompson_pair_weights(sizes, allocation)
     rng = random_generator(random_state)
     d = source_diag(source)
     weights = t**2 if t.ndim == 1 else np.sum(t**2, axis=1)  # ‖t_i‖², the diagonal of T
     q_diag, f_diag, tt = float(weights @ d), float(d @ d), _target_norm(t)
-    scale = n * (n - 1) / (n_sample * (n_sample - 1))
-    samples = [np.sort(rng.choice(n, size=n_sample, replace=False)) for _ in range(n_repeats)]
+    members = [np.flatnonzero(strata == c) for c in range(len(sizes))]
+    samples = [_stratified_sample(rng, members, allocation) for _ in range(n_repeats)]
     with client_for(client) as client:
-        sums = _off_diagonal_sums_of_samples(source, t, samples, client, progress)
+        sums = _off_diagonal_sums_of_samples(source, t, strata, samples, client, progress)
     values = []
-    for q_off, f_off in sums:
-        f = f_diag + scale * f_off
+    for q_pairs, f_pairs in sums:
+        f = f_diag + float(np.sum(pair_weights * f_pairs))
         if not f > 0:
             raise ValueError("the sampled Gram matrix is zero, so its alignment is undefined.")
-        values.append((q_diag + scale * q_off) / (tt * math.sqrt(f)))
+        values.append((q_diag + float(np.sum(pair_weights * q_pairs))) / (tt * math.sqrt(f)))
     values = np.asarray(values)
-    return AlignmentEstimate(
-        float(values.mean()), float(values.std(ddof=1) / math.sqrt(n_repeats)), int(n_sample), int(n_repeats)
-    )
+    return AlignmentEstimate(float(values.mean()), float(values.std(ddof=1) / math.sqrt(n_repeats)),
+                             int(n_sample), int(n_repeats), len(sizes) > 1)
 
 
-def _off_diagonal_sums(K, tS):
-    """``(Σ_{i≠j} t_i t_j K_ij, Σ_{i≠j} K_ij²)`` of one sample's submatrix ``K = K[S][:, S]``."""
+def _strata(y, target, stratify, n_sample):
+    """The stratum of each point (its class index), or all zeros for a uniform sample."""
+    if stratify not in ("auto", True, False):
+        raise ValueError(f"stratify must be 'auto', True or False; got {stratify!r}.")
+    uniform = np.zeros(len(y), dtype=np.intp)
+    if stratify is False:
+        return uniform
+    if target == "regression":
+        if stratify is True:
+            raise ValueError("stratify=True needs classes; the regression target has real outputs. "
+                             "Use stratify='auto' or False.")
+        return uniform
+    _, strata = np.unique(y, return_inverse=True)
+    needed = int(np.sum(np.minimum(np.bincount(strata), 2)))
+    if needed > n_sample:
+        if stratify is True:
+            raise SampleSizeError(f"a sample stratified by class needs two points of each class: n_sample >= "
+                                  f"{needed}; got {n_sample}.")
+        return uniform
+    return strata.astype(np.intp, copy=False)
+
+
+def proportional_allocation(sizes, n_sample):
+    """Points drawn from each stratum: ``n'`` shared in proportion to ``sizes`` (largest remainders), at least two
+    of every stratum (all of a stratum with fewer), never more than a stratum holds; they sum to ``n'``."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    share = n_sample * sizes / sizes.sum()
+    floor = np.minimum(sizes, 2)
+    m = np.clip(np.floor(share).astype(np.int64), floor, sizes)
+    while m.sum() < n_sample:  # give the next point to the stratum furthest below its share
+        room = np.where(m < sizes, share - m, -np.inf)
+        m[int(np.argmax(room))] += 1
+    while m.sum() > n_sample:  # take one back from the stratum furthest above its share
+        excess = np.where(m > floor, m - share, -np.inf)
+        m[int(np.argmax(excess))] -= 1
+    return m
+
+
+def horvitz_thompson_pair_weights(sizes, allocation):
+    """``W[c, d]``: the inverse probability that a given pair of points of strata ``c`` and ``d`` is in a sample
+    holding ``allocation[c]`` of the ``sizes[c]`` points of each stratum; ``0`` for a stratum of one point."""
+    n, m = np.asarray(sizes, dtype=np.float64), np.asarray(allocation, dtype=np.float64)
+    W = np.outer(n, n) / np.outer(m, m)
+    pairs = m * (m - 1)
+    np.fill_diagonal(W, np.divide(n * (n - 1), pairs, out=np.zeros_like(n), where=pairs > 0))
+    return W
+
+
+def _stratified_sample(rng, members, allocation):
+    return np.sort(np.concatenate([rng.choice(idx, size=int(m), replace=False)
+                                   for idx, m in zip(members, allocation)]))
+
+
+def _off_diagonal_sums(K, tS, labels, k):
+    """``(Q, F)``, each ``k × k``: ``Q[c, d] = Σ t_i·t_j K_ij`` and ``F[c, d] = Σ K_ij²`` over the pairs
+    ``i ≠ j`` of one sample's submatrix ``K = K[S][:, S]`` with ``i`` of stratum ``c`` and ``j`` of stratum ``d``."""
     K = np.asarray(K, dtype=np.float64)
+    tS = tS.reshape(len(tS), -1)
     dS = np.diagonal(K)
-    if tS.ndim == 2:  # T = YYᵀ: tr(Y_Sᵀ K Y_S) less its diagonal terms ‖y_i‖² K_ii
-        return float(np.sum(tS * (K @ tS))) - float(np.sum(tS**2, axis=1) @ dS), float(np.vdot(K, K)) - float(dS @ dS)
-    return float(tS @ K @ tS) - float(tS**2 @ dS), float(np.vdot(K, K)) - float(dS @ dS)
+    Q, F = np.zeros((k, k)), np.zeros((k, k))
+    for c in range(k):
+        rows = np.flatnonzero(labels == c)
+        if rows.size == 0:
+            continue
+        Kc = K[rows]
+        Q[c] = np.bincount(labels, np.einsum("jl,jl->j", (tS[rows].T @ Kc).T, tS), minlength=k)
+        F[c] = np.bincount(labels, np.einsum("ij,ij->j", Kc, Kc), minlength=k)
+    Q[np.diag_indices(k)] -= np.bincount(labels, np.sum(tS**2, axis=1) * dS, minlength=k)
+    F[np.diag_indices(k)] -= np.bincount(labels, dS * dS, minlength=k)
+    return Q, F
 
 
-def _kernel_sample_sums(XS, tS, kernel):
-    return _off_diagonal_sums(kernel.block(XS, XS, symmetric=True), tS)
+def _kernel_sample_sums(XS, tS, labels, k, kernel):
+    return _off_diagonal_sums(kernel.block(XS, XS, symmetric=True), tS, labels, k)
 
 
-def _off_diagonal_sums_of_samples(source, t, samples, client, progress):
+def _off_diagonal_sums_of_samples(source, t, strata, samples, client, progress):
     """:func:`_off_diagonal_sums` of every sample, in this process or one task per sample on ``client``."""
+    k = int(strata.max()) + 1
     on_cluster_kernel = client is not None and isinstance(source, KernelGram) and source.kernel is not None
     if not on_cluster_kernel and (isinstance(source, np.ndarray) or hasattr(source, "principal_submatrix")):
-        return [_off_diagonal_sums(principal_submatrix(source, S), t[S]) for S in samples]
+        return [_off_diagonal_sums(principal_submatrix(source, S), t[S], strata[S], k) for S in samples]
     if not on_cluster_kernel:
         # The submatrices as arrays, in one computation: Dask's array optimizations then read only the sampled
         # rows of each stored chunk, and each chunk once, not once per sample.
         K = source_dask(source)
         submatrices = compute_with_progress([K[S][:, S] for S in samples], client, progress, label="samples")
-        return [_off_diagonal_sums(sub, t[S]) for sub, S in zip(submatrices, samples)]
+        return [_off_diagonal_sums(sub, t[S], strata[S], k) for sub, S in zip(submatrices, samples)]
     tasks = []
-    for k, S in enumerate(samples):
-        tS = put_data(t[S], client, name=f"alignment-sample-target-{k}-" + dask.base.tokenize(t, S))
-        XS = put_data(source.X[S], client, name=f"alignment-sample-X-{k}-" + dask.base.tokenize(S))
-        tasks.append(dask.delayed(_kernel_sample_sums, pure=True)(XS, tS, source.kernel))
+    for j, S in enumerate(samples):
+        tS = put_data(t[S], client, name=f"alignment-sample-target-{j}-" + dask.base.tokenize(t, S))
+        XS = put_data(source.X[S], client, name=f"alignment-sample-X-{j}-" + dask.base.tokenize(S))
+        tasks.append(dask.delayed(_kernel_sample_sums, pure=True)(XS, tS, strata[S], k, source.kernel))
     return compute_with_progress(tasks, client, progress, label="samples")
