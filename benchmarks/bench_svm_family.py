@@ -1,8 +1,12 @@
-"""dkernel.SVR and dkernel.OneClassSVM against scikit-learn (libsvm) and oneDAL: one fit per fresh process.
+"""dkernel's SVR, NuSVR, NuSVC and OneClassSVM against scikit-learn (libsvm) and oneDAL: one fit per fresh process.
 
 * SVR on a regression generator: Friedman's #1 problem
   (``sklearn.datasets.make_friedman1``, d = 10, noise 1), the target
   standardized; RBF ``gamma="scale"``, C = 1, epsilon = 0.1, tol = 1e-3.
+* NuSVR on the same problem: nu = 0.5, C = 1 (n ≤ 20000 by default).
+* NuSVC on two classes of ``make_classification`` (d = 10, 5 informative,
+  5 % of the labels flipped), standardized; RBF ``gamma="scale"``, nu = 0.5
+  (n ≤ 20000 by default).
 * OneClassSVM on a mixture: three Gaussian clusters in d = 10; RBF
   ``gamma="scale"``, nu = 0.1, tol = 1e-3. The test set holds points of
   the mixture (inliers, +1) and as many uniform points in the clusters'
@@ -15,11 +19,11 @@ alternating over ``--rounds`` rounds (medians). scikit-learn's and oneDAL's
 estimators run with ``cache_size=2000``; oneDAL has no one-class SVM. A peer
 whose time, extrapolated from the two smaller sizes, passes
 ``--peer-max-seconds`` is not run and its extrapolated time is shown with
-``~``. Printed: fit times and ratios, predict times, R² (SVR) or accuracy
-(one-class), the largest difference of the test predictions (SVR, in units
-of the target's standard deviation) or the agreement of the signs
-(one-class) with scikit-learn's, the support vectors and each process's
-peak memory during the fit.
+``~``. Printed: fit times and ratios, predict times, R² (regression) or
+accuracy, the largest difference of the test predictions (regression, in
+units of the target's standard deviation) or the fraction of predictions
+equal to scikit-learn's, the support vectors and each process's peak memory
+during the fit.
 
 To record, on a quiet machine and a committed tree, run the first command
 below and save its output as ``benchmarks/results/bench_svm_family.txt``.
@@ -32,7 +36,7 @@ import argparse
 import sys
 
 import numpy as np
-from sklearn.datasets import make_friedman1
+from sklearn.datasets import make_classification, make_friedman1
 
 from _fresh import (DKERNEL, LEGEND, ONEDAL, SKLEARN, Library, PeerTimes, compare, format_table, problem_file,
                     ratio_text, time_cell)  # benchmarks/_*.py, beside this script
@@ -73,6 +77,15 @@ def regression_problem(n, rng):
     return X[:n], (y[:n] - mean) / std, X[n:], (y[n:] - mean) / std
 
 
+def classification_problem(n, rng):
+    """Two classes of ``make_classification`` (d = 10, 5 informative, 5 % flipped), standardized by the training part."""
+    X, y = make_classification(n_samples=n + N_TEST, n_features=D, n_informative=5, flip_y=0.05,
+                               random_state=int(rng.integers(2**31)))
+    mean, std = X[:n].mean(axis=0), X[:n].std(axis=0)
+    X = (X - mean) / std
+    return X[:n], y[:n], X[n:], y[n:]
+
+
 def mixture_problem(n, rng):
     """Three Gaussian clusters (d = 10) to train on; a test set of cluster points (+1) and uniform outliers (−1)."""
     centres = rng.normal(scale=4.0, size=(3, D))
@@ -92,6 +105,13 @@ CASES = {
     "SVR": {"libraries": _libraries("SVR"), "problem": regression_problem, "task": "regression",
             "params": {"kernel": "rbf", "gamma": "scale", "C": 1.0, "epsilon": 0.1, "tol": 1e-3},
             "title": "SVR, Friedman #1 (d=10, noise 1, standardized target); RBF gamma=scale, C=1, epsilon=0.1"},
+    "NuSVR": {"libraries": _libraries("NuSVR"), "problem": regression_problem, "task": "regression",
+              "params": {"kernel": "rbf", "gamma": "scale", "C": 1.0, "nu": 0.5, "tol": 1e-3}, "max_n": 20000,
+              "title": "NuSVR, Friedman #1 (d=10, noise 1, standardized target); RBF gamma=scale, C=1, nu=0.5"},
+    "NuSVC": {"libraries": _libraries("NuSVC"), "problem": classification_problem, "task": "classification",
+              "params": {"kernel": "rbf", "gamma": "scale", "nu": 0.5, "tol": 1e-3}, "max_n": 20000,
+              "title": "NuSVC, two classes of make_classification (d=10, 5 informative, 5% flipped); RBF "
+                       "gamma=scale, nu=0.5"},
     "OneClassSVM": {"libraries": _libraries("OneClassSVM", onedal=False), "problem": mixture_problem,
                     "task": "classification", "params": {"kernel": "rbf", "gamma": "scale", "nu": 0.1, "tol": 1e-3},
                     "title": "OneClassSVM, three Gaussian clusters (d=10); RBF gamma=scale, nu=0.1"},
@@ -99,7 +119,7 @@ CASES = {
 
 
 def _agreement(name, outcomes, y_test):
-    """SVR: max |prediction − sklearn's| / std(y); one-class: the fraction of signs equal to sklearn's."""
+    """Regression: max |prediction − sklearn's| / std(y); else the fraction of predictions equal to sklearn's."""
     reference = outcomes[SKLEARN.label].predictions
     cells = {}
     for label, outcome in outcomes.items():
@@ -107,7 +127,7 @@ def _agreement(name, outcomes, y_test):
             continue
         if reference is None or outcome.predictions is None:
             cells[label] = "-"
-        elif name == "SVR":
+        elif CASES[name]["task"] == "regression":
             cells[label] = f"{np.abs(outcome.predictions - reference).max() / np.std(y_test):.1e}"
         else:
             cells[label] = f"{np.mean(outcome.predictions == reference):.4f}"
@@ -115,7 +135,7 @@ def _agreement(name, outcomes, y_test):
 
 
 def _quality(name, outcome):
-    key = "r2" if name == "SVR" else "accuracy"
+    key = "r2" if CASES[name]["task"] == "regression" else "accuracy"
     value = outcome.first(key)
     return "-" if value is None else f"{value:.4f}"
 
@@ -140,8 +160,9 @@ def print_case(name, case, results, rounds):
     print(LEGEND)
 
     print(f"\n## {case['title']}: predict on {N_TEST} test points and the solutions (first round)")
-    quality = "R2" if name == "SVR" else "acc"
-    agree = "max|pred-sk|/std" if name == "SVR" else "same sign as sk"
+    regression = case["task"] == "regression"
+    quality = "R2" if regression else "acc"
+    agree = "max|pred-sk|/std" if regression else "same as sk"
     rows = []
     for n, outcomes, y_test in results:
         agreement = _agreement(name, outcomes, y_test)
@@ -163,9 +184,10 @@ def print_case(name, case, results, rounds):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, nargs="+", default=[5000, 12000, 20000, 40000], help="training set sizes")
-    parser.add_argument("--only", nargs="+", choices=sorted(CASES), default=sorted(CASES, reverse=True),
-                        help="the estimators to compare (default: both)")
+    parser.add_argument("--n", type=int, nargs="+", default=[5000, 12000, 20000, 40000],
+                        help="training set sizes (up to each estimator's default limit: 20000 for NuSVR and NuSVC)")
+    parser.add_argument("--only", nargs="+", choices=list(CASES), default=list(CASES),
+                        help="the estimators to compare (default: all)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=1, help="fresh processes per library and size (median)")
     parser.add_argument("--once-above", type=float, default=30.0,
@@ -182,7 +204,7 @@ def main(argv=None):
         case = CASES[name]
         peers = PeerTimes(max_seconds=args.peer_max_seconds)
         results = []
-        for n in sorted(args.n):
+        for n in sorted(n for n in args.n if n <= case.get("max_n", n)):
             X, y, X_test, y_test = case["problem"](n, np.random.default_rng([args.seed, n]))
             with problem_file(X, y, X_test, y_test) as path:
                 outcomes = compare(path, case["params"], libraries=case["libraries"], rounds=args.rounds,

@@ -184,6 +184,17 @@ def test_nu_svc_whole_number_nu_l_gives_libsvm_optimum_and_predictions():
     np.testing.assert_array_equal(ours.predict(X), ref.predict(X))
 
 
+def _coefficients_per_distinct_point(model, X):
+    """The dual coefficients summed over the copies of each point: iris holds duplicates (rows 101 and 142), and
+    how an optimal solution splits a coefficient between two copies is not unique."""
+    _, first = np.unique(X, axis=0, return_inverse=True)
+    first = first.reshape(-1)
+    dual = model.dual_coef_.toarray() if sp.issparse(model.dual_coef_) else model.dual_coef_
+    out = np.zeros((dual.shape[0], first.max() + 1))
+    np.add.at(out.T, first[model.support_], dual.T)
+    return out
+
+
 def test_nu_svc_attributes_as_scikit_learn():
     X, y = CLASSIFICATION["iris"]()
     for shape in ("ovr", "ovo"):
@@ -191,11 +202,16 @@ def test_nu_svc_attributes_as_scikit_learn():
         ours = dkernel.NuSVC(nu=NU, tol=TOL, decision_function_shape=shape, class_weight="balanced").fit(X, y)
         np.testing.assert_array_equal(ours.classes_, ref.classes_)
         np.testing.assert_allclose(ours.class_weight_, ref.class_weight_)
-        np.testing.assert_array_equal(ours.n_support_, ref.n_support_)
-        np.testing.assert_array_equal(np.sort(ours.support_), np.sort(ref.support_))
+        coef, coef_ref = _coefficients_per_distinct_point(ours, X), _coefficients_per_distinct_point(ref, X)
+        np.testing.assert_allclose(coef, coef_ref, rtol=0, atol=1e-6 * np.abs(coef_ref).max())
+        # The support vectors as scikit-learn's, up to the copy of a duplicate point that carries the coefficient.
+        assert abs(int(ours.n_support_.sum()) - int(ref.n_support_.sum())) <= 1
+        np.testing.assert_array_equal(np.flatnonzero(np.any(coef != 0, axis=0)),
+                                      np.flatnonzero(np.any(coef_ref != 0, axis=0)))
         assert ours.support_.dtype == np.int32 and ours.n_support_.dtype == np.int32
-        assert ours.dual_coef_.shape == ref.dual_coef_.shape and ours.intercept_.shape == ref.intercept_.shape
-        assert ours.support_vectors_.shape == ref.support_vectors_.shape
+        assert ours.dual_coef_.shape[0] == ref.dual_coef_.shape[0] and ours.intercept_.shape == ref.intercept_.shape
+        assert ours.dual_coef_.shape[1] == ours.support_.size == ours.support_vectors_.shape[0]
+        assert ours.support_vectors_.shape[1] == ref.support_vectors_.shape[1]
         dec = ref.decision_function(X)
         assert ours.decision_function(X).shape == dec.shape
         np.testing.assert_allclose(ours.decision_function(X), dec, rtol=0, atol=1e-5 * np.abs(dec).max())
@@ -262,7 +278,9 @@ def test_nu_svc_store_and_client_give_the_in_memory_model(tmp_path):
     ref = dkernel.NuSVC(**params).fit(X, y)
     stored = dkernel.NuSVC(store=tmp_path / "grams", **params).fit(X, y)
     assert stored.gram_dtype_ == "store"
-    np.testing.assert_allclose(stored.decision_function(X), ref.decision_function(X), rtol=0, atol=1e-9)
+    # In memory the solver shrinks its active set (rows read in place); from a store it does not: the two reach
+    # the optimum by different paths, each to tol.
+    np.testing.assert_allclose(stored.decision_function(X), ref.decision_function(X), rtol=0, atol=1e-7)
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False) as cluster, Client(cluster) as client:
         distributed = dkernel.NuSVC(client=client, store=tmp_path / "grams", **params).fit(X, y)
     np.testing.assert_allclose(distributed.decision_function(X), ref.decision_function(X), rtol=0, atol=1e-7)

@@ -18,7 +18,12 @@ sum_q mu_q phi_q(x)``: ``mu`` are the coefficients of the predefined features.
 import numpy as np
 from scipy.optimize import linprog
 
-__all__ = ["svc_intercept", "minimax_multipliers", "equality_multipliers", "linear_program"]
+__all__ = ["svc_intercept", "minimax_multipliers", "equality_multipliers", "label_levels", "label_sum_multipliers",
+           "linear_program"]
+
+#: Relative distance to a bound within which :func:`label_levels` counts a variable as on it (a few rounding
+#: errors).
+BOUND_RTOL = 1e-12
 
 #: scipy's ``linprog`` status of an LP shown infeasible (2) or unbounded (3): no other HiGHS run answers otherwise.
 _DEFINITE_FAILURES = (2, 3)
@@ -73,6 +78,41 @@ def svc_intercept(alpha, G, y, C):
     if not np.isfinite(lb):
         lb = ub
     return -float((ub + lb) / 2)
+
+
+def label_levels(alpha, G, y, C):
+    """libsvm's ``Solver_NU::calculate_rho`` levels ``(r₁, r₂)``: the gradient's level on each label's free variables.
+
+    ``r₁`` (``r₂``) is the mean gradient over the free variables of label +1 (−1), or, when none is free, the
+    midpoint of the interval left by those at their bounds. A variable within :data:`BOUND_RTOL` of a bound counts
+    as on it: when a label has no free variable every level of that interval satisfies the KKT conditions, and a
+    variable left a rounding error off its bound would otherwise pick an end of the interval (libsvm's result then
+    depends on its rounding; this one is the midpoint).
+    """
+    r = []
+    for label in (1, -1):
+        mask = y == label
+        a, g, c = alpha[mask], G[mask], C[mask]
+        upper, lower = a >= c * (1 - BOUND_RTOL), a <= c * BOUND_RTOL
+        free = ~(upper | lower)
+        if free.any():
+            r.append(float(g[free].mean()))
+            continue
+        ub = float(g[lower].min()) if lower.any() else np.inf
+        lb = float(g[upper].max()) if upper.any() else -np.inf
+        r.append((ub + lb) / 2)
+    return r[0], r[1]
+
+
+def label_sum_multipliers(alpha, G, y, C, E):
+    """The multipliers ``mu`` of two rows ``E`` that fix the sum of each label: ``(E^T mu)_i = -r`` of ``i``'s label.
+
+    ``E``'s columns are one vector ``c₁`` on label +1 and ``c₂`` on label −1 (:func:`~._qp.label_sums_only`), so
+    ``G_i + (E^T mu)_i = G_i - r`` with ``r`` the label's level (:func:`label_levels`): ``[c₁ c₂]^T mu = -(r₁, r₂)``.
+    """
+    positive = y > 0
+    columns = np.column_stack([E[:, np.flatnonzero(positive)[0]], E[:, np.flatnonzero(~positive)[0]]])
+    return np.linalg.solve(columns.T, -np.asarray(label_levels(alpha, G, y, C)))
 
 
 def minimax_multipliers(alpha, G, C, E):

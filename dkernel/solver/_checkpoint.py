@@ -129,6 +129,18 @@ def _probe_index(n):
     return np.unique(np.array([0, n // 2, n - 1], dtype=np.intp))
 
 
+def _intercept_value(intercept):
+    """The intercept as JSON holds it: a float, the list of several equality rows' multipliers, or None."""
+    if intercept is None:
+        return None
+    return float(intercept) if np.ndim(intercept) == 0 else [float(v) for v in np.ravel(intercept)]
+
+
+def _stored_intercept(value):
+    """The intercept :func:`_intercept_value` wrote: the multipliers of several rows as an array."""
+    return np.asarray(value, dtype=np.float64) if isinstance(value, list) else value
+
+
 def problem_fingerprint(rows, diag, prob, *, q, tol, shrinking):
     """What identifies the problem a checkpoint belongs to: ``(attributes, kernel arrays)``.
 
@@ -139,6 +151,8 @@ def problem_fingerprint(rows, diag, prob, *, q, tol, shrinking):
         "n": int(prob.n), "q": int(q), "tol": float(tol), "shrinking": bool(shrinking),
         "y": _digest(prob.y), "C": _digest(prob.C), "p": _digest(prob.p),
     }
+    if not prob.is_svc_constraint:  # the equality rows and their values (ν) besides y^T alpha = const
+        attrs.update(E=_digest(prob.E), e=_digest(prob.e))
     probe = _probe_index(prob.n)
     return attrs, {"kernel_diag": np.asarray(diag, dtype=np.float64),
                    "kernel_rows": provider_submatrix(rows, probe, 0, prob.n)}
@@ -147,8 +161,8 @@ def problem_fingerprint(rows, diag, prob, *, q, tol, shrinking):
 def _differences(path, stored_attrs, stored_kernel, attrs, kernel):
     names = {"n": "the number of samples n", "q": "the working-set size", "tol": "tol",
              "shrinking": "shrinking", "y": "the labels y", "C": "the bounds C (C, class or sample weights)",
-             "p": "the linear term p"}
-    found = [names[key] for key in attrs if stored_attrs.get(key) != attrs[key]]
+             "p": "the linear term p", "E": "the equality rows E", "e": "the equality values e (nu)"}
+    found = [names[key] for key in {**stored_attrs, **attrs} if key in names and stored_attrs.get(key) != attrs.get(key)]
     if stored_attrs.get("n") == attrs["n"]:
         for name in kernel:
             if not np.allclose(stored_kernel[name], kernel[name], rtol=KERNEL_RTOL, atol=0.0):
@@ -199,7 +213,7 @@ def read_state(path, fingerprint, storage_options=None):
         iteration=int(attrs["iteration"]), alpha=group["alpha"][...], G=group["G"][...],
         kept=group["kept"][...].astype(np.intp), kept_slots=group["kept_slots"][...].astype(np.intp),
         n_kernel_rows=int(attrs["n_kernel_rows"]), stop_reason=attrs.get("stop_reason"),
-        gap=attrs.get("gap"), intercept=attrs.get("intercept"),
+        gap=attrs.get("gap"), intercept=_stored_intercept(attrs.get("intercept")),
     )
 
 
@@ -224,7 +238,7 @@ def write_state(path, fingerprint, state, storage_options=None):
             "iteration": int(state.iteration), "n_kernel_rows": int(state.n_kernel_rows),
             "stop_reason": state.stop_reason,
             "gap": None if state.gap is None else float(state.gap),
-            "intercept": None if state.intercept is None else float(state.intercept),
+            "intercept": _intercept_value(state.intercept),
         })
 
 

@@ -22,13 +22,13 @@ import numpy as np
 from .._runtime.progress import StatusLine
 
 from ._active_set import solve_box_equality_qp
-from ._bias import equality_multipliers, minimax_multipliers, svc_intercept
+from ._bias import equality_multipliers, label_sum_multipliers, minimax_multipliers, svc_intercept
 from ._checkpoint import SolverState
 from ._gradient import SlotMap, initial_gradient, starting_support
 from ._rows import provider_submatrix, raise_nonfinite_rows
 from ._select import choose_working_set
 from ._shrinking import SHRINK_INTERVAL
-from ._smo import smo_subproblem
+from ._smo import smo_nu_subproblem, smo_subproblem
 
 __all__ = ["general_equality_loop", "label_constraint_loop"]
 
@@ -100,7 +100,10 @@ def label_constraint_loop(gradients, prob, *, tol, q, max_iter, shrinking, callb
     ``gradients`` holds the gradient (one local partition or one per Dask
     worker) and exposes ``candidates``, ``load``, ``update`` (which returns
     the next iteration's candidates), ``fill_rows``, ``state`` and the
-    current ``alpha``. ``resume`` (a :class:`~._checkpoint.SolverState`)
+    current ``alpha``. With the sum of each label fixed (``prob.label_sums``, libsvm's ν problems) each label is
+    selected from on its own (:meth:`~._shrinking.ShrinkingGradients.candidates`), the gap is the larger of the
+    labels' and the sub-problem's pairs stay within a label (:func:`~._smo.smo_nu_subproblem`). ``resume`` (a
+    :class:`~._checkpoint.SolverState`)
     continues a checkpointed run where it stopped, its working-set rows read
     again into the slots they held; ``checkpoint`` (a
     :class:`~._checkpoint.CheckpointWriter`) writes the state at the start of
@@ -134,7 +137,7 @@ def label_constraint_loop(gradients, prob, *, tol, q, max_iter, shrinking, callb
         if gap <= tol:
             stop_reason = "tol"
             break
-        if shrinking:
+        if shrinking and not prob.label_sums:  # (each label's candidates are tested by its own m, M already)
             up_idx, low_idx = _shrink(up_idx, up_v, low_idx, low_v, m, M)
         if column_shrinking and it % SHRINK_INTERVAL == SHRINK_INTERVAL - 1:
             gradients.shrink(m, M)  # drops only variables the test above removed from the candidates
@@ -152,7 +155,7 @@ def label_constraint_loop(gradients, prob, *, tol, q, max_iter, shrinking, callb
         y_B = y[B]
         Q_BB = np.multiply.outer(y_B, y_B) * K_BB
         old_alpha_B = alpha_B.copy()
-        n_sub, _ = smo_subproblem(
+        n_sub, _ = (smo_nu_subproblem if prob.label_sums else smo_subproblem)(
             Q_BB, y_B, alpha_B, C[B], G_B, 0.1 * tol, INNER_RELATIVE_TOL, INNER_ITER_PER_VARIABLE * B.size
         )
         candidates = gradients.update(B, slots, y_B * (alpha_B - old_alpha_B), alpha_B, q)
@@ -163,7 +166,7 @@ def label_constraint_loop(gradients, prob, *, tol, q, max_iter, shrinking, callb
         it = max(max_iter, start)
     alpha, G = gradients.state()
     progress.close(it, stop_reason, gap, alpha, C)
-    intercept = svc_intercept(alpha, G, y, C)
+    intercept = label_sum_multipliers(alpha, G, y, C, prob.E) if prob.label_sums else svc_intercept(alpha, G, y, C)
     if checkpoint is not None:
         checkpoint.write(SolverState(it, alpha, G, kept, _slots_of(slot_map, kept), n_rows, stop_reason, gap,
                                      intercept))

@@ -105,6 +105,9 @@ class QPProblem:
     e: np.ndarray
     alpha0: np.ndarray
     is_svc_constraint: bool
+    #: Whether ``E α = e`` fixes only the sum of ``α`` over each label (``y = +1`` and ``y = −1``): libsvm's
+    #: ν problems (:func:`label_sums_only`), solved by the SMO loop one label at a time.
+    label_sums: bool = False
 
     @property
     def n(self):
@@ -164,6 +167,19 @@ def _check_equality(E, e, y, n):
             f"The {E.shape[0]} rows of E are linearly dependent; remove the redundant constraints."
         )
     return E, e, False
+
+
+def label_sums_only(E, y):
+    """Whether the rows ``E`` (two, independent) constrain only ``Σ_{y_i=+1} α_i`` and ``Σ_{y_i=−1} α_i``.
+
+    Each row is then constant on either label, and ``E α = e`` is equivalent
+    to fixing both sums: libsvm's ``Solver_NU`` (ν-SVC's ``[y; 1]``, ν-SVR's
+    ``[z; 1]``), whose working pairs stay within one label (Chang & Lin 2001).
+    """
+    positive = y > 0
+    if E.shape[0] != 2 or positive.all() or not positive.any():
+        return False
+    return all(np.ptp(row[positive]) == 0 and np.ptp(row[~positive]) == 0 for row in E)
 
 
 def feasible_start(C, E, e):
@@ -227,7 +243,8 @@ def check_problem(n, y, C, p, E, e, alpha0):
         # SMO pairs keep sum_i y_i alpha_i constant, whatever its value.
         is_svc = True
     alpha0 = _check_start(alpha0, C, E, e, n)
-    return QPProblem(y=y, C=C, p=p, E=E, e=e, alpha0=alpha0, is_svc_constraint=is_svc)
+    return QPProblem(y=y, C=C, p=p, E=E, e=e, alpha0=alpha0, is_svc_constraint=is_svc,
+                     label_sums=not is_svc and label_sums_only(E, y))
 
 
 #: SMO working-set size in this process. Measured (one-vs-one USPS problems of ~1500 points;
@@ -255,6 +272,8 @@ def check_solver_options(tol, working_set_size, max_iter, prob, distributed=Fals
     if int(max_iter) != max_iter or max_iter < 1:
         raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}.")
     if working_set_size is None:
+        if prob.label_sums:  # SMO, its gradient where the loop runs (this process or one worker)
+            return default_working_set_size(prob.n, 1)
         return default_working_set_size(prob.n, prob.n_eq, distributed)
     if int(working_set_size) != working_set_size or working_set_size < 2:
         raise ValueError(f"working_set_size must be an integer >= 2; got {working_set_size!r}.")

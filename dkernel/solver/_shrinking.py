@@ -58,6 +58,16 @@ def row_source(rows, idx):
     return None if source is None else source(np.asarray(idx, dtype=np.intp))
 
 
+def _alternate(first, second, k):
+    """``(idx, v)`` of two candidate lists taken in turn (``first[0]``, ``second[0]``, ``first[1]``, ...), ``k`` at
+    most."""
+    (idx1, v1), (idx2, v2) = first, second
+    shared = min(idx1.size, idx2.size)
+    idx = np.concatenate([np.column_stack([idx1[:shared], idx2[:shared]]).ravel(), idx1[shared:], idx2[shared:]])
+    v = np.concatenate([np.column_stack([v1[:shared], v2[:shared]]).ravel(), v1[shared:], v2[shared:]])
+    return idx[:k], v[:k]
+
+
 class ShrinkingGradients:
     """The gradient of all samples in this process, with the working-set rows held over the active columns.
 
@@ -92,6 +102,10 @@ class ShrinkingGradients:
         self.rows, self.n = rows, prob.n
         self.y, self.C, self.p = prob.y, prob.C, prob.p
         self.alpha = prob.alpha0.copy()
+        # With the sum of each label fixed (libsvm's ν problems) the candidates come from one label at a time.
+        self.labels = (1.0, -1.0) if getattr(prob, "label_sums", False) else None
+        self._label_active = None  # the active variables of each label (:meth:`_active_by_label`)
+        self.extremes = {}  # label: (m, M) of its variables, found by the last :meth:`candidates`
         if G is None:
             G = initial_gradient(rows, self.y, self.p, *starting_support(self.y, self.alpha), 0, self.n)
         self.G = np.array(G, dtype=np.float64)
@@ -104,6 +118,7 @@ class ShrinkingGradients:
             self._matrix = self._matrix_index = None  # the matrix the held rows lie in, its subset's index
             self.position_in_slot = np.full(q, -1, dtype=np.intp)
             self._matrix_columns = None  # the active columns among the matrix's columns
+            self._step_plan = None  # the columns the gradient step sums over (:meth:`_step_columns`)
         else:
             self.K = np.zeros((q, self.n))
             self._slots = np.arange(q)
@@ -117,9 +132,35 @@ class ShrinkingGradients:
         """Nothing to release: the gradient lives in this process."""
 
     def candidates(self, k):
-        """``(m, M, up_idx, up_v, low_idx, low_v)`` over the active variables (global indices)."""
-        m, M, up_idx, up_v, low_idx, low_v = active_candidates(self.alpha, self.y, self.C, self.G, self.active, k)
-        return float(m), float(M), up_idx, up_v, low_idx, low_v
+        """``(m, M, up_idx, up_v, low_idx, low_v)`` over the active variables (global indices).
+
+        With the sum of each label fixed (``labels``: libsvm's ``Solver_NU``,
+        whose pairs stay within one label) each label is a problem of its own
+        for the selection: ``m`` and ``M`` are those of the label whose
+        violation ``m − M`` is the largest (every label's in :attr:`extremes`),
+        and the candidates of both labels alternate in each list, those that
+        cannot form a violating pair within their label left out (libsvm's
+        shrinking test, by the label's own ``m`` and ``M``).
+        """
+        if self.labels is None:
+            m, M, up_idx, up_v, low_idx, low_v = active_candidates(self.alpha, self.y, self.C, self.G, self.active,
+                                                                   k)
+            return float(m), float(M), up_idx, up_v, low_idx, low_v
+        found = []
+        for label, active in zip(self.labels, self._active_by_label()):
+            m, M, up_idx, up_v, low_idx, low_v = active_candidates(self.alpha, self.y, self.C, self.G, active, k)
+            self.extremes[label] = (float(m), float(M))
+            found.append((m, M, up_idx[up_v > M], up_v[up_v > M], low_idx[low_v < m], low_v[low_v < m]))
+        m, M = max(((m, M) for m, M, *_ in found), key=lambda mM: mM[0] - mM[1])
+        return (float(m), float(M), *_alternate(found[0][2:4], found[1][2:4], k),
+                *_alternate(found[0][4:6], found[1][4:6], k))
+
+    def _active_by_label(self):
+        """The active variables of each of :attr:`labels` (found once per active set)."""
+        if self._label_active is None:
+            positive = self.y[self.active] > 0
+            self._label_active = tuple(np.ascontiguousarray(self.active[mask]) for mask in (positive, ~positive))
+        return self._label_active
 
     def held_rows(self, slots):
         """The kernel rows held in ``slots`` over the active columns, as float64."""
@@ -149,6 +190,29 @@ class ShrinkingGradients:
             self._matrix_columns = np.ascontiguousarray(columns, dtype=np.intp)
         return self._matrix_columns
 
+    def _step_columns(self):
+        """``(columns, expand, all_columns)`` of the gradient step in place (found once per active set).
+
+        Where two variables read the same column of the matrix (ε-SVR's ``α_i``
+        and ``α*_i``, both on row ``i`` of ``K``: :class:`~dkernel.svm.EpsilonSVRGram`),
+        the step sums over the distinct columns once and ``expand`` gives each
+        variable its column's sum, the same sum to the bit (a column's sum
+        does not depend on the other columns summed). ``all_columns``: the
+        columns are all the matrix's, in order, read contiguously.
+        """
+        if self._step_plan is None:
+            columns = self._columns()
+            if self._matrix_index is None and not self.shrunk:
+                self._step_plan = (columns, None, True)
+            else:
+                distinct, expand = np.unique(columns, return_inverse=True)
+                if distinct.size == columns.size:
+                    self._step_plan = (columns, None, False)
+                else:  # distinct and all below the matrix's width: all its columns when as many
+                    distinct = np.ascontiguousarray(distinct, dtype=np.intp)
+                    self._step_plan = (distinct, expand, distinct.size == self._matrix.shape[1])
+        return self._step_plan
+
     def _store_rows(self, idx, slots):
         """Hold the rows of ``idx`` in ``slots``: their positions in the matrix they lie in, or else a copy."""
         idx, slots = np.asarray(idx, dtype=np.intp), np.asarray(slots, dtype=np.intp)
@@ -158,7 +222,7 @@ class ShrinkingGradients:
         matrix, positions, index = row_source(self.rows, idx)
         if matrix is not self._matrix:  # rows on demand became the whole Gram: the held rows move to it
             held = np.flatnonzero(self.row_in_slot >= 0)
-            self._matrix, self._matrix_index, self._matrix_columns = matrix, index, None
+            self._matrix, self._matrix_index, self._matrix_columns, self._step_plan = matrix, index, None, None
             if held.size:
                 self.position_in_slot[held] = row_source(self.rows, self.row_in_slot[held])[1]
         self.position_in_slot[slots] = positions
@@ -191,8 +255,13 @@ class ShrinkingGradients:
         A = self.active
         step = np.empty(A.size)
         if self.in_place:
-            weighted_rows_step(self._matrix, self.position_in_slot, self.weights, self._columns(),
-                               self._matrix_index is None and not self.shrunk, step)
+            columns, expand, all_columns = self._step_columns()
+            if expand is None:
+                weighted_rows_step(self._matrix, self.position_in_slot, self.weights, columns, all_columns, step)
+            else:
+                sums = np.empty(columns.size)
+                weighted_rows_step(self._matrix, self.position_in_slot, self.weights, columns, all_columns, sums)
+                np.take(sums, expand, out=step)
         else:  # the same sums over the rows copied into the slots
             weighted_rows_step(self.K, self._slots, self.weights, self._slots, True, step)
         if not add_gradient_step(self.G, self.y, A, step):
@@ -208,6 +277,9 @@ class ShrinkingGradients:
         """
         A = self.active
         alpha, y, C = self.alpha[A], self.y[A], self.C[A]
+        if self.labels is not None:  # each label's own m and M
+            (m_pos, M_pos), (m_neg, M_neg) = (self.extremes[label] for label in self.labels)
+            m, M = np.where(y > 0, m_pos, m_neg), np.where(y > 0, M_pos, M_neg)
         up, low = violation_sets(alpha, y, C)
         v = -y * self.G[A]
         stuck = (up & ~low & (v < M)) | (low & ~up & (v > m))
@@ -217,11 +289,12 @@ class ShrinkingGradients:
         if keep.size > MIN_SHRINK_GAIN * A.size:
             return 0
         if self.in_place:
-            self._matrix_columns = None
+            self._matrix_columns = self._step_plan = None
         else:
             self.K = np.ascontiguousarray(self.K[:, keep])
         self.column_of[A[stuck]] = -1
         self.active = A[keep]
+        self._label_active = None
         self.column_of[self.active] = np.arange(keep.size)
         return int(A.size - keep.size)
 
@@ -239,8 +312,9 @@ class ShrinkingGradients:
             support, support_weights, inactive)
         self.active = np.arange(self.n)
         self.column_of = np.arange(self.n)
+        self._label_active = None
         if self.in_place:
-            self._matrix_columns = None
+            self._matrix_columns = self._step_plan = None
             return True
         held = np.flatnonzero(self.row_in_slot >= 0)
         self.K = np.zeros((self.K.shape[0], self.n))

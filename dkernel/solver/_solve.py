@@ -127,8 +127,8 @@ def solve_qp(
         checkpoint of a solved problem returns its solution at once. A
         checkpoint of another problem raises ``ValueError``, anything else at
         the path :class:`~dkernel.exceptions.ArtifactPathError`; neither is
-        modified. The checkpoint stays after the solve. One equality row
-        only.
+        modified. The checkpoint stays after the solve. One equality row,
+        or two that fix the sum of each label (libsvm's ν problems).
     coordinator : {"worker", "client"}, optional
         With a client, where the outer loop runs (the working-set choice, the
         sub-problem, two calls to each worker's actor per iteration).
@@ -196,10 +196,11 @@ def solve_qp(
         rows, y, C, p, E, e, alpha0, tol=tol, working_set_size=working_set_size, max_iter=max_iter,
         distributed=client is not None,
     )
-    if not prob.is_svc_constraint:
+    if not (prob.is_svc_constraint or prob.label_sums):
         if checkpoint is not None:
-            raise ValueError("The checkpoint supports only the constraint y^T alpha = const; solve problems with "
-                             "several equality rows without checkpoint.")
+            raise ValueError("The checkpoint supports only the constraint y^T alpha = const (or the sums of each "
+                             "label fixed, as the ν problems); solve problems with other equality rows without "
+                             "checkpoint.")
         options = dict(tol=tol, max_iter=max_iter, callback=callback, verbose=verbose)
         if client is not None and on_a_worker:
             from ._remote import solve_on_worker  # distributed is imported only for a client
@@ -247,7 +248,7 @@ def label_constraint_solve(rows, prob, q, *, client, tol, max_iter, shrinking, c
             prob = dataclasses.replace(prob, alpha0=np.asarray(resume.alpha, dtype=np.float64))
         writer = CheckpointWriter(checkpoint, fingerprint, 0 if resume is None else resume.iteration)
     G0 = None if resume is None else resume.G
-    if client is None:
+    if client is None or prob.label_sums:  # the sums of each label: the gradient where the loop runs
         gradients = ShrinkingGradients(rows, prob, q, G0, shrinks=shrinking and rows_read_from_memory(rows))
     else:
         from ._actors import ActorGradients  # distributed is imported only for a client

@@ -25,32 +25,14 @@ from ._svr import SVR, EpsilonSVRGram
 __all__ = ["NuSVR", "nu_rho", "nu_start"]
 
 
-#: Relative distance to a bound within which :func:`nu_rho` counts a variable as on it (a few rounding errors).
-BOUND_RTOL = 1e-12
-
-
 def nu_rho(alpha, G, y, C):
-    """libsvm's ``Solver_NU::calculate_rho``: ``(ρ, r)`` with ``ρ = (r₁ − r₂)/2`` and ``r = (r₁ + r₂)/2``.
+    """libsvm's ``Solver_NU::calculate_rho``: ``(ρ, r)`` with ``ρ = (r₁ − r₂)/2`` and ``r = (r₁ + r₂)/2``, from the
+    levels ``r₁``, ``r₂`` of the gradient on each label's free variables (:func:`dkernel.solver._bias.label_levels`,
+    which says what is taken when a label has none)."""
+    from ..solver._bias import label_levels  # the solver: imported when used
 
-    ``r₁`` (``r₂``) is the mean gradient over the free variables of label +1 (−1), or, when none is free, the
-    midpoint of the interval left by those at their bounds. A variable within :data:`BOUND_RTOL` of a bound counts
-    as on it: when a class has no free variable every ``r₁`` of that interval satisfies the KKT conditions, and a
-    variable left a rounding error off its bound would otherwise pick an end of the interval (libsvm's result then
-    depends on its rounding; this one is the midpoint).
-    """
-    r = []
-    for label in (1, -1):
-        mask = y == label
-        a, g, c = alpha[mask], G[mask], C[mask]
-        upper, lower = a >= c * (1 - BOUND_RTOL), a <= c * BOUND_RTOL
-        free = ~(upper | lower)
-        if free.any():
-            r.append(float(g[free].mean()))
-            continue
-        ub = float(g[lower].min()) if lower.any() else np.inf
-        lb = float(g[upper].max()) if upper.any() else -np.inf
-        r.append((ub + lb) / 2)
-    return (r[0] - r[1]) / 2, (r[0] + r[1]) / 2
+    r1, r2 = label_levels(alpha, G, y, C)
+    return (r1 - r2) / 2, (r1 + r2) / 2
 
 
 def nu_start(upper, total):
@@ -74,8 +56,9 @@ class NuSVR(SVR):
     C : float, default=1.0
         Regularization parameter, in (0, inf].
     kernel, degree, gamma, coef0, tol, shrinking, cache_size, verbose, max_iter, centering, centering_sample,
-    store, storage_options, working_set_size, client, random_state
-        As :class:`~dkernel.SVR`'s.
+    store, storage_options, working_set_size, client, random_state, checkpoint
+        As :class:`~dkernel.SVR`'s. The solver keeps the sum of ``α`` and that of ``α*`` where libsvm's start puts
+        them, taking its pairs of variables within each (libsvm's ``Solver_NU``).
 
     Attributes
     ----------
@@ -122,6 +105,7 @@ class NuSVR(SVR):
         working_set_size=None,
         client=None,
         random_state=None,
+        checkpoint=None,
     ):
         self.nu = nu
         self.C = C
@@ -141,9 +125,7 @@ class NuSVR(SVR):
         self.working_set_size = working_set_size
         self.client = client
         self.random_state = random_state
-
-    #: The solver's checkpoint supports one equality row only.
-    checkpoint = None
+        self.checkpoint = checkpoint
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):

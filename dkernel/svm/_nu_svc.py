@@ -109,8 +109,9 @@ class NuSVC(SVC):
         ``n₁, n₂`` is infeasible and refused with ``ValueError``, as scikit-learn refuses it.
     kernel, degree, gamma, coef0, shrinking, probability, tol, cache_size, verbose, max_iter,
     decision_function_shape, break_ties, random_state, centering, centering_sample, store, storage_options,
-    working_set_size, client
-        As :class:`~dkernel.SVC`'s. ``verbose`` shows the solver's progress.
+    working_set_size, client, checkpoint
+        As :class:`~dkernel.SVC`'s. ``verbose`` shows the solver's progress; ``checkpoint`` holds one
+        subfolder per pair of classes.
     class_weight : dict, "balanced" or None, default=None
         Kept in ``class_weight_``; as in libsvm's ν-SVC, it does not change the problem (``ν`` sets the scale).
 
@@ -133,20 +134,18 @@ class NuSVC(SVC):
 
     _parameter_constraints: dict = {
         **{k: v for k, v in SVC._parameter_constraints.items()
-           if k not in ("C", "multiclass", "normalize", "normalize_bias_correction", "checkpoint")},
+           if k not in ("C", "multiclass", "normalize", "normalize_bias_correction")},
         "nu": [Interval(Real, 0.0, 1.0, closed="right")],
     }
     #: scikit-learn's own NuSVC fails the class-weight check for the same reason.
     _expected_failed_checks = {**EXPECTED_FAILED_CHECKS,
                                "check_class_weight_classifiers": "class_weight does not change libsvm's ν-SVC problem"}
 
-    # SVC's options that the ν-SVC does not take: one-vs-one on the original or centered Gram, no checkpoint (the
-    # solver checkpoints problems with the one equality row yᵀα = 0 only).
+    # SVC's options that the ν-SVC does not take: one-vs-one on the original or centered Gram.
     C = 1.0
     multiclass = "ovo"
     normalize = False
     normalize_bias_correction = False
-    checkpoint = None
 
     def __init__(
         self,
@@ -172,6 +171,7 @@ class NuSVC(SVC):
         storage_options=None,
         working_set_size=None,
         client=None,
+        checkpoint=None,
     ):
         self.nu = nu
         self.kernel = kernel
@@ -194,6 +194,7 @@ class NuSVC(SVC):
         self.storage_options = storage_options
         self.working_set_size = working_set_size
         self.client = client
+        self.checkpoint = checkpoint
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -236,7 +237,8 @@ class NuSVC(SVC):
         with (blas or BlasThreads()).single(enabled=solved_in_memory(rows, client)):
             result = solve_qp(rows, y_pm, upper, client=client, p=np.zeros(rows.n), E=E, e=E @ alpha0,
                               alpha0=alpha0, tol=self.tol, working_set_size=self.working_set_size,
-                              max_iter=max_iter, verbose=bool(self.verbose), shrinking=bool(self.shrinking))
+                              max_iter=max_iter, verbose=bool(self.verbose), shrinking=bool(self.shrinking),
+                              checkpoint=checkpoint)
         rho, r = nu_rho(result.alpha, result.gradient, y_pm, upper)
         if not (np.isfinite(r) and r > 0):
             r = 1.0  # w = 0: no margin to rescale by (libsvm would divide by zero)

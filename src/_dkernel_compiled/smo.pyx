@@ -10,7 +10,7 @@ are solved in parallel threads. Used through :mod:`dkernel.solver._smo`.
 
 from libc.math cimport INFINITY
 
-__all__ = ["TAU", "select_pair", "smo_subproblem", "update_pair"]
+__all__ = ["TAU", "select_pair", "smo_nu_subproblem", "smo_subproblem", "update_pair"]
 
 cdef double _TAU = 1e-12
 
@@ -47,6 +47,48 @@ cdef Pair _select_pair(const double[:, :] Q, const double[::1] y, const double[:
                     obj_min = -(b * b) / a
                     j = t
     return Pair(i, j, g_max + g_max2)
+
+
+cdef Pair _select_nu_pair(const double[:, :] Q, const double[::1] y, const double[::1] alpha,
+                          const double[::1] C, const double[::1] G) noexcept nogil:
+    """libsvm's ``Solver_NU::select_working_set``: WSS 2 within each label, the pair of the larger decrease.
+
+    A pair of one label keeps the sum of that label's variables (the two equality rows of the ν problems);
+    ``gap`` is the larger of the two labels' ``m - M``.
+    """
+    cdef Py_ssize_t q = y.shape[0], t, i_pos = -1, i_neg = -1, i, j = -1
+    cdef double g_pos = -INFINITY, g_pos2 = -INFINITY, g_neg = -INFINITY, g_neg2 = -INFINITY
+    cdef double obj_min = INFINITY, b, a
+    for t in range(q):
+        if y[t] > 0:
+            if alpha[t] < C[t] and -G[t] > g_pos:
+                g_pos = -G[t]
+                i_pos = t
+        elif alpha[t] > 0 and G[t] > g_neg:
+            g_neg = G[t]
+            i_neg = t
+    for t in range(q):
+        if y[t] > 0:
+            if not alpha[t] > 0:
+                continue
+            if G[t] > g_pos2:
+                g_pos2 = G[t]
+            b, i = g_pos + G[t], i_pos
+        else:
+            if not alpha[t] < C[t]:
+                continue
+            if -G[t] > g_neg2:
+                g_neg2 = -G[t]
+            b, i = g_neg - G[t], i_neg
+        if i >= 0 and b > 0:
+            a = Q[i, i] + Q[t, t] - 2.0 * Q[i, t]
+            if a <= 0:
+                a = _TAU
+            if -(b * b) / a < obj_min:
+                obj_min = -(b * b) / a
+                j = t
+    i = -1 if j < 0 else (i_pos if y[j] > 0 else i_neg)
+    return Pair(i, j, g_pos + g_pos2 if g_pos + g_pos2 > g_neg + g_neg2 else g_neg + g_neg2)
 
 
 cdef (double, double) _update_pair(const double[:, :] Q, const double[::1] y, double[::1] alpha,
@@ -182,6 +224,35 @@ def smo_subproblem(const double[:, :] Q, const double[::1] y, double[::1] alpha,
     with nogil:
         while n_iter < max_iter:
             pair = _select_pair(Q, y, alpha, C, G)
+            if n_iter == 0:
+                first_gap = pair.gap
+                stop = rel_eps * pair.gap if rel_eps * pair.gap > eps else eps
+            if pair.j < 0 or pair.gap <= stop:
+                break
+            d_i, d_j = _update_pair(Q, y, alpha, C, G, pair.i, pair.j)
+            for t in range(q):
+                G[t] += Q[t, pair.i] * d_i + Q[t, pair.j] * d_j
+            n_iter += 1
+    return n_iter, first_gap
+
+
+def smo_nu_subproblem(const double[:, :] Q, const double[::1] y, double[::1] alpha, const double[::1] C,
+                      double[::1] G, double eps, double rel_eps, Py_ssize_t max_iter):
+    """:func:`smo_subproblem` keeping the sum of each label's variables (libsvm's ``Solver_NU``).
+
+    Each pair is of one label (``_select_nu_pair``), so the two sums
+    ``Σ_{y_i=+1} α_i`` and ``Σ_{y_i=−1} α_i`` stay where they are: the
+    sub-problem of the ν-SVC and ν-SVR duals, whose equality rows fix them.
+    The local gap is the larger of the two labels' ``m - M``. Parameters and
+    result as :func:`smo_subproblem`.
+    """
+    _check_problem(Q, y, alpha, C, G)
+    cdef double first_gap = 0.0, stop = eps, d_i, d_j
+    cdef Py_ssize_t q = y.shape[0], n_iter = 0, t
+    cdef Pair pair
+    with nogil:
+        while n_iter < max_iter:
+            pair = _select_nu_pair(Q, y, alpha, C, G)
             if n_iter == 0:
                 first_gap = pair.gap
                 stop = rel_eps * pair.gap if rel_eps * pair.gap > eps else eps
