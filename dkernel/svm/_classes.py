@@ -42,14 +42,12 @@ from ._predict import map_row_blocks, pairwise_decision
 from ._training import (
     _row_provider,
     centering_for,
+    estimator_gram,
     fit_binary,
     problem_checkpoints,
     resolve_kernel,
-    solver_precision,
-    store_path,
     whole_data_origin,
 )
-from ._training import training_gram
 
 __all__ = ["SVC"]
 
@@ -400,18 +398,7 @@ class SVC(PlattProbabilityMixin, BaseSVM):
 
     def _training_gram(self, X, kernel, client, blas, on_demand=False):
         """The Gram source of the training data, before views; records how it is held in ``gram_dtype_``."""
-        if self._gram_given:
-            self.gram_dtype_ = "precomputed"
-            return X
-        path = None
-        if self.store is not None:
-            dtype = solver_precision(X.shape[0], self.centering is None)
-            path = self.store_path_ = store_path(self.store, X, kernel, dtype, self.storage_options)
-        gram, self.gram_dtype_ = training_gram(X, kernel, client, store_path=path, cache_size=self.cache_size,
-                                               storage_options=self.storage_options,
-                                               progress=bool(self.verbose), on_demand=on_demand and not self.normalize,
-                                               single_precision=self.centering is None, blas=blas)
-        return gram
+        return estimator_gram(self, X, kernel, client, blas, on_demand=on_demand and not self.normalize)
 
     def _fit_problems(self, base, problems, C_i, client, blas, rng, checkpoints, whole=None):
         """Every binary problem, in threads over the shared Gram in this process; origins drawn first, in order

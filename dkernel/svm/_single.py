@@ -43,13 +43,11 @@ from ._training import (
     _gram_root,
     _principal_submatrix,
     _row_provider,
+    estimator_gram,
     outer_iteration_cap,
     resolve_kernel,
     solve_qp,
     solver_client,
-    solver_precision,
-    store_path,
-    training_gram,
 )
 
 __all__ = ["ORIGIN_CONSTRAINTS", "SingleProblemSVM", "origin_of", "sample_upper_bounds"]
@@ -167,18 +165,7 @@ class SingleProblemSVM(BaseKernelSVM):
 
     def _training_gram(self, X, kernel, client, blas, on_demand=False):
         """The Gram source of the training data; records how it is held in ``gram_dtype_`` (as :class:`SVC`)."""
-        if self._gram_given:
-            self.gram_dtype_ = "precomputed"
-            return X
-        path = None
-        if self.store is not None:
-            dtype = solver_precision(X.shape[0], self.centering is None)
-            path = self.store_path_ = store_path(self.store, X, kernel, dtype, self.storage_options)
-        gram, self.gram_dtype_ = training_gram(X, kernel, client, store_path=path, cache_size=self.cache_size,
-                                               storage_options=self.storage_options,
-                                               progress=bool(self.verbose), on_demand=on_demand,
-                                               single_precision=self.centering is None, blas=blas)
-        return gram
+        return estimator_gram(self, X, kernel, client, blas, on_demand=on_demand)
 
     def _solve(self, rows, problem, client, blas):
         """The solver on ``rows`` with the problem's labels, bounds, ``p``, ``e`` and start (as :func:`fit_binary`)."""

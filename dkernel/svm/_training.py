@@ -117,6 +117,24 @@ def store_path(store, X, kernel, dtype=np.float64, storage_options=None):
     return f"{path}/{name}" if is_url(path) else os.path.join(path, name)
 
 
+def estimator_gram(estimator, X, kernel, client, blas, *, on_demand=False):
+    """The Gram source of an estimator's training data (:func:`training_gram` with its ``store``, ``cache_size``,
+    ``storage_options``, ``verbose`` and ``centering``); records ``gram_dtype_`` and, with a store, ``store_path_``.
+    A precomputed Gram (``_gram_given``) is returned as given."""
+    if estimator._gram_given:
+        estimator.gram_dtype_ = "precomputed"
+        return X
+    path = None
+    if estimator.store is not None:
+        dtype = solver_precision(X.shape[0], estimator.centering is None)
+        path = estimator.store_path_ = store_path(estimator.store, X, kernel, dtype, estimator.storage_options)
+    gram, estimator.gram_dtype_ = training_gram(
+        X, kernel, client, store_path=path, cache_size=estimator.cache_size,
+        storage_options=estimator.storage_options, progress=bool(estimator.verbose), on_demand=on_demand,
+        single_precision=estimator.centering is None, blas=blas)
+    return gram
+
+
 def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progress=False, on_demand=False,
                   single_precision=True, blas=None, storage_options=None):
     """The Gram source of the training data, before views, and how it is held.

@@ -149,6 +149,28 @@ cdef (double, double) _update_pair(const double[:, :] Q, const double[::1] y, do
     return ai - old_i, aj - old_j
 
 
+cdef (Py_ssize_t, double) _solve(const double[:, :] Q, const double[::1] y, double[::1] alpha, const double[::1] C,
+                                 double[::1] G, double eps, double rel_eps, Py_ssize_t max_iter,
+                                 bint within_labels) noexcept:
+    """The pair updates of a sub-problem, pairs by WSS 2 (``within_labels``: of one label, ``_select_nu_pair``)."""
+    cdef double first_gap = 0.0, stop = eps, d_i, d_j
+    cdef Py_ssize_t q = y.shape[0], n_iter = 0, t
+    cdef Pair pair
+    with nogil:
+        while n_iter < max_iter:
+            pair = _select_nu_pair(Q, y, alpha, C, G) if within_labels else _select_pair(Q, y, alpha, C, G)
+            if n_iter == 0:
+                first_gap = pair.gap
+                stop = rel_eps * pair.gap if rel_eps * pair.gap > eps else eps
+            if pair.j < 0 or pair.gap <= stop:
+                break
+            d_i, d_j = _update_pair(Q, y, alpha, C, G, pair.i, pair.j)
+            for t in range(q):
+                G[t] += Q[t, pair.i] * d_i + Q[t, pair.j] * d_j
+            n_iter += 1
+    return n_iter, first_gap
+
+
 cdef int _check_problem(const double[:, :] Q, const double[::1] y, const double[::1] alpha, const double[::1] C,
                         const double[::1] G) except -1:
     cdef Py_ssize_t q = y.shape[0]
@@ -218,22 +240,7 @@ def smo_subproblem(const double[:, :] Q, const double[::1] y, double[::1] alpha,
         Local gap before the first update.
     """
     _check_problem(Q, y, alpha, C, G)
-    cdef double first_gap = 0.0, stop = eps, d_i, d_j
-    cdef Py_ssize_t q = y.shape[0], n_iter = 0, t
-    cdef Pair pair
-    with nogil:
-        while n_iter < max_iter:
-            pair = _select_pair(Q, y, alpha, C, G)
-            if n_iter == 0:
-                first_gap = pair.gap
-                stop = rel_eps * pair.gap if rel_eps * pair.gap > eps else eps
-            if pair.j < 0 or pair.gap <= stop:
-                break
-            d_i, d_j = _update_pair(Q, y, alpha, C, G, pair.i, pair.j)
-            for t in range(q):
-                G[t] += Q[t, pair.i] * d_i + Q[t, pair.j] * d_j
-            n_iter += 1
-    return n_iter, first_gap
+    return _solve(Q, y, alpha, C, G, eps, rel_eps, max_iter, False)
 
 
 def smo_nu_subproblem(const double[:, :] Q, const double[::1] y, double[::1] alpha, const double[::1] C,
@@ -247,19 +254,4 @@ def smo_nu_subproblem(const double[:, :] Q, const double[::1] y, double[::1] alp
     result as :func:`smo_subproblem`.
     """
     _check_problem(Q, y, alpha, C, G)
-    cdef double first_gap = 0.0, stop = eps, d_i, d_j
-    cdef Py_ssize_t q = y.shape[0], n_iter = 0, t
-    cdef Pair pair
-    with nogil:
-        while n_iter < max_iter:
-            pair = _select_nu_pair(Q, y, alpha, C, G)
-            if n_iter == 0:
-                first_gap = pair.gap
-                stop = rel_eps * pair.gap if rel_eps * pair.gap > eps else eps
-            if pair.j < 0 or pair.gap <= stop:
-                break
-            d_i, d_j = _update_pair(Q, y, alpha, C, G, pair.i, pair.j)
-            for t in range(q):
-                G[t] += Q[t, pair.i] * d_i + Q[t, pair.j] * d_j
-            n_iter += 1
-    return n_iter, first_gap
+    return _solve(Q, y, alpha, C, G, eps, rel_eps, max_iter, True)
