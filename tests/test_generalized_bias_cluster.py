@@ -55,6 +55,6 @@ def test_the_estimator_with_a_client_and_a_store_equals_the_one_process_fit(nann
 def test_a_checkpoint_with_several_equality_rows_is_refused(tmp_path):
     X, y, F = _problem()
     gram = DenseGram(np.asarray(get_kernel("rbf", gamma=0.3).block(X, X)))
-    with pytest.raises(ValueError, match="several equality rows without checkpoint"):
+    with pytest.raises(ValueError, match="other equality rows without checkpoint"):
         solve_qp(gram, y, 1.0, E=(y[:, None] * F).T, checkpoint=tmp_path / "solve.ckpt")
     assert not (tmp_path / "solve.ckpt").exists()

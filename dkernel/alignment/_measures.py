@@ -538,5 +538,6 @@ def _off_diagonal_sums_of_samples(source, t, strata, samples, client, progress):
     for j, S in enumerate(samples):
         tS = put_data(t[S], client, name=f"alignment-sample-target-{j}-" + dask.base.tokenize(t, S))
         XS = put_data(source.X[S], client, name=f"alignment-sample-X-{j}-" + dask.base.tokenize(S))
-        tasks.append(dask.delayed(_kernel_sample_sums, pure=True)(XS, tS, strata[S], k, source.kernel))
+        labels = put_data(strata[S], client, name=f"alignment-sample-strata-{j}-" + dask.base.tokenize(strata, S))
+        tasks.append(dask.delayed(_kernel_sample_sums, pure=True)(XS, tS, labels, k, source.kernel))
     return compute_with_progress(tasks, client, progress, label="samples")

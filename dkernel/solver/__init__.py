@@ -9,8 +9,10 @@
 Each outer iteration (:mod:`._loop`) picks a working set by maximal KKT
 violation (the maximal violating pairs of Keerthi et al. and libsvm,
 :mod:`._select`), solves the sub-problem on it with the other variables fixed
-(a compiled SMO for the one row ``y^T alpha = const``, :mod:`._smo`; an exact
-active-set method for several rows, :mod:`._active_set`) and updates the
+(a compiled SMO for the one row ``y^T alpha = const``, :mod:`._smo`, and for
+two rows that fix the sum of each label, libsvm's ν problems, with its pairs
+taken within a label; an exact active-set method for other rows,
+:mod:`._active_set`) and updates the
 gradient ``G = Q alpha + p``. The gradient lives in this process or, given a
 Dask client, on the workers (the strategies of :mod:`._gradient`); the bias
 comes from the final gradient (:mod:`._bias`). On a cluster a worker's loss

@@ -19,7 +19,7 @@ import numpy as np
 from scipy.optimize import linprog
 
 __all__ = ["svc_intercept", "minimax_multipliers", "equality_multipliers", "label_levels", "label_sum_multipliers",
-           "linear_program"]
+           "linear_program", "intercept_from_json", "intercept_to_json"]
 
 #: Relative distance to a bound within which :func:`label_levels` counts a variable as on it (a few rounding
 #: errors).
@@ -167,3 +167,15 @@ def equality_multipliers(alpha, G, C, E, fallback):
     if free.sum() >= E.shape[0] and np.linalg.matrix_rank(E_free) == E.shape[0]:
         return np.linalg.lstsq(E_free.T, -G[free], rcond=None)[0]
     return np.asarray(fallback, dtype=np.float64)
+
+
+def intercept_to_json(intercept):
+    """The intercept as JSON holds it: a float, the list of several equality rows' multipliers, or None."""
+    if intercept is None:
+        return None
+    return float(intercept) if np.ndim(intercept) == 0 else [float(v) for v in np.ravel(intercept)]
+
+
+def intercept_from_json(value):
+    """The intercept :func:`intercept_to_json` wrote: the multipliers of several rows as an array."""
+    return np.asarray(value, dtype=np.float64) if isinstance(value, list) else value

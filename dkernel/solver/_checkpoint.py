@@ -33,6 +33,7 @@ import numpy as np
 
 from .._runtime import artifacts
 from .._runtime.object_store import is_url
+from ._bias import intercept_from_json, intercept_to_json
 from ._rows import provider_submatrix
 
 __all__ = ["Checkpoint", "CheckpointWriter", "SolverState", "as_checkpoint", "problem_fingerprint", "read_state"]
@@ -129,18 +130,6 @@ def _probe_index(n):
     return np.unique(np.array([0, n // 2, n - 1], dtype=np.intp))
 
 
-def _intercept_value(intercept):
-    """The intercept as JSON holds it: a float, the list of several equality rows' multipliers, or None."""
-    if intercept is None:
-        return None
-    return float(intercept) if np.ndim(intercept) == 0 else [float(v) for v in np.ravel(intercept)]
-
-
-def _stored_intercept(value):
-    """The intercept :func:`_intercept_value` wrote: the multipliers of several rows as an array."""
-    return np.asarray(value, dtype=np.float64) if isinstance(value, list) else value
-
-
 def problem_fingerprint(rows, diag, prob, *, q, tol, shrinking):
     """What identifies the problem a checkpoint belongs to: ``(attributes, kernel arrays)``.
 
@@ -213,7 +202,7 @@ def read_state(path, fingerprint, storage_options=None):
         iteration=int(attrs["iteration"]), alpha=group["alpha"][...], G=group["G"][...],
         kept=group["kept"][...].astype(np.intp), kept_slots=group["kept_slots"][...].astype(np.intp),
         n_kernel_rows=int(attrs["n_kernel_rows"]), stop_reason=attrs.get("stop_reason"),
-        gap=attrs.get("gap"), intercept=_stored_intercept(attrs.get("intercept")),
+        gap=attrs.get("gap"), intercept=intercept_from_json(attrs.get("intercept")),
     )
 
 
@@ -238,7 +227,7 @@ def write_state(path, fingerprint, state, storage_options=None):
             "iteration": int(state.iteration), "n_kernel_rows": int(state.n_kernel_rows),
             "stop_reason": state.stop_reason,
             "gap": None if state.gap is None else float(state.gap),
-            "intercept": _intercept_value(state.intercept),
+            "intercept": intercept_to_json(state.intercept),
         })
 
 

@@ -37,7 +37,7 @@ from .._runtime.object_store import (
     read_json,
 )
 from ..exceptions import CorruptStoreError
-from ._checkpoint import _intercept_value, _stored_intercept
+from ._bias import intercept_from_json, intercept_to_json
 
 __all__ = ["checkpoint_at", "problem_checkpoints_url", "read_state_url", "write_state_url"]
 
@@ -119,7 +119,7 @@ def read_state_url(url, fingerprint, storage_options, differences, state_class):
         iteration=int(manifest["iteration"]), alpha=arrays["alpha"], G=arrays["G"],
         kept=arrays["kept"].astype(np.intp), kept_slots=arrays["kept_slots"].astype(np.intp),
         n_kernel_rows=int(manifest["n_kernel_rows"]), stop_reason=manifest.get("stop_reason"),
-        gap=manifest.get("gap"), intercept=_stored_intercept(manifest.get("intercept")),
+        gap=manifest.get("gap"), intercept=intercept_from_json(manifest.get("intercept")),
     )
 
 
@@ -141,7 +141,7 @@ def write_state_url(url, fingerprint, state, storage_options, version):
         "format": FORMAT, "version": name, "write_id": write_id, "checkpoint_version": version, "problem": attrs,
         "iteration": int(state.iteration), "n_kernel_rows": int(state.n_kernel_rows),
         "stop_reason": state.stop_reason, "gap": None if state.gap is None else float(state.gap),
-        "intercept": _intercept_value(state.intercept), "crc": _crc(data),
+        "intercept": intercept_to_json(state.intercept), "crc": _crc(data),
     })
     # A checkpoint has one writer: every state but the committed one (the previous, one a killed write left) goes.
     for old in entries(fs, root):

@@ -9,9 +9,11 @@
 With one equality row ``y^T alpha = const`` the gradient is held by
 :class:`~._shrinking.ShrinkingGradients` (this process) or, given a Dask client,
 :class:`~._actors.ActorGradients` (one range of samples per worker); the
-same loop then selects the same working sets. Several rows are solved by
-the active-set loop, in this process or, given a client, in a task on a
-worker. With a checkpoint the loop's state is
+same loop then selects the same working sets. Two rows that fix the sum of
+each label (libsvm's ν problems, :func:`~._qp.label_sums_only`) run the same
+loop with libsvm's ``Solver_NU`` selection, their gradient where the loop runs.
+Other rows are solved by the active-set loop, in this process or, given a
+client, in a task on a worker. With a checkpoint the loop's state is
 written to disk as it goes and a run resumes from it (:mod:`._checkpoint`);
 on a cluster, the range of a lost worker is rebuilt elsewhere
 (:mod:`._actors`).

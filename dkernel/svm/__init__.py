@@ -11,7 +11,7 @@ one-vs-rest binary problems (:mod:`._multiclass`).
 =================== ==========================================================================
 ``_classes``        :class:`SVC`, the drop-in for :class:`sklearn.svm.SVC`
 ``_svr``            :class:`SVR`, the drop-in for :class:`sklearn.svm.SVR` (libsvm's 2n-variable ε-SVR dual)
-``_nu``             :class:`NuSVR`, the drop-in for :class:`sklearn.svm.NuSVR` (libsvm's ν-SVR, two equality rows)
+``_nu``             :class:`NuSVR`, the drop-in for :class:`sklearn.svm.NuSVR` (libsvm's ν-SVR, the sum of α and of α* fixed)
 ``_nu_svc``         :class:`NuSVC`, the drop-in for :class:`sklearn.svm.NuSVC` (libsvm's ν-SVC, one-vs-one)
 ``_one_class``      :class:`OneClassSVM`, the drop-in for :class:`sklearn.svm.OneClassSVM` (libsvm's ν form)
 ``_single``         what those two share: one dual problem, its origin, the expansion in the original kernel
