@@ -123,8 +123,10 @@ examples:
   # exact kernel-target alignment, one streaming pass over the store
   dkernel align K.zarr --labels y.npy
 
-  # estimated from 10 random 1000 x 1000 submatrices, with a standard error
+  # estimated from 10 random 1000 x 1000 submatrices (points drawn class by class), with a standard error
   dkernel align K.zarr --labels y.npy --sample 1000 --repeats 10
+  # the same from uniform samples
+  dkernel align K.zarr --labels y.npy --sample 1000 --uniform
 
   # uneven classes (Kandola eq. 9) or real outputs (eq. 7)
   dkernel align K.zarr --labels y.npy --target uneven
