@@ -50,7 +50,7 @@ def test_the_smo_loop_reaches_the_optimum_of_the_general_loop(kernel):
     result = solve_qp(rows, tol=1e-9, **problem)
     assert result.converged and result.stop_reason == "tol"
     prob, q = prepare_problem(rows, tol=1e-9, working_set_size=None, max_iter=100000, **problem)
-    assert prob.label_sums and q == min(2 * len(K), 128)
+    assert prob.label_sums and q == min(2 * len(K), 2 * 128)  # the default counts rows: 128, two variables each
     alpha, G, _, _, stop, _, _ = general_equality_loop(rows, prob, tol=1e-9, q=64, max_iter=100000, callback=None,
                                                        verbose=False)
     assert stop == "tol"

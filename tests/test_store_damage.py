@@ -267,6 +267,13 @@ def test_a_path_that_holds_no_readable_store_says_what_it_holds(X, clean, tmp_pa
     before = (garbage / "zarr.json").read_bytes()
     GramMatrix.compute(X, store=tmp_path / "again.zarr", **PARAMS)
     assert (garbage / "zarr.json").read_bytes() == before
+    # --overwrite cannot tell it from another program's zarr store: refused in words, the folder left as it was.
+    np.save(tmp_path / "X.npy", X)
+    code, _, err = run(["gram", "--input", tmp_path / "X.npy", "--out", garbage, "--overwrite", "--no-progress"],
+                       capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert "root zarr.json does not say what wrote it" in err and "remove the folder yourself" in err, err
+    assert (garbage / "zarr.json").read_bytes() == before and (garbage / "K").is_dir()
 
 
 # --------------------------------------------------------------------------- #

@@ -360,6 +360,11 @@ def check_target(path, kind, overwrite=False, *, reuse=False):
             raise ArtifactPathError(f"{path} exists and cannot be listed ({exc}); choose another path.") from None
         if empty:
             return "empty"
+        if os.path.isfile(os.path.join(path, "zarr.json")):
+            raise ArtifactPathError(
+                f"{path} exists and holds a zarr store whose root zarr.json does not say what wrote it (unreadable, or "
+                f"another program's); dkernel does not delete what it cannot identify, even with overwrite: remove "
+                f"the folder yourself (a damaged dkernel store's metadata are lost), or choose another path.")
         raise ArtifactPathError(
             f"{path} exists and is not {what} (it holds other files); it is not deleted or replaced, even with "
             f"overwrite: choose another path, or move its files away yourself."

@@ -510,8 +510,10 @@ def _off_diagonal_sums(K, tS, labels, k):
         rows = np.flatnonzero(labels == c)
         if rows.size == 0:
             continue
-        Kc = K[rows]
-        Q[c] = np.bincount(labels, np.einsum("jl,jl->j", (tS[rows].T @ Kc).T, tS), minlength=k)
+        whole = rows.size == len(K)  # one stratum (a uniform sample): the rows read in place, not copied
+        Kc = K if whole else K[rows]
+        tc = tS if whole else tS[rows]
+        Q[c] = np.bincount(labels, np.einsum("jl,jl->j", (tc.T @ Kc).T, tS), minlength=k)
         F[c] = np.bincount(labels, np.einsum("ij,ij->j", Kc, Kc), minlength=k)
     Q[np.diag_indices(k)] -= np.bincount(labels, np.sum(tS**2, axis=1) * dS, minlength=k)
     F[np.diag_indices(k)] -= np.bincount(labels, dS * dS, minlength=k)

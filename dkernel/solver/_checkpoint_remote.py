@@ -56,20 +56,17 @@ def _open(url, storage_options):
 
 
 def problem_checkpoints_url(checkpoint, n_problems):
-    """The checkpoints of an estimator's ``n_problems`` binary problems under the URL ``checkpoint.path``
-    (as :func:`dkernel.svm._training.problem_checkpoints` for a folder)."""
+    """``(found, checkpoints)``: the number of binary problems the checkpoint at the URL ``checkpoint.path`` was
+    started for (None: one solver run; ``n_problems`` when it is started now) and the checkpoints of the
+    ``n_problems`` problems under it (as :func:`dkernel.svm._training.problem_checkpoints` for a folder, which
+    refuses another count)."""
     url, fs, root, manifest = _open(checkpoint.path, checkpoint.storage_options)
     if manifest:
         found = manifest.get("problems")
-        if found != n_problems:
-            what = "one solver run" if found is None else f"{found} binary problems"
-            raise ValueError(
-                f"the checkpoint at {url} holds the state of {what}, but this fit has {n_problems} binary "
-                f"problems (other classes or multiclass scheme); it is left as it is: choose another checkpoint URL."
-            )
     else:
         put_json(fs, f"{root}/{MANIFEST}", {"format": FORMAT, "problems": n_problems})
-    return [dataclasses.replace(checkpoint, path=f"{url}/problem-{k}") for k in range(n_problems)]
+        found = n_problems
+    return found, [dataclasses.replace(checkpoint, path=f"{url}/problem-{k}") for k in range(n_problems)]
 
 
 def checkpoint_at(url, storage_options):

@@ -102,13 +102,11 @@ class ShrinkingGradients:
         self.rows, self.n = rows, prob.n
         self.y, self.C, self.p = prob.y, prob.C, prob.p
         self.alpha = prob.alpha0.copy()
-        # With the sum of each label fixed (libsvm's ν problems) the candidates come from one label at a time.
+        # With the sum of each label fixed (libsvm's ν problems) each label is selected from on its own.
         self.labels = (1.0, -1.0) if getattr(prob, "label_sums", False) else None
         self._label_active = None  # the active variables of each label (:meth:`_active_by_label`)
         self.extremes = {}  # label: (m, M) of its variables, found by the last :meth:`candidates`
-        if G is None:
-            G = initial_gradient(rows, self.y, self.p, *starting_support(self.y, self.alpha), 0, self.n)
-        self.G = np.array(G, dtype=np.float64)
+        self.G = self._starting_gradient() if G is None else np.array(G, dtype=np.float64)
         self.active = np.arange(self.n)
         self.column_of = np.arange(self.n)  # position of each variable among the active ones, -1 if shrunk
         self.weights = np.zeros(q)
@@ -297,6 +295,17 @@ class ShrinkingGradients:
         self._label_active = None
         self.column_of[self.active] = np.arange(keep.size)
         return int(A.size - keep.size)
+
+    def _starting_gradient(self):
+        """``G = Q alpha0 + p``, the support's rows read in place where they lie in memory (no float64 copy of
+        them: a start with ``nu n`` support vectors, as the one-class and ν problems', reads ``nu n`` rows)."""
+        support, support_weights = starting_support(self.y, self.alpha)
+        if support.size == 0:
+            return self.p.astype(np.float64, copy=True)
+        if row_source(self.rows, np.empty(0, dtype=np.intp)) is None:
+            return np.array(initial_gradient(self.rows, self.y, self.p, support, support_weights, 0, self.n),
+                            dtype=np.float64)
+        return self.p + self.y * self._support_products(support, support_weights, np.arange(self.n))
 
     def unshrink(self):
         """Rebuild the gradient of the shrunk variables and make every variable active again.

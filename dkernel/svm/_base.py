@@ -13,6 +13,7 @@ Each estimator is saved and loaded through the one model persistence (:mod:`._pe
 zarr + JSON model with checksums, ``load(path)`` reads it back verified, and :func:`dkernel.load_model` reads any.
 """
 
+import contextlib
 import os
 from numbers import Integral, Real
 
@@ -21,6 +22,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
+
+# Each fit runs in scikit-learn's fit context (``_fit_context``), which imports its callback support (scikit-learn
+# >= 1.9) on the call: imported here with every estimator, as ``sklearn.svm`` has it, not by the first fit.
+with contextlib.suppress(ImportError):
+    import sklearn.callback._callback_support  # noqa: F401
 
 from ..kernels._kernels import Kernel
 from . import _persist_remote

@@ -10,7 +10,6 @@ the binary problems are in :mod:`._training`, the multiclass schemes in
 with the other SVM estimators, and the model files, in :mod:`._base`.
 """
 
-import contextlib
 from numbers import Integral
 
 import numpy as np
@@ -21,11 +20,6 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
-
-# Each fit runs in scikit-learn's fit context (``_fit_context``), which imports its callback support (scikit-learn
-# >= 1.9) on the call: imported here with the estimator, as ``sklearn.svm`` has it, not by the first fit.
-with contextlib.suppress(ImportError):
-    import sklearn.callback._callback_support  # noqa: F401
 
 from .._runtime.threads import BlasThreads
 from .._runtime.client import client_for, is_dask_array

@@ -36,6 +36,10 @@ class EpsilonSVRGram:
     in a matrix in memory (``row_source``), so do the view's: the solver reads them there in place and shrinks.
     """
 
+    #: Two variables read each row of ``K``: the solver's default working set, which counts rows, holds twice
+    #: as many variables (:func:`dkernel.solver._qp.prepare_problem`).
+    variables_per_row = 2
+
     def __init__(self, base):
         self.base = base
         self.n_base = int(base.n)

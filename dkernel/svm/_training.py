@@ -319,22 +319,29 @@ def problem_checkpoints(checkpoint, n_problems, storage_options=None):
     if is_url(checkpoint.path):
         from ..solver._checkpoint_remote import problem_checkpoints_url
 
-        return problem_checkpoints_url(checkpoint, n_problems)
+        found, checkpoints = problem_checkpoints_url(checkpoint, n_problems)
+        _check_problem_count(checkpoint.path, found, n_problems, "URL")
+        return checkpoints
     import zarr
 
     path = os.path.abspath(os.fspath(checkpoint.path))
     if artifacts.check_target(path, "checkpoint", reuse=True) == "same":
-        found = zarr.open_group(path, mode="r").attrs.get("problems")
-        if found != n_problems:
-            what = "one solver run" if found is None else f"{found} binary problems"
-            raise ValueError(
-                f"the checkpoint at {path} holds the state of {what}, but this fit has {n_problems} binary "
-                f"problems (other classes or multiclass scheme); it is left as it is: choose another checkpoint path."
-            )
+        _check_problem_count(path, zarr.open_group(path, mode="r").attrs.get("problems"), n_problems)
     else:
         with artifacts.writing(path, "checkpoint") as tmp:
             zarr.open_group(tmp, mode="w").attrs.update({"format": CHECKPOINT_FORMAT, "problems": n_problems})
     return [dataclasses.replace(checkpoint, path=os.path.join(path, f"problem-{k}")) for k in range(n_problems)]
+
+
+def _check_problem_count(where, found, n_problems, kind="path"):
+    """Refuse the checkpoint at ``where``, started for ``found`` binary problems (None: one solver run), for a fit
+    of ``n_problems``; ``kind`` names what the user gave (``"path"`` or ``"URL"``)."""
+    if found != n_problems:
+        what = "one solver run" if found is None else f"{found} binary problems"
+        raise ValueError(
+            f"the checkpoint at {where} holds the state of {what}, but this fit has {n_problems} binary "
+            f"problems (other classes or multiclass scheme); it is left as it is: choose another checkpoint {kind}."
+        )
 
 
 def problem_gram(base, index, centering, client):
