@@ -262,3 +262,34 @@ def test_compiled_candidates_are_the_numpy_selection_with_ties(k, n):
                 np.testing.assert_array_max_ulp(a, b, maxulp=4)
             else:
                 np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_start_with_support_vectors_reads_their_rows_in_place(monkeypatch, dtype):
+    """The one-class and ν problems start with ν n support vectors: their gradient ``Q α0 + p`` is read from the
+    on-demand Gram where its rows lie, without a float64 copy of them (the block path is refused here), and it is
+    the gradient recomputed with numpy."""
+    from dkernel.gram._in_memory import OnDemandGram
+    from dkernel.solver._gradient import initial_gradient, starting_support
+    from dkernel.solver._qp import prepare_problem
+
+    X, y = _problem(n=2400, seed=3)
+    gram = OnDemandGram(X, RBFKernel(gamma=0.1), dtype=dtype)
+    alpha0 = np.zeros(len(y))
+    start = np.random.default_rng(0).choice(len(y), 240, replace=False)
+    alpha0[start] = 0.5
+    p = -np.ones(len(y))
+    prob, q = prepare_problem(gram, y, np.ones(len(y)), p, y[None, :], np.array([y @ alpha0]), alpha0, tol=1e-3,
+                              working_set_size=None, max_iter=1000)
+    expected = initial_gradient(gram, y, p, *starting_support(y, alpha0), 0, len(y))
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the starting gradient copied the support's rows")
+
+    monkeypatch.setattr(shrinking_module, "initial_gradient", refused)
+    G = shrinking_module.ShrinkingGradients(gram, prob, q, shrinks=True).G
+    np.testing.assert_allclose(G, expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
+    exact = p + y * (rbf_kernel(X, X[start], gamma=0.1).astype(dtype).astype(np.float64) @ (y[start] * 0.5))
+    rounding = 1e-6 if dtype == np.float32 else 1e-10  # a float32 value may round the other way (one ulp)
+    np.testing.assert_allclose(G, exact, rtol=0, atol=rounding * np.abs(exact).max())
+    assert gram.n_computed == start.size and not gram.whole  # only the support's rows were computed

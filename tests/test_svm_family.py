@@ -6,6 +6,8 @@ whose dual objective is then never above libsvm's. Trained on the Gram rounded a
 libsvm's decision values to 1e-6; trained on its own kernel, libsvm's dual objective to 1e-6.
 """
 
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -395,3 +397,15 @@ def test_every_parameter_and_public_name_of_scikit_learn_exists(name):
     # The methods (libsvm's estimators also keep non-parameters such as nu on an SVR: not part of the interface).
     public = {n for n in dir(type(ref)) if not n.startswith("_") and callable(getattr(type(ref), n))}
     assert public <= set(dir(ours)), sorted(public - set(dir(ours)))
+
+
+def test_a_first_fit_loads_no_module_of_scikit_learns_fit_context():
+    """scikit-learn's fit context imports its callback support on the call: each estimator imports it with itself
+    (as ``sklearn.svm`` does), so that a first fit in a new process does not pay for it."""
+    probe = ("import sys\nimport numpy as np\nfrom dkernel import SVR, OneClassSVM, NuSVR\n"
+             "before = set(sys.modules)\nX = np.random.default_rng(0).normal(size=(40, 3))\n"
+             "OneClassSVM().fit(X)\nSVR().fit(X, X[:, 0])\nNuSVR().fit(X, X[:, 0])\n"
+             "print(sorted(m for m in set(sys.modules) - before if m.startswith(('sklearn.callback', 'rich'))))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout
