@@ -1,4 +1,5 @@
-"""OnDemandGram: rows on demand, the rest of the Gram once they would pass n/2; SVC's choice for one binary problem."""
+"""OnDemandGram: rows on demand, the rest of the Gram once they would pass n/2 (where a value is costly); SVC's
+choice for one binary problem."""
 
 import numpy as np
 import pytest
@@ -9,12 +10,38 @@ from sklearn.svm import SVC as LibSVC
 
 from dkernel import SVC
 from dkernel.gram._in_memory import dense_symmetric_gram
-from dkernel.gram._in_memory import ON_DEMAND_MIN_SAMPLES, PROMOTE_FRACTION, OnDemandGram
+from dkernel.gram import _in_memory
+from dkernel.gram._in_memory import ON_DEMAND_MIN_SAMPLES, PROMOTE_FRACTION, OnDemandGram, promotion_threshold
 from dkernel.gram._sources import DenseGram
 from dkernel.kernels import PolynomialKernel, RBFKernel
 from dkernel.solver import solve_qp
 
 from _reference import assert_rounded_once
+
+
+@pytest.fixture(autouse=True)
+def every_value_costly(monkeypatch, request):
+    """The rest of the Gram is what most tests here check: computed at n / 2 whatever the features (small X)."""
+    if "cheap" not in request.node.name:
+        monkeypatch.setattr(_in_memory, "PROMOTE_MIN_FEATURES", 0)
+
+
+def test_rows_stay_on_demand_where_values_are_cheap_and_the_rest_is_computed_where_costly():
+    rng = np.random.default_rng(0)
+    narrow, wide = rng.normal(size=(300, 10)), rng.normal(size=(300, 200))
+    assert promotion_threshold(narrow) == 300 and promotion_threshold(wide) == 150
+    # Sparse data by the pairs of nonzeros their products compute: a few features in every row cost more
+    # than all of a bag of words.
+    dense_columns = scipy.sparse.hstack([scipy.sparse.csr_matrix(rng.normal(size=(300, 4))),
+                                         scipy.sparse.random(300, 3000, density=0.01, random_state=0)]).tocsr()
+    words = scipy.sparse.random(300, 3000, density=0.01, random_state=0, format="csr")
+    assert promotion_threshold(dense_columns) == 150 and promotion_threshold(words) == 300
+    gram = OnDemandGram(narrow, RBFKernel(gamma=0.1))
+    whole = dense_symmetric_gram(narrow, RBFKernel(gamma=0.1))
+    np.testing.assert_allclose(gram.rows(np.arange(290)), whole[:290], rtol=1e-12, atol=1e-14)
+    assert gram.held == "on-demand" and gram.n_computed == 290  # past n / 2: still rows on demand
+    np.testing.assert_allclose(gram.rows(np.arange(300)), whole, rtol=1e-12, atol=1e-14)
+    assert gram.held == "on-demand" and gram.n_computed == 300
 
 
 def test_rows_on_demand_until_n_over_2_then_the_rest_of_the_gram():

@@ -177,10 +177,12 @@ def test_the_gradient_step_reads_the_rows_of_nonzero_weight_in_place(dtype):
     np.testing.assert_allclose(whole, weights[live] @ K[positions[live]].astype(np.float64), rtol=1e-12)
 
 
-def test_held_rows_stay_in_place_when_the_rest_of_an_on_demand_gram_is_computed():
+def test_held_rows_stay_in_place_when_the_rest_of_an_on_demand_gram_is_computed(monkeypatch):
+    from dkernel.gram import _in_memory
     from dkernel.gram._in_memory import OnDemandGram
     from dkernel.solver._qp import prepare_problem
 
+    monkeypatch.setattr(_in_memory, "PROMOTE_MIN_FEATURES", 0)  # the rest at n / 2, whatever the features
     X, y = _problem(n=400, seed=10)
     gram = OnDemandGram(X, RBFKernel(gamma=0.1))
     prob, q = prepare_problem(gram, y, 1.0, None, None, None, None, tol=1e-3, working_set_size=64, max_iter=1000)

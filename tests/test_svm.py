@@ -190,10 +190,31 @@ def test_sparse_data_too_large_to_copy_dense_keep_the_sparse_product(monkeypatch
     X, y = make_classification(n_samples=300, n_features=40, random_state=2)
     X[np.abs(X) < 1] = 0
     monkeypatch.setattr(_training, "DENSE_COPY_BYTES", X.size * 8 - 1)
+    monkeypatch.setattr(_training, "DENSE_COPY_MEMORY_FRACTION", 0.0)
     assert sp.issparse(_training.kernel_input(sp.csr_matrix(X)))
     sparse = SVC(kernel="rbf", gamma=0.02, tol=1e-8, client=False).fit(sp.csr_matrix(X), y)
     dense = SVC(kernel="rbf", gamma=0.02, tol=1e-8, client=False).fit(X, y)
     np.testing.assert_allclose(sparse.decision_function(sp.csr_matrix(X)), dense.decision_function(X), atol=1e-7)
+
+
+def test_large_sparse_data_are_made_dense_where_their_products_cost_more_than_blas(monkeypatch):
+    # Above DENSE_COPY_BYTES, by what a sparse product computes per value: pairs of nonzeros in common. A few
+    # features nonzero in every row (tabular data with sparse columns) cost more than d features of BLAS; a bag of
+    # words (many features, few in common) costs less and stays sparse.
+    from dkernel.svm import _training
+
+    rng = np.random.default_rng(0)
+    tabular = sp.hstack([sp.csr_matrix(rng.normal(size=(400, 16))),
+                         sp.random(400, 240, density=0.05, random_state=1)]).tocsr()
+    words = sp.random(400, 5000, density=0.002, random_state=2, format="csr")
+    monkeypatch.setattr(_training, "DENSE_COPY_BYTES", 1024)
+    made = _training.kernel_input(tabular)
+    assert isinstance(made, np.ndarray) and np.array_equal(made, tabular.toarray())
+    assert sp.issparse(_training.kernel_input(words))
+    y = (tabular[:, 0].toarray().ravel() > 0).astype(int)
+    from_sparse = SVC(kernel="rbf", gamma=0.05, tol=1e-8, client=False).fit(tabular, y)
+    from_dense = SVC(kernel="rbf", gamma=0.05, tol=1e-8, client=False).fit(tabular.toarray(), y)
+    np.testing.assert_array_equal(from_sparse.dual_coef_.toarray(), from_dense.dual_coef_)  # the same BLAS products
 
 
 def test_dask_input_stays_lazy_in_prediction():

@@ -9,8 +9,11 @@ graph: a single band has nothing to run in parallel, and a graph costs more
 than a small Gram. Above, row bands of the upper triangle are evaluated by
 a pool of threads (BLAS and the element-wise maps release the GIL)
 and written in place, each band also writing its mirrored column strip below
-the diagonal: half the kernel work and no second copy of K. Either way BLAS
-runs one thread per evaluation (:class:`~dkernel._runtime.threads.BlasThreads`).
+the diagonal: half the kernel work and no second copy of K; BLAS runs one
+thread per band (:class:`~dkernel._runtime.threads.BlasThreads`). The single
+product is left to BLAS's own threads: nothing of ours runs beside it, and
+finding the BLAS libraries to limit them costs more than a small Gram (16 ms
+of a 50 ms first fit on iris, in a fresh process).
 
 Memory
 ------
@@ -35,7 +38,8 @@ the solver reads. Which case holds is known only while solving, so
 one ``n × n`` array in the whole Gram's dtype (as libsvm's row cache, float32
 for a large Gram), in the order they are asked for, never overwritten and
 never computed twice; the array's memory is touched only as rows are written.
-Once the rows computed would pass :data:`PROMOTE_FRACTION` ``· n``, the rest
+Where a kernel value is costly (:func:`promotion_threshold`), once the rows
+computed would pass :data:`PROMOTE_FRACTION` ``· n``, the rest
 of the Gram is computed into the same array: the remaining samples' values
 at the columns already computed, read from the rows computed (``K[u, s] =
 K[s, u]``), and their own Gram, its tiles on and above the diagonal each
@@ -47,7 +51,8 @@ to ``f n`` then the rest cost ``f n + (1 - f)² n / 2``. At ``f = 1/2`` this
 costs at most 1.25 times the cheaper of the two choices made knowing ``R``
 in advance (``min(R, n / 2)``), the least such factor of any ``f``. A problem
 with few support vectors never pays for a Gram; one that needs every row
-pays ``5 n / 8``.
+pays ``5 n / 8``. Where a value is cheap, the rest's memory traffic costs
+more than the values it saves, and rows are only computed on demand.
 
 Each kernel value is computed once, then only read: the gradient the solver
 builds from the values it read stays that of the matrix it reads (what SMO
@@ -84,8 +89,9 @@ from sklearn.utils.extmath import row_norms
 from .._runtime.progress import TextProgress
 from .._runtime.threads import BlasThreads, usable_cores
 
-__all__ = ["HUGE_PAGE_MIN_BYTES", "ON_DEMAND_MIN_SAMPLES", "PROMOTE_FRACTION", "OnDemandGram", "dense_symmetric_gram",
-           "empty_gram", "run_bands"]
+__all__ = ["HUGE_PAGE_MIN_BYTES", "ON_DEMAND_MIN_SAMPLES", "PAIR_COST_IN_FEATURES", "PROMOTE_FRACTION",
+           "PROMOTE_MIN_FEATURES", "OnDemandGram", "dense_symmetric_gram", "empty_gram", "matching_pairs", "product_cost",
+           "promotion_threshold", "run_bands"]
 
 #: Rows per band; small enough that bands balance over the threads. A Gram of
 #: at most this many samples is evaluated directly, without a task graph.
@@ -173,7 +179,8 @@ def dense_symmetric_gram(X, kernel, *, dtype=np.float64, band_rows=BAND_ROWS, nu
         Show the bands done on stderr (:class:`dkernel._runtime.progress.TextProgress`: an
         updating bar on a terminal, plain lines every few seconds otherwise).
     blas : BlasThreads, default=None
-        The BLAS libraries of the computation this Gram is part of (a fit); a new one when None.
+        The BLAS libraries of the computation this Gram is part of (a fit), limited to one thread per band
+        above ``band_rows`` samples; a new one when None.
 
     Returns
     -------
@@ -184,17 +191,15 @@ def dense_symmetric_gram(X, kernel, *, dtype=np.float64, band_rows=BAND_ROWS, nu
     # The kernel is evaluated in the wider of the two precisions (float64 data, float32 Gram: squared
     # distances without float32's cancellation), then stored in ``dtype``.
     X = X.astype(np.result_type(X.dtype, dtype), copy=False)
-    blas = blas or BlasThreads()
     if n <= band_rows:
         bar = TextProgress(1, "row bands of the Gram", enabled=progress)
         try:
-            with blas.single():
-                K = _evaluate_whole(X, kernel, dtype)
+            K = _evaluate_whole(X, kernel, dtype)
             bar.update(1)
         finally:
             bar.close()
         return K
-    return _banded_gram(X, kernel, dtype, band_rows, num_workers, progress, blas)
+    return _banded_gram(X, kernel, dtype, band_rows, num_workers, progress, blas or BlasThreads())
 
 
 def _banded_gram(X, kernel, dtype, band_rows, num_workers, progress, blas):
@@ -237,6 +242,15 @@ def run_bands(band, starts, threads, description, progress=False, blas=None):
 #: Rows computed on demand, as a fraction of ``n``, past which the rest of the Gram is computed.
 PROMOTE_FRACTION = 1 / 2
 
+#: The cost of one kernel value, in features of a dense inner product, from which the rest of the Gram
+#: is computed at all (:func:`promotion_threshold`).
+PROMOTE_MIN_FEATURES = 128
+
+#: One product of two matching nonzeros in a sparse product costs about as much as this many features of
+#: a dense (BLAS) one: 1.5 to 3 ns against 0.024 ns a feature, in an RBF block of 128 rows by 12000 (2 cores,
+#: 64 to 4096 features, densities 1 to 30 %).
+PAIR_COST_IN_FEATURES = 64
+
 #: Samples from which a single binary problem starts with rows on demand: below, the whole
 #: Gram costs less than deciding.
 ON_DEMAND_MIN_SAMPLES = 2048
@@ -252,8 +266,63 @@ REST_BAND_ROWS = 256
 REST_TILE_COLUMNS = 1024
 
 
+def matching_pairs(X):
+    """The mean number of products of two nonzeros in one inner product ``<x_i, x_j>`` of sparse ``X``'s rows.
+
+    Feature ``f``, nonzero in ``c_f`` of the ``n`` rows, is nonzero in both
+    rows of a pair with probability ``(c_f / n)²``; the sum over the features
+    is what a sparse product computes per value, whatever the density.
+    """
+    X = X if X.format == "csr" else X.tocsr()
+    counts = np.bincount(X.indices, minlength=X.shape[1]).astype(np.float64)
+    return float(counts @ counts) / max(1, X.shape[0]) ** 2
+
+
+def product_cost(X):
+    """The cost of one inner product of ``X``'s rows, in features of a dense product.
+
+    ``d`` for dense data; for sparse data :data:`PAIR_COST_IN_FEATURES` times
+    its :func:`matching_pairs` (bag-of-words data: a few; a few features
+    nonzero in every row: more than ``d``, where BLAS on a dense copy is faster).
+    The cost of a kernel value is that of its inner product, its map aside.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> product_cost(np.ones((5, 3)))
+    3
+    >>> product_cost(sp.csr_matrix(np.eye(4)))  # no two rows share a feature: 4 · (1/4)² pairs
+    16.0
+    """
+    if isinstance(X, np.ndarray):
+        return X.shape[1]
+    return PAIR_COST_IN_FEATURES * matching_pairs(X)
+
+
+def promotion_threshold(X):
+    """The rows computed on demand past which the rest of the Gram is computed: ``n / 2``, or ``n`` (never).
+
+    The rest saves kernel values (the remaining samples' Gram is symmetric:
+    half of it is computed) and pays memory: every page of the ``n × n``
+    array touched, the columns computed copied. Where a value costs
+    little, the memory costs more than the values saved: on 2 cores, a fit
+    at ``n = 40000`` with 64 features took 15.3 s with rows only on demand
+    against 18.4 s with the rest at ``n / 2`` (peak 4.7 against 6.2 GB), ε-SVR at
+    ``n = 12000`` with 10 features 1.7–2.1 s against 2.3–3.1 s, while with
+    256 features and two thirds of the rows needed the rest saved a quarter
+    (``n = 20000``: 5.2–5.4 s against 6.7–7.3 s). So the rest is computed
+    only when a value costs :data:`PROMOTE_MIN_FEATURES` features or more
+    (:func:`product_cost`).
+    """
+    n = X.shape[0]
+    if product_cost(X) < PROMOTE_MIN_FEATURES:
+        return n
+    return max(1, int(np.ceil(PROMOTE_FRACTION * n)))
+
+
 class OnDemandGram:
-    """The Gram ``K(X, X)`` as a row provider: rows on demand, the rest of the Gram once they would pass ``n / 2``.
+    """The Gram ``K(X, X)`` as a row provider: rows on demand, the rest of the Gram once they would pass ``n / 2``
+    (where a kernel value is costly: :func:`promotion_threshold`).
 
     Parameters
     ----------
@@ -279,13 +348,13 @@ class OnDemandGram:
     --------
     >>> import numpy as np
     >>> from dkernel.kernels import RBFKernel
-    >>> X = np.random.default_rng(0).normal(size=(64, 3))
-    >>> gram = OnDemandGram(X, RBFKernel(gamma=0.5))
+    >>> X = np.random.default_rng(0).normal(size=(64, 128))
+    >>> gram = OnDemandGram(X, RBFKernel(gamma=0.01))
     >>> _ = gram.rows(np.arange(30))       # 30 rows: on demand
     >>> gram.held, gram.n_computed
     ('on-demand', 30)
     >>> _ = gram.rows(np.arange(30, 40))   # 40 rows > 64 / 2: the rest of the Gram
-    >>> gram.held, bool(np.allclose(gram.rows([35]), RBFKernel(gamma=0.5).block(X[35:36], X)))
+    >>> gram.held, bool(np.allclose(gram.rows([35]), RBFKernel(gamma=0.01).block(X[35:36], X)))
     ('float64', True)
     """
 
@@ -299,7 +368,7 @@ class OnDemandGram:
         self.whole_dtype = np.dtype(dtype)
         self.progress = progress
         n = X.shape[0]
-        self.threshold = max(1, int(np.ceil(PROMOTE_FRACTION * n)))
+        self.threshold = promotion_threshold(X)
         self.M = empty_gram((n, n), self.whole_dtype)
         self._position = np.full(n, -1, dtype=np.intp)
         self.n_computed = 0

@@ -20,7 +20,7 @@ import numpy as np
 from .._runtime import artifacts
 from .._runtime.threads import BlasThreads
 from ..gram._in_memory import dense_symmetric_gram
-from ..gram._in_memory import ON_DEMAND_MIN_SAMPLES, OnDemandGram
+from ..gram._in_memory import ON_DEMAND_MIN_SAMPLES, OnDemandGram, product_cost
 from ..gram._sources import DenseGram, KernelGram, SubsetGram
 from ..centering._origins import Centering, delta_b
 from ..views._normalized import graf_intercept
@@ -43,9 +43,21 @@ SMALL_GRAM_BYTES = 2**24
 #: Sparse training data whose dense copy takes at most this many bytes are made dense for the Gram.
 DENSE_COPY_BYTES = 2**24
 
+#: The most of the available memory a dense copy of sparse training data may take.
+DENSE_COPY_MEMORY_FRACTION = 1 / 8
+
 
 def kernel_input(X):
-    """``X`` as the Gram is computed from it: a sparse ``X`` of at most :data:`DENSE_COPY_BYTES` made dense.
+    """``X`` as the Gram is computed from it: sparse data made dense where BLAS evaluates the Gram faster.
+
+    A sparse ``X`` is made dense when its dense copy takes at most
+    :data:`DENSE_COPY_BYTES`, or when its sparse product costs as much as
+    ``d`` features of a dense one or more
+    (:func:`~dkernel.gram._in_memory.product_cost`: a few features nonzero
+    in every row, as in tabular data with some sparse columns) and the copy
+    takes at most
+    :data:`DENSE_COPY_MEMORY_FRACTION` of the available memory. Bag-of-words
+    data (tens of thousands of features, few in common) stay sparse.
 
     The kernel's inner products then come from the same BLAS calls as for
     the same data given dense, to the last bit: a sparse fit and a dense fit
@@ -53,13 +65,20 @@ def kernel_input(X):
     (as libsvm's two kernels do). Otherwise the sparse product and BLAS sum
     in different orders; on a problem whose optimum is not unique (duplicate
     samples, a kernel of low rank) the solver may then stop at another of
-    its optimal points, within ``tol``. Large sparse data stay sparse: their
-    dense copy would cost memory and time the sparse product saves.
+    its optimal points, within ``tol``.
     """
     import scipy.sparse as sp
 
-    if sp.issparse(X) and X.shape[0] * X.shape[1] * 8 <= DENSE_COPY_BYTES:
+    if not sp.issparse(X):
+        return X
+    dense_bytes = X.shape[0] * X.shape[1] * 8
+    if dense_bytes <= DENSE_COPY_BYTES:
         return X.toarray()
+    if product_cost(X) >= X.shape[1]:
+        import psutil
+
+        if dense_bytes <= DENSE_COPY_MEMORY_FRACTION * psutil.virtual_memory().available:
+            return X.toarray()
     return X
 
 
@@ -150,7 +169,7 @@ def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progre
     (with ``on_demand``, for one binary problem of at least
     :data:`~dkernel.gram._in_memory.ON_DEMAND_MIN_SAMPLES` samples whose whole
     Gram fits: rows computed as the solver asks, the rest of the Gram once
-    they would pass ``n / 2``, :class:`~dkernel.gram._in_memory.OnDemandGram`) or
+    they would pass ``n / 2`` where a value is costly, :class:`~dkernel.gram._in_memory.OnDemandGram`) or
     ``"on-the-fly"`` (rows computed as needed, with a row cache).
     """
     if store_path is not None:
