@@ -106,12 +106,12 @@ class ShrinkingGradients:
         self.labels = (1.0, -1.0) if getattr(prob, "label_sums", False) else None
         self._label_active = None  # the active variables of each label (:meth:`_active_by_label`)
         self.extremes = {}  # label: (m, M) of its variables, found by the last :meth:`candidates`
+        self.in_place = row_source(rows, np.empty(0, dtype=np.intp)) is not None
         self.G = self._starting_gradient() if G is None else np.array(G, dtype=np.float64)
         self.active = np.arange(self.n)
         self.column_of = np.arange(self.n)  # position of each variable among the active ones, -1 if shrunk
         self.weights = np.zeros(q)
         self.row_in_slot = np.full(q, -1, dtype=np.intp)
-        self.in_place = row_source(rows, np.empty(0, dtype=np.intp)) is not None
         if self.in_place:
             self._matrix = self._matrix_index = None  # the matrix the held rows lie in, its subset's index
             self.position_in_slot = np.full(q, -1, dtype=np.intp)
@@ -302,7 +302,7 @@ class ShrinkingGradients:
         support, support_weights = starting_support(self.y, self.alpha)
         if support.size == 0:
             return self.p.astype(np.float64, copy=True)
-        if row_source(self.rows, np.empty(0, dtype=np.intp)) is None:
+        if not self.in_place:
             return np.array(initial_gradient(self.rows, self.y, self.p, support, support_weights, 0, self.n),
                             dtype=np.float64)
         return self.p + self.y * self._support_products(support, support_weights, np.arange(self.n))
