@@ -25,8 +25,6 @@ from .._runtime.client import client_for, is_dask_array
 from .._runtime.threads import BlasThreads
 from .._runtime.validation import check_finite, materialize
 from ..centering._origins import Centering
-from ..gram._in_memory import OnDemandGram
-from ..gram._sources import DenseGram
 from ..kernels._kernels import LinearKernel
 from ._base import BaseKernelSVM
 from ._inputs import (
@@ -38,9 +36,7 @@ from ._inputs import (
     validate_predict_data,
 )
 from ._predict import map_row_blocks, pairwise_decision
-from ._small import SMALL_PROBLEM_SIZE
 from ._training import (
-    _gram_root,
     _principal_submatrix,
     _row_provider,
     estimator_gram,
@@ -173,14 +169,12 @@ class SingleProblemSVM(BaseKernelSVM):
 
         max_iter = outer_iteration_cap(rows.n, self.working_set_size) if self.max_iter == -1 else self.max_iter
         client = solver_client(rows, client)
-        in_memory = (client is None and rows.n > SMALL_PROBLEM_SIZE
-                     and isinstance(_gram_root(rows), (np.ndarray, DenseGram, OnDemandGram)))
         y = problem["y"]
-        with blas.single(enabled=in_memory):
-            return solve_qp(rows, y, problem["C"], client=client, p=problem["p"], E=problem.get("E", y),
-                            e=problem["e"], alpha0=problem["alpha0"], tol=self.tol,
-                            working_set_size=self.working_set_size, max_iter=max_iter, verbose=bool(self.verbose), shrinking=bool(self.shrinking),
-                            checkpoint=as_checkpoint(self.checkpoint, getattr(self, "storage_options", None)))
+        return solve_qp(rows, y, problem["C"], client=client, blas=blas, p=problem["p"], E=problem.get("E", y),
+                        e=problem["e"], alpha0=problem["alpha0"], tol=self.tol,
+                        working_set_size=self.working_set_size, max_iter=max_iter, verbose=bool(self.verbose),
+                        shrinking=bool(self.shrinking),
+                        checkpoint=as_checkpoint(self.checkpoint, getattr(self, "storage_options", None)))
 
     @staticmethod
     def _original_kernel(coef, intercept, origin, h, h0):
