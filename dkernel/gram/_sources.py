@@ -56,10 +56,12 @@ __all__ = [
     "SubsetGram",
     "as_gram",
     "principal_submatrix",
+    "row_provider",
     "source_columns",
     "source_dask",
     "source_diag",
     "source_n",
+    "subset_gram",
     "weighted_column_sums",
 ]
 
@@ -138,6 +140,26 @@ def as_gram(source):
                 f"lazy view, a KernelGram(X, kernel) or a square ndarray."
             )
     return source
+
+
+def subset_gram(base, index, *, copy=True):
+    """``base`` restricted to the samples ``index`` (``base`` itself when they are all of its samples, in order).
+
+    An in-memory ``base`` is copied (``copy``), or else read in place: the
+    solver then gathers only the rows it asks for, in one fancy index each
+    (a one-vs-one problem needs fewer rows than it has samples).
+    """
+    n_total = base.shape[0] if isinstance(base, np.ndarray) else base.n
+    if index.shape[0] == n_total and np.array_equal(index, np.arange(n_total)):
+        return base
+    if isinstance(base, np.ndarray):
+        return base[np.ix_(index, index)] if copy else SubsetGram(DenseGram(base), index)
+    return SubsetGram(base, index)
+
+
+def row_provider(gram):
+    """What the solver reads rows of Q from: an in-memory matrix as a :class:`DenseGram`, any other source as is."""
+    return DenseGram(gram) if isinstance(gram, np.ndarray) else gram
 
 
 # --------------------------------------------------------------------------- #

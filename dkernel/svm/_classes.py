@@ -24,6 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._runtime.threads import BlasThreads
 from .._runtime.client import client_for, is_dask_array
 from ..centering._origins import Centering
+from ..gram._sources import row_provider
 from ..kernels._kernels import LinearKernel, NormalizedKernel
 from ._base import EXPECTED_FAILED_CHECKS, BaseSVM
 from ._kernel import ESTIMATOR_DEFAULTS
@@ -34,7 +35,6 @@ from ._inputs import upper_bounds as _upper_bounds  # noqa: F401 (its former hom
 from ._probability import PlattProbabilityMixin
 from ._predict import map_row_blocks, pairwise_decision
 from ._training import (
-    _row_provider,
     centering_for,
     estimator_gram,
     fit_binary,
@@ -425,7 +425,7 @@ class SVC(PlattProbabilityMixin, BaseSVM):
         def fit_on(index, y_pm, C):
             return self._fit_binary(base, index, y_pm, C, client, blas, rng, origin=whole)
 
-        return _probability.platt_parameters(problems, C_i, fit_on, _row_provider(base).rows, rng,
+        return _probability.platt_parameters(problems, C_i, fit_on, row_provider(base).rows, rng,
                                              binary=self.classes_.shape[0] == 2)
 
     def _store_fits(self, X, problems, fits, y_index):

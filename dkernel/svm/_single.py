@@ -25,6 +25,7 @@ from .._runtime.client import client_for, is_dask_array
 from .._runtime.threads import BlasThreads
 from .._runtime.validation import check_finite, materialize
 from ..centering._origins import Centering
+from ..gram._sources import row_provider, subset_gram
 from ..kernels._kernels import LinearKernel
 from ._base import BaseKernelSVM
 from ._inputs import (
@@ -37,8 +38,6 @@ from ._inputs import (
 )
 from ._predict import map_row_blocks, pairwise_decision
 from ._training import (
-    _principal_submatrix,
-    _row_provider,
     estimator_gram,
     outer_iteration_cap,
     resolve_kernel,
@@ -136,16 +135,16 @@ class SingleProblemSVM(BaseKernelSVM):
         blas = BlasThreads()
         with client_for(self.client) as client:
             base = self._training_gram(X, kernel, client, blas, on_demand=origin is None and keep.shape[0] == n)
-            gram = _principal_submatrix(base, keep, copy=origin is not None or client is not None)
+            gram = subset_gram(base, keep, copy=origin is not None or client is not None)
             h = h0 = None
             if origin is not None:
                 from ..views._centered import CenteredGram  # imported when used: the operators bring in the zarr store
 
-                gram = CenteredGram(_row_provider(gram), origin)
+                gram = CenteredGram(row_provider(gram), origin)
                 h, h0 = gram.h, gram.h0
             problem = self._problem(y[keep], C_i[keep])
             self._check_origin(origin, problem)
-            result = self._solve(problem["rows"](_row_provider(gram)), problem, client, blas)
+            result = self._solve(problem["rows"](row_provider(gram)), problem, client, blas)
         coef, intercept = problem["expansion"](result)
         self.objective_ = float(result.objective)
         self.uncorrected_intercept_ = float(intercept)

@@ -32,7 +32,7 @@ from .._runtime import artifacts
 from .._runtime.threads import BlasThreads
 from ..gram._in_memory import dense_symmetric_gram
 from ..gram._in_memory import ON_DEMAND_MIN_SAMPLES, OnDemandGram, product_cost
-from ..gram._sources import DenseGram, KernelGram, SubsetGram
+from ..gram._sources import DenseGram, KernelGram, row_provider, subset_gram
 from ..centering._origins import Centering, delta_b
 from ..views._normalized import graf_intercept
 from ._kernel import resolve_kernel  # noqa: F401 (the estimators import it from here)
@@ -214,26 +214,6 @@ def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progre
 def row_cache_bytes(cache_size):
     """The row cache of an on-the-fly Gram: ``cache_size`` MB, or :data:`DEFAULT_ROW_CACHE_BYTES`."""
     return DEFAULT_ROW_CACHE_BYTES if cache_size is None else int(cache_size * 2**20)
-
-
-def _principal_submatrix(base, index, *, copy=True):
-    """``base`` restricted to the samples ``index`` (``base`` itself when they are all of its samples, in order).
-
-    An in-memory ``base`` is copied (``copy``), or else read in place: the
-    solver then gathers only the rows it asks for, in one fancy index each
-    (a one-vs-one problem needs fewer rows than it has samples).
-    """
-    n_total = base.shape[0] if isinstance(base, np.ndarray) else base.n
-    if index.shape[0] == n_total and np.array_equal(index, np.arange(n_total)):
-        return base
-    if isinstance(base, np.ndarray):
-        return base[np.ix_(index, index)] if copy else SubsetGram(DenseGram(base), index)
-    return SubsetGram(base, index)
-
-
-def _row_provider(gram):
-    """What the solver reads rows of Q from: an in-memory matrix as a :class:`DenseGram`, any other source as is."""
-    return DenseGram(gram) if isinstance(gram, np.ndarray) else gram
 
 
 def _gram_root(source):
@@ -462,27 +442,17 @@ def _check_problem_count(where, found, n_problems, kind="path"):
 def problem_gram(base, index, centering, client):
     """The rows the solver reads for the binary problem on the samples ``index`` of ``base``, and its ``h``.
 
-    ``centering`` (a :class:`Centering` or ``None``) moves the origin of the feature space (Meilă eq. 14);
-    ``h`` (``K γ`` over the problem's samples, for Δb, eq. 19) is None without it. Returns ``(rows, h)``.
+    Without ``centering``, the problem's principal submatrix: in this process the rows are gathered from the
+    shared Gram as the solver asks for them, for the workers of a ``client`` an in-memory Gram is copied. With
+    it (a :class:`Centering`), the view centered at that origin (Meilă eq. 14,
+    :func:`~dkernel.views._centered.centered_submatrix`) and ``h`` (``K γ`` over the problem's samples, for Δb,
+    eq. 19). Returns ``(rows, h)``, ``h`` None without centering.
     """
-    h = None
-    n_total = base.shape[0] if isinstance(base, np.ndarray) else base.n
-    if centering is not None and centering.n == n_total and index.shape[0] != n_total:
-        # An origin of the whole training set (centering="multiclass"): the problem's principal submatrix of the
-        # one centered Gram, and its part of h (Δb, eq. 19, sums over the problem's samples).
-        from ..views._centered import CenteredGram  # imported when used: the operators bring in the zarr store
+    if centering is not None:
+        from ..views._centered import centered_submatrix  # imported when used: the operators bring in the zarr store
 
-        whole = CenteredGram(_row_provider(base), centering)
-        gram, h = SubsetGram(whole, index), whole.h[index]
-    else:
-        # In this process, without centering, the rows are gathered from the shared Gram as the solver asks for them.
-        gram = _principal_submatrix(base, index, copy=centering is not None or client is not None)
-        if centering is not None:
-            from ..views._centered import CenteredGram
-
-            gram = CenteredGram(gram, centering)
-            h = gram.h
-    return _row_provider(gram), h
+        return centered_submatrix(base, index, centering)
+    return row_provider(subset_gram(base, index, copy=client is not None)), None
 
 
 def solved_in_memory(rows, client):
