@@ -25,8 +25,8 @@ from .._runtime.threads import BlasThreads
 from .._runtime.client import client_for, is_dask_array
 from ..centering._origins import Centering
 from ..gram._sources import row_provider
-from ..kernels._kernels import LinearKernel, NormalizedKernel
-from ._base import EXPECTED_FAILED_CHECKS, BaseSVM
+from ..kernels._kernels import NormalizedKernel
+from ._base import EXPECTED_FAILED_CHECKS, BaseSVM, linear_weights
 from ._kernel import ESTIMATOR_DEFAULTS
 from . import _multiclass, _probability
 from ._inputs import callable_gram, check_labels, class_weights, kept_samples, seed_from
@@ -464,13 +464,8 @@ class SVC(PlattProbabilityMixin, BaseSVM):
     @property
     def coef_(self):
         """Weights ``w`` of each binary problem in the input space (read-only); ``kernel="linear"`` only."""
-        linear = isinstance(self.kernel, LinearKernel) or (isinstance(self.kernel, str) and self.kernel == "linear")
-        if not linear or self.normalize:
-            raise AttributeError("coef_ is only available when using a linear kernel")
-        sv = self.support_vectors_
-        coef = sp.csr_matrix(self._pair_coef) @ sv if sp.issparse(sv) else self._pair_coef @ sv
-        (coef.data if sp.issparse(coef) else coef).flags.writeable = False
-        return coef
+        kernel = None if self.normalize else self.kernel  # the normalized kernel is not linear
+        return linear_weights(kernel, self._pair_coef, self.support_vectors_)
 
     # ----------------------------------------------------------- prediction
     def _pairwise_decision(self, X):

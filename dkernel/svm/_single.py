@@ -26,8 +26,7 @@ from .._runtime.threads import BlasThreads
 from .._runtime.validation import check_finite, materialize
 from ..centering._origins import Centering
 from ..gram._sources import row_provider, subset_gram
-from ..kernels._kernels import LinearKernel
-from ._base import BaseKernelSVM
+from ._base import BaseKernelSVM, linear_weights
 from ._inputs import (
     callable_gram,
     is_gram_source,
@@ -216,13 +215,7 @@ class SingleProblemSVM(BaseKernelSVM):
     @property
     def coef_(self):
         """Weights of the features, shape (1, n_features), read-only; ``kernel="linear"`` only."""
-        linear = isinstance(self.kernel, LinearKernel) or (isinstance(self.kernel, str) and self.kernel == "linear")
-        if not linear:
-            raise AttributeError("coef_ is only available when using a linear kernel")
-        sv = self.support_vectors_
-        coef = sp.csr_matrix(self._coef) @ sv if sp.issparse(sv) else self._coef @ sv
-        (coef.data if sp.issparse(coef) else coef).flags.writeable = False
-        return coef
+        return linear_weights(self.kernel, self._coef, self.support_vectors_)
 
     # ----------------------------------------------------------- prediction
     def _decision(self, X):
