@@ -29,7 +29,7 @@ from ..kernels._kernels import NormalizedKernel
 from ._base import EXPECTED_FAILED_CHECKS, BaseSVM, linear_weights
 from ._kernel import ESTIMATOR_DEFAULTS
 from . import _multiclass, _probability
-from ._inputs import callable_gram, check_labels, class_weights, kept_samples, seed_from
+from ._inputs import callable_test_gram, check_labels, class_weights, kept_samples, seed_from
 from ._inputs import check_params_consistency, single_class_message, sklearn_sparse, validate_fit_data, validate_predict_data
 from ._inputs import upper_bounds as _upper_bounds  # noqa: F401 (its former home)
 from ._probability import PlattProbabilityMixin
@@ -471,11 +471,8 @@ class SVC(PlattProbabilityMixin, BaseSVM):
     def _pairwise_decision(self, X):
         """Decision values of every binary problem, shape (n_test, n_problems)."""
         if self._callable_kernel:
-            K = callable_gram(self.kernel, X, self._support_data)
             n_sv = self.support_.shape[0]
-            if K.ndim != 2 or K.shape[1] != n_sv:
-                raise ValueError(f"the kernel function returned shape {K.shape}; expected (n_test, {n_sv}), test "
-                                 f"points by the {n_sv} support vectors.")
+            K = callable_test_gram(self.kernel, X, self._support_data, n_sv)
             return pairwise_decision(K, None, None, np.arange(n_sv), self._pair_coef, self.intercept_)
         kernel = None if self._precomputed else NormalizedKernel(self._kernel) if self.normalize else self._kernel
         return pairwise_decision(X, kernel, self.support_vectors_, self.support_, self._pair_coef, self.intercept_)

@@ -107,6 +107,15 @@ def callable_gram(kernel, X, Y):
     return np.asarray(K, dtype=np.float64, order="C")
 
 
+def callable_test_gram(kernel, X, support_data, n_sv):
+    """``kernel(X, support vectors)`` of a user-defined kernel function, checked to be (n_test, n_sv)."""
+    K = callable_gram(kernel, X, support_data)
+    if K.ndim != 2 or K.shape[1] != n_sv:
+        raise ValueError(f"the kernel function returned shape {K.shape}; expected (n_test, {n_sv}), test "
+                         f"points by the {n_sv} support vectors.")
+    return K
+
+
 def _scalar(value):
     """A numpy scalar as the Python value it holds (``1``, not ``np.int64(1)``, in messages)."""
     return value.item() if isinstance(value, np.generic) else value

@@ -28,7 +28,7 @@ from ..centering._origins import Centering
 from ..gram._sources import row_provider, subset_gram
 from ._base import BaseKernelSVM, linear_weights
 from ._inputs import (
-    callable_gram,
+    callable_test_gram,
     is_gram_source,
     seed_from,
     sklearn_sparse,
@@ -229,11 +229,8 @@ class SingleProblemSVM(BaseKernelSVM):
             _check_finite_kernel(X, "the precomputed test kernel", "predicting")
         X = validate_predict_data(self, X)
         if self._callable_kernel:
-            K = callable_gram(self.kernel, X, self._support_data)
             n_sv = self.support_.shape[0]
-            if K.ndim != 2 or K.shape[1] != n_sv:
-                raise ValueError(f"the kernel function returned shape {K.shape}; expected (n_test, {n_sv}), test "
-                                 f"points by the {n_sv} support vectors.")
+            K = callable_test_gram(self.kernel, X, self._support_data, n_sv)
             return pairwise_decision(K, None, None, np.arange(n_sv), self._coef, self.intercept_)[:, 0]
         kernel = None if self._precomputed else self._kernel
         return pairwise_decision(X, kernel, self.support_vectors_, self.support_, self._coef, self.intercept_)[:, 0]
