@@ -16,7 +16,7 @@ from dkernel._runtime.threads import single_blas_thread
 from dkernel.gram._in_memory import dense_symmetric_gram
 from dkernel.kernels._mirror_compiled import mirror_upper_into_lower
 from dkernel.kernels import PolynomialKernel, RBFKernel
-from dkernel.svm import _multiclass, _small
+from dkernel.svm import _multiclass, _training
 
 
 def _modules_after(code):
@@ -181,11 +181,11 @@ def test_the_block_solver_runs_where_the_user_asks_for_its_own_settings(options,
 def test_solve_small_warns_at_libsvms_step_cap(monkeypatch):
     from dkernel import DenseGram
 
-    monkeypatch.setattr(_small, "libsvm_pair_cap", lambda n: 1)
+    monkeypatch.setattr(_training, "libsvm_pair_cap", lambda n: 1)
     X, y = make_classification(n_samples=60, n_features=4, flip_y=0.3, random_state=1)
     K = RBFKernel(gamma=0.5).block(X, X)
     with pytest.warns(ConvergenceWarning, match="limit of 1 pair steps"):
-        result = _small.solve_small(DenseGram(K), np.where(y == 1, 1.0, -1.0), np.ones(60), tol=1e-3)
+        result = _training.solve_small(DenseGram(K), np.where(y == 1, 1.0, -1.0), np.ones(60), tol=1e-3)
     assert not result.converged and result.stop_reason == "max_iter"
 
 
@@ -194,7 +194,7 @@ def test_a_non_finite_gram_is_left_to_the_block_solver_error():
 
     K = np.eye(4)
     K[1, 2] = K[2, 1] = np.nan
-    assert _small.solve_small(DenseGram(K), np.array([1.0, -1, 1, -1]), np.ones(4), tol=1e-3) is None
+    assert _training.solve_small(DenseGram(K), np.array([1.0, -1, 1, -1]), np.ones(4), tol=1e-3) is None
     with pytest.raises(ValueError, match="precomputed Gram matrix|NaN"):
         SVC(kernel="precomputed").fit(K, [0, 1, 0, 1])
 

@@ -16,6 +16,7 @@ __all__ = [
     "materialize",
     "check_data",
     "check_finite",
+    "check_gram",
     "check_labels",
     "check_new_points",
     "check_same_features",
@@ -119,6 +120,23 @@ def check_finite(X, *, name="X", what="computing a Gram matrix"):
     bad = first_nonfinite(np.asarray(X))
     if bad is not None:
         raise NonFiniteInputError(_describe_nonfinite(name, *bad, what))
+
+
+def check_gram(K):
+    """A training Gram matrix from the user: square, finite and symmetric (the solver reads its rows as columns)."""
+    if K.ndim != 2 or K.shape[0] != K.shape[1]:
+        raise ValueError(
+            f"Precomputed matrix must be a square matrix. Input is a {' x '.join(map(str, K.shape))} matrix: "
+            f"pass K(X_train, X_train) to fit and K(X_test, X_train) to predict."
+        )
+    check_finite(K, name="the precomputed Gram matrix", what="fitting")
+    scale = max(1.0, float(np.abs(K).max())) if K.size else 1.0
+    if not np.allclose(K, K.T, rtol=1e-10, atol=1e-10 * scale):
+        raise ValueError(
+            "the precomputed Gram matrix is not symmetric (max |K - Kᵀ| = "
+            f"{float(np.abs(K - K.T).max()):.3g}); pass a kernel matrix K(X, X)."
+        )
+    return K
 
 
 def check_new_points(X_new, X_train):

@@ -42,8 +42,7 @@ from numbers import Integral
 
 import numpy as np
 
-from .._runtime.client import client_for, compute_with_progress, put_data
-from ..gram._sources import DenseGram, KernelGram, source_columns, source_dask, source_n
+from ..gram._sources import source_n, weighted_column_sums
 from .._runtime.validation import check_labels, random_generator
 from ._bias_correction import decision_function_original_kernel, delta_b
 from ..exceptions import DKernelError, InvalidLabelsError
@@ -444,30 +443,22 @@ def origin_products(source, centering, *, compute=True, client=None, progress=Fa
     h : ndarray of shape (n,)
     h0 : float
     """
-    import dask.array as da
-
     n = source_n(source)
     if centering.n != n:
         raise InvalidWeightsError(
             f"the centering is defined for n={centering.n} points but the Gram matrix has {n} rows; "
             f"build the centering from this matrix's labels."
         )
-    in_memory = _in_memory_matrix(source)
-    if in_memory is not None:
-        h = _in_memory_origin_products(in_memory, centering)
-        return _origin_pair(h, centering) if compute else _origin_pair_lazy(h, centering)
-    if not compute:
-        if centering.indices is None:
-            h = da.dot(source_dask(source), centering.weights)
-            support_h = h
-        else:
-            h = da.dot(source_columns(source, centering.indices), centering.weights)
-            support_h = h[centering.indices]
-        return h, da.dot(support_h, centering.weights)
-    with client_for(client) as client:
-        tasks = _h_row_tasks(source, centering, client)
-        parts = compute_with_progress(tasks, client, progress, label="row blocks of h")
-    return _origin_pair(np.concatenate(parts).astype(np.float64, copy=False), centering)
+    h = weighted_column_sums(source, centering.weights, centering.indices, compute=compute, client=client,
+                             progress=progress, label="row blocks of h")
+    if compute:
+        return _origin_pair(h, centering)
+    if isinstance(h, np.ndarray):  # a matrix held in this process: multiplied already
+        return _origin_pair_lazy(h, centering)
+    import dask.array as da
+
+    support_h = h if centering.indices is None else h[centering.indices]
+    return h, da.dot(support_h, centering.weights)
 
 
 def _origin_pair(h, centering):
@@ -482,68 +473,3 @@ def _origin_pair_lazy(h, centering):
 
     h, h0 = _origin_pair(h, centering)
     return da.from_array(h, chunks=h.shape, name=False), dask.delayed(h0)
-
-
-#: Rows per BLAS product of :func:`_in_memory_origin_products` (4096 rows of a 50000-column float32 Gram: 0.8 GB
-#: in float64).
-_IN_MEMORY_ROWS = 4096
-
-
-def _in_memory_matrix(source):
-    """The ndarray of a Gram held whole in this process (an ndarray, a :class:`DenseGram`), else None."""
-    if isinstance(source, np.ndarray):
-        return source
-    return source.K if isinstance(source, DenseGram) else None
-
-
-def _in_memory_origin_products(K, centering):
-    """``h = K[:, S] γ_S`` (eq. 17) by BLAS on row blocks: a matrix already in this process needs no task graph.
-
-    Row blocks keep a float32 matrix from being converted whole to float64.
-    """
-    h = np.empty(K.shape[0])
-    for start in range(0, K.shape[0], _IN_MEMORY_ROWS):
-        block = K[start : start + _IN_MEMORY_ROWS]
-        if centering.indices is not None:
-            block = block[:, centering.indices]
-        h[start : start + block.shape[0]] = np.asarray(block, dtype=np.float64) @ centering.weights
-    return h
-
-
-def _h_row_tasks(source, centering, client):
-    """One task per row block ``I`` of ``K``: ``h_I = K[I, S] γ_S`` (eq. 17), summed over the column blocks.
-
-    γ enters the graph once (:func:`put_data`); each block task slices its
-    part, so no task carries more than its block bounds.
-    """
-    import dask
-
-    weights = put_data(centering.weights, client, name="origin-weights-" + dask.base.tokenize(centering.weights))
-    if centering.indices is None:
-        K = source_dask(source, client)
-    elif isinstance(source, KernelGram):
-        K = source.columns(centering.indices, client=client)
-    else:
-        K = source_columns(source, centering.indices)
-    col_bounds = np.cumsum((0,) + K.chunks[1])
-    # Unoptimized: each block keeps K's graph, and with it the futures of the data scattered for it (an
-    # optimized graph refers to them by key only, and the cluster may release them before the tasks ran).
-    blocks = K.to_delayed(optimize_graph=False)
-    return [
-        dask.delayed(_summed, pure=True)(*[
-            dask.delayed(_block_products, pure=True)(block, weights, int(col_bounds[j]), int(col_bounds[j + 1]))
-            for j, block in enumerate(row)
-        ])
-        for row in blocks
-    ]
-
-
-def _block_products(K, weights, start, stop):
-    return np.asarray(K) @ weights[start:stop]
-
-
-def _summed(*parts):
-    total = parts[0]
-    for part in parts[1:]:
-        total = total + part
-    return total

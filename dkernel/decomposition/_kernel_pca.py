@@ -52,12 +52,12 @@ from sklearn.utils.extmath import svd_flip
 from sklearn.utils.validation import _check_psd_eigenvalues, check_array, check_is_fitted, validate_data
 
 from .._runtime.client import client_for
-from .._runtime.validation import check_finite, check_labels, materialize, random_generator
+from .._runtime.validation import check_finite, check_gram, check_labels, materialize, random_generator
 from ..alignment._spectrum import EXACT_LIMIT
 from ..centering._origins import Centering, InvalidLabelsError, origin_products
 from ..gram._sources import KernelGram, as_gram
 from ..kernels._kernels import Kernel
-from ..svm._inputs import check_gram, is_gram_source
+from ..svm._inputs import is_gram_source
 from ..svm._kernel import resolve_kernel
 from ..views._centered import CenteredGram
 from ._eigensolvers import arpack_eigenpairs, dense_eigenpairs, lobpcg_eigenpairs, randomized_eigenpairs

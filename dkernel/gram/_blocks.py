@@ -226,15 +226,8 @@ class _MemoryBlocks:
         return self.blocks[i, j]
 
     def submatrix(self, grid, sorted_idx, start, stop):
-        out = np.empty((len(sorted_idx), stop - start), dtype=next(iter(self.blocks.values())).dtype)
-        bands = sorted_idx // grid.rc
-        for i in np.unique(bands):
-            sel = np.flatnonzero(bands == i)
-            local = sorted_idx[sel] - i * grid.rc
-            for j in range(start // grid.cc, -(-stop // grid.cc)):
-                c0, c1 = max(start, j * grid.cc), min(stop, (j + 1) * grid.cc)
-                out[sel, c0 - start : c1 - start] = self.blocks[i, j][local, c0 - j * grid.cc : c1 - j * grid.cc]
-        return out
+        dtype = next(iter(self.blocks.values())).dtype
+        return grid.gather(lambda i, j: self.blocks[i, j], sorted_idx, start, stop, dtype)
 
     def diag(self, grid):
         return None

@@ -6,6 +6,8 @@ on and above the diagonal are evaluated; block (i, j), i < j, also gives its
 mirror (j, i).
 """
 
+import numpy as np
+
 __all__ = []
 
 
@@ -28,6 +30,18 @@ class _BlockGrid:
 
     def cols(self, j):
         return slice(j * self.cc, min((j + 1) * self.cc, self.m))
+
+    def gather(self, block, sorted_idx, start, stop, dtype):
+        """``K[sorted_idx, start:stop]`` gathered from the blocks that hold it, ``block(i, j)`` reading block (i, j)."""
+        out = np.empty((len(sorted_idx), stop - start), dtype=dtype)
+        bands = sorted_idx // self.rc
+        for i in np.unique(bands):
+            sel = np.flatnonzero(bands == i)
+            local = sorted_idx[sel] - i * self.rc
+            for j in range(start // self.cc, -(-stop // self.cc)):
+                c0, c1 = max(start, j * self.cc), min(stop, (j + 1) * self.cc)
+                out[sel, c0 - start : c1 - start] = block(i, j)[local, c0 - j * self.cc : c1 - j * self.cc]
+        return out
 
     def dask_chunks(self):
         def sizes(total, size):

@@ -400,15 +400,7 @@ class RemoteBlocks:
         return K
 
     def submatrix(self, grid, sorted_idx, start, stop):
-        out = np.empty((len(sorted_idx), stop - start), dtype=self.dtype)
-        bands = sorted_idx // grid.rc
-        for i in np.unique(bands):
-            sel = np.flatnonzero(bands == i)
-            local = sorted_idx[sel] - i * grid.rc
-            for j in range(start // grid.cc, -(-stop // grid.cc)):
-                c0, c1 = max(start, j * grid.cc), min(stop, (j + 1) * grid.cc)
-                out[sel, c0 - start : c1 - start] = self.block(grid, i, j)[local, c0 - j * grid.cc : c1 - j * grid.cc]
-        return out
+        return grid.gather(lambda i, j: self.block(grid, i, j), sorted_idx, start, stop, self.dtype)
 
     def diag(self, grid):
         return None

@@ -1,4 +1,4 @@
-"""The base of dkernel's SVM estimators: one table of parameter constraints, the kernel checks, the model files.
+"""The base of dkernel's SVM estimators: one table of parameter constraints, the kernel checks, the model files, a linear kernel's weights.
 
 :class:`~dkernel.svm.SVC`, :class:`~dkernel.svm.ConformalSVC` and :class:`~dkernel.svm.GeneralizedBiasSVC` take
 the kernel (``kernel``, ``degree``, ``gamma``, ``coef0``), the soft margin ``C`` and the solver settings (``tol``,
@@ -18,6 +18,7 @@ import os
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
@@ -28,7 +29,7 @@ from sklearn.utils.validation import check_is_fitted
 with contextlib.suppress(ImportError):
     import sklearn.callback._callback_support  # noqa: F401
 
-from ..kernels._kernels import Kernel
+from ..kernels._kernels import Kernel, LinearKernel
 from . import _persist_remote
 from ._inputs import single_class_message
 
@@ -174,3 +175,16 @@ class BaseSVM(ClassifierMixin, BaseKernelSVM):
         if classes.shape[0] < 2:
             raise ValueError(single_class_message(classes[0]))
         return classes, y_index
+
+
+def linear_weights(kernel, coef, support_vectors):
+    """``w = Σ_i c_i x_i`` of each row of ``coef`` over the support vectors, read-only: ``coef_`` of a linear kernel.
+
+    Sparse after a fit on sparse data; ``AttributeError`` (as scikit-learn's) for any other kernel.
+    """
+    linear = isinstance(kernel, LinearKernel) or (isinstance(kernel, str) and kernel == "linear")
+    if not linear:
+        raise AttributeError("coef_ is only available when using a linear kernel")
+    w = sp.csr_matrix(coef) @ support_vectors if sp.issparse(support_vectors) else coef @ support_vectors
+    (w.data if sp.issparse(w) else w).flags.writeable = False
+    return w

@@ -24,17 +24,17 @@ from sklearn.utils.validation import check_is_fitted
 from .._runtime.threads import BlasThreads
 from .._runtime.client import client_for, is_dask_array
 from ..centering._origins import Centering
-from ..kernels._kernels import LinearKernel, NormalizedKernel
-from ._base import EXPECTED_FAILED_CHECKS, BaseSVM
+from ..gram._sources import row_provider
+from ..kernels._kernels import NormalizedKernel
+from ._base import EXPECTED_FAILED_CHECKS, BaseSVM, linear_weights
 from ._kernel import ESTIMATOR_DEFAULTS
 from . import _multiclass, _probability
-from ._inputs import callable_gram, check_labels, class_weights, kept_samples, seed_from
+from ._inputs import callable_test_gram, check_labels, class_weights, kept_samples, seed_from
 from ._inputs import check_params_consistency, single_class_message, sklearn_sparse, validate_fit_data, validate_predict_data
 from ._inputs import upper_bounds as _upper_bounds  # noqa: F401 (its former home)
 from ._probability import PlattProbabilityMixin
 from ._predict import map_row_blocks, pairwise_decision
 from ._training import (
-    _row_provider,
     centering_for,
     estimator_gram,
     fit_binary,
@@ -425,7 +425,7 @@ class SVC(PlattProbabilityMixin, BaseSVM):
         def fit_on(index, y_pm, C):
             return self._fit_binary(base, index, y_pm, C, client, blas, rng, origin=whole)
 
-        return _probability.platt_parameters(problems, C_i, fit_on, _row_provider(base).rows, rng,
+        return _probability.platt_parameters(problems, C_i, fit_on, row_provider(base).rows, rng,
                                              binary=self.classes_.shape[0] == 2)
 
     def _store_fits(self, X, problems, fits, y_index):
@@ -464,23 +464,15 @@ class SVC(PlattProbabilityMixin, BaseSVM):
     @property
     def coef_(self):
         """Weights ``w`` of each binary problem in the input space (read-only); ``kernel="linear"`` only."""
-        linear = isinstance(self.kernel, LinearKernel) or (isinstance(self.kernel, str) and self.kernel == "linear")
-        if not linear or self.normalize:
-            raise AttributeError("coef_ is only available when using a linear kernel")
-        sv = self.support_vectors_
-        coef = sp.csr_matrix(self._pair_coef) @ sv if sp.issparse(sv) else self._pair_coef @ sv
-        (coef.data if sp.issparse(coef) else coef).flags.writeable = False
-        return coef
+        kernel = None if self.normalize else self.kernel  # the normalized kernel is not linear
+        return linear_weights(kernel, self._pair_coef, self.support_vectors_)
 
     # ----------------------------------------------------------- prediction
     def _pairwise_decision(self, X):
         """Decision values of every binary problem, shape (n_test, n_problems)."""
         if self._callable_kernel:
-            K = callable_gram(self.kernel, X, self._support_data)
             n_sv = self.support_.shape[0]
-            if K.ndim != 2 or K.shape[1] != n_sv:
-                raise ValueError(f"the kernel function returned shape {K.shape}; expected (n_test, {n_sv}), test "
-                                 f"points by the {n_sv} support vectors.")
+            K = callable_test_gram(self.kernel, X, self._support_data, n_sv)
             return pairwise_decision(K, None, None, np.arange(n_sv), self._pair_coef, self.intercept_)
         kernel = None if self._precomputed else NormalizedKernel(self._kernel) if self.normalize else self._kernel
         return pairwise_decision(X, kernel, self.support_vectors_, self.support_, self._pair_coef, self.intercept_)

@@ -38,13 +38,14 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._runtime.client import client_for, is_dask_array
 from .._runtime.validation import materialize
+from ..gram._sources import row_provider
 from ..views._conformal import METHODS, ConformalFactor, ConformalGram
 from . import _multiclass
 from ._base import BaseSVM
 from ._classes import SVC
 from ._kernel import ESTIMATOR_DEFAULTS
 from ._predict import PREDICT_BLOCK_ROWS
-from ._training import _row_provider, outer_iteration_cap, solver_client
+from ._training import outer_iteration_cap, solver_client
 
 __all__ = ["BIASES", "ConformalSVC", "load_conformal_model"]
 
@@ -223,7 +224,7 @@ class ConformalSVC(BaseSVM):
         problems = _multiclass.binary_problems(y_index, 2, np.arange(y.shape[0]), "ovo")
         y_pm = problems[0][1]
         E = (y_pm * d)[None, :] if self.bias == "scaled" else np.zeros((0, y.shape[0]))
-        rows = _row_provider(view)
+        rows = row_provider(view)
         max_iter = outer_iteration_cap(rows.n, self.working_set_size) if self.max_iter == -1 else self.max_iter
         result = solve_qp(rows, y_pm, self.C, E=E, e=np.zeros(E.shape[0]), tol=self.tol, max_iter=max_iter,
                           working_set_size=self.working_set_size, client=solver_client(rows, client),

@@ -32,15 +32,13 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._runtime.client import client_for
-from ..gram._sources import DenseGram, SubsetGram
+from ..gram._sources import DenseGram, SubsetGram, row_provider, subset_gram
 from .._runtime.validation import check_finite
 from ..solver._bias import linear_program
 from . import _multiclass
 from ._base import BaseSVM
 from ._kernel import ESTIMATOR_DEFAULTS
 from ._training import (
-    _principal_submatrix,
-    _row_provider,
     outer_iteration_cap,
     resolve_kernel,
     solver_client,
@@ -495,7 +493,7 @@ class GeneralizedBiasSVC(BaseSVM):
         return self
 
     def _fit_problem(self, base, index, y_pm, F, client):
-        rows = _row_provider(_principal_submatrix(base, index))
+        rows = row_provider(subset_gram(base, index))
         max_iter = outer_iteration_cap(index.shape[0], None) if self.max_iter == -1 else self.max_iter
         return solve_generalized_bias(rows, y_pm, self.C, F[index], tol=self.tol, max_iter=max_iter,
                                       client=solver_client(rows, client), verbose=bool(self.verbose))

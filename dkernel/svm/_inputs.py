@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, validate_data
 
-from .._runtime.validation import check_finite, materialize
+from .._runtime.validation import check_finite, check_gram, materialize
 
 
 def is_gram_source(X):
@@ -105,6 +105,15 @@ def callable_gram(kernel, X, Y):
     if sp.issparse(K):
         K = K.toarray()
     return np.asarray(K, dtype=np.float64, order="C")
+
+
+def callable_test_gram(kernel, X, support_data, n_sv):
+    """``kernel(X, support vectors)`` of a user-defined kernel function, checked to be (n_test, n_sv)."""
+    K = callable_gram(kernel, X, support_data)
+    if K.ndim != 2 or K.shape[1] != n_sv:
+        raise ValueError(f"the kernel function returned shape {K.shape}; expected (n_test, {n_sv}), test "
+                         f"points by the {n_sv} support vectors.")
+    return K
 
 
 def _scalar(value):
@@ -206,23 +215,6 @@ def validate_predict_data(estimator, X):
     _refuse_sparse_on_dense(estimator, X)
     check_finite(X, name="X", what="fitting or predicting")
     return X
-
-
-def check_gram(K):
-    """A training Gram matrix from the user: square, finite and symmetric (the solver reads its rows as columns)."""
-    if K.ndim != 2 or K.shape[0] != K.shape[1]:
-        raise ValueError(
-            f"Precomputed matrix must be a square matrix. Input is a {' x '.join(map(str, K.shape))} matrix: "
-            f"pass K(X_train, X_train) to fit and K(X_test, X_train) to predict."
-        )
-    check_finite(K, name="the precomputed Gram matrix", what="fitting")
-    scale = max(1.0, float(np.abs(K).max())) if K.size else 1.0
-    if not np.allclose(K, K.T, rtol=1e-10, atol=1e-10 * scale):
-        raise ValueError(
-            "the precomputed Gram matrix is not symmetric (max |K - Kᵀ| = "
-            f"{float(np.abs(K - K.T).max()):.3g}); pass a kernel matrix K(X, X)."
-        )
-    return K
 
 
 def sklearn_sparse(M):

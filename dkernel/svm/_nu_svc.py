@@ -29,7 +29,6 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 
-from .._runtime.threads import BlasThreads
 from ..centering._origins import delta_b
 from ._base import EXPECTED_FAILED_CHECKS
 from ._classes import SVC
@@ -39,7 +38,6 @@ from ._training import (
     outer_iteration_cap,
     problem_gram,
     solve_qp,
-    solved_in_memory,
     solver_client,
 )
 
@@ -234,11 +232,10 @@ class NuSVC(SVC):
         # libsvm keeps each class's sum where its start put it (less than ν Σw / 2 only in a fold of the
         # probability's cross-validation that ν does not fit).
         alpha0 = nu_svc_start(upper, y_pm, float(self.nu) * float(upper.sum()))
-        with (blas or BlasThreads()).single(enabled=solved_in_memory(rows, client)):
-            result = solve_qp(rows, y_pm, upper, client=client, p=np.zeros(rows.n), E=E, e=E @ alpha0,
-                              alpha0=alpha0, tol=self.tol, working_set_size=self.working_set_size,
-                              max_iter=max_iter, verbose=bool(self.verbose), shrinking=bool(self.shrinking),
-                              checkpoint=checkpoint)
+        result = solve_qp(rows, y_pm, upper, client=client, blas=blas, p=np.zeros(rows.n), E=E, e=E @ alpha0,
+                          alpha0=alpha0, tol=self.tol, working_set_size=self.working_set_size,
+                          max_iter=max_iter, verbose=bool(self.verbose), shrinking=bool(self.shrinking),
+                          checkpoint=checkpoint)
         rho, r = nu_rho(result.alpha, result.gradient, y_pm, upper)
         if not (np.isfinite(r) and r > 0):
             r = 1.0  # w = 0: no margin to rescale by (libsvm would divide by zero)

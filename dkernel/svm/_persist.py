@@ -180,14 +180,22 @@ _SVC_LEGACY_DEFAULTS = {
 }
 
 
-def _svc_state(model):
+def _kernel_model_state(model):
+    """What every kernel SVM saves of its fit: ``(attributes, arrays)`` of its parameters, kernel, training shape and
+    support vectors. A model of a Python kernel function is refused: zarr + JSON cannot hold the function."""
     if model._callable_kernel:
         raise ValueError(
             f"a model whose kernel is a Python function ({model.kernel!r}) cannot be saved as zarr + JSON; "
             f"fit with kernel='precomputed' on its Gram matrix, or with a dkernel Kernel, to save it.")
     sv_attrs, sv_arrays = _support_vectors_state(model.support_vectors_)
-    attributes = {"params": _json_params(model), "kernel": _kernel_spec(model._kernel), **_classes_state(model),
-                  "shape_fit": list(model.shape_fit_), "fit_status": int(model.fit_status_), **sv_attrs}
+    attributes = {"params": _json_params(model), "kernel": _kernel_spec(model._kernel),
+                  "shape_fit": list(model.shape_fit_), **sv_attrs}
+    return attributes, sv_arrays
+
+
+def _svc_state(model):
+    attributes, sv_arrays = _kernel_model_state(model)
+    attributes.update(_classes_state(model), fit_status=int(model.fit_status_))
     return attributes, {**{name: getattr(model, a) for name, a in _SVC_ARRAYS.items()}, **sv_arrays}, {}
 
 
@@ -268,14 +276,9 @@ _SINGLE_SCALARS = {"n_iter": "n_iter_", "fit_status": "fit_status_", "objective"
 
 
 def _single_state(model):
-    if model._callable_kernel:
-        raise ValueError(
-            f"a model whose kernel is a Python function ({model.kernel!r}) cannot be saved as zarr + JSON; "
-            f"fit with kernel='precomputed' on its Gram matrix, or with a dkernel Kernel, to save it.")
-    sv_attrs, sv_arrays = _support_vectors_state(model.support_vectors_)
-    attributes = {"params": _json_params(model), "kernel": _kernel_spec(model._kernel),
-                  "n_features_in": int(model.n_features_in_), "shape_fit": list(model.shape_fit_),
-                  **{name: getattr(model, a) for name, a in _SINGLE_SCALARS.items()}, **sv_attrs}
+    attributes, sv_arrays = _kernel_model_state(model)
+    attributes.update({name: getattr(model, a) for name, a in _SINGLE_SCALARS.items()},
+                      n_features_in=int(model.n_features_in_))
     return attributes, {**{name: getattr(model, a) for name, a in _SINGLE_ARRAYS.items()}, **sv_arrays}, {}
 
 

@@ -25,12 +25,10 @@ from .._runtime.client import client_for, is_dask_array
 from .._runtime.threads import BlasThreads
 from .._runtime.validation import check_finite, materialize
 from ..centering._origins import Centering
-from ..gram._in_memory import OnDemandGram
-from ..gram._sources import DenseGram
-from ..kernels._kernels import LinearKernel
-from ._base import BaseKernelSVM
+from ..gram._sources import row_provider, subset_gram
+from ._base import BaseKernelSVM, linear_weights
 from ._inputs import (
-    callable_gram,
+    callable_test_gram,
     is_gram_source,
     seed_from,
     sklearn_sparse,
@@ -38,11 +36,7 @@ from ._inputs import (
     validate_predict_data,
 )
 from ._predict import map_row_blocks, pairwise_decision
-from ._small import SMALL_PROBLEM_SIZE
 from ._training import (
-    _gram_root,
-    _principal_submatrix,
-    _row_provider,
     estimator_gram,
     outer_iteration_cap,
     resolve_kernel,
@@ -140,16 +134,16 @@ class SingleProblemSVM(BaseKernelSVM):
         blas = BlasThreads()
         with client_for(self.client) as client:
             base = self._training_gram(X, kernel, client, blas, on_demand=origin is None and keep.shape[0] == n)
-            gram = _principal_submatrix(base, keep, copy=origin is not None or client is not None)
+            gram = subset_gram(base, keep, copy=origin is not None or client is not None)
             h = h0 = None
             if origin is not None:
                 from ..views._centered import CenteredGram  # imported when used: the operators bring in the zarr store
 
-                gram = CenteredGram(_row_provider(gram), origin)
+                gram = CenteredGram(row_provider(gram), origin)
                 h, h0 = gram.h, gram.h0
             problem = self._problem(y[keep], C_i[keep])
             self._check_origin(origin, problem)
-            result = self._solve(problem["rows"](_row_provider(gram)), problem, client, blas)
+            result = self._solve(problem["rows"](row_provider(gram)), problem, client, blas)
         coef, intercept = problem["expansion"](result)
         self.objective_ = float(result.objective)
         self.uncorrected_intercept_ = float(intercept)
@@ -173,14 +167,12 @@ class SingleProblemSVM(BaseKernelSVM):
 
         max_iter = outer_iteration_cap(rows.n, self.working_set_size) if self.max_iter == -1 else self.max_iter
         client = solver_client(rows, client)
-        in_memory = (client is None and rows.n > SMALL_PROBLEM_SIZE
-                     and isinstance(_gram_root(rows), (np.ndarray, DenseGram, OnDemandGram)))
         y = problem["y"]
-        with blas.single(enabled=in_memory):
-            return solve_qp(rows, y, problem["C"], client=client, p=problem["p"], E=problem.get("E", y),
-                            e=problem["e"], alpha0=problem["alpha0"], tol=self.tol,
-                            working_set_size=self.working_set_size, max_iter=max_iter, verbose=bool(self.verbose), shrinking=bool(self.shrinking),
-                            checkpoint=as_checkpoint(self.checkpoint, getattr(self, "storage_options", None)))
+        return solve_qp(rows, y, problem["C"], client=client, blas=blas, p=problem["p"], E=problem.get("E", y),
+                        e=problem["e"], alpha0=problem["alpha0"], tol=self.tol,
+                        working_set_size=self.working_set_size, max_iter=max_iter, verbose=bool(self.verbose),
+                        shrinking=bool(self.shrinking),
+                        checkpoint=as_checkpoint(self.checkpoint, getattr(self, "storage_options", None)))
 
     @staticmethod
     def _original_kernel(coef, intercept, origin, h, h0):
@@ -223,13 +215,7 @@ class SingleProblemSVM(BaseKernelSVM):
     @property
     def coef_(self):
         """Weights of the features, shape (1, n_features), read-only; ``kernel="linear"`` only."""
-        linear = isinstance(self.kernel, LinearKernel) or (isinstance(self.kernel, str) and self.kernel == "linear")
-        if not linear:
-            raise AttributeError("coef_ is only available when using a linear kernel")
-        sv = self.support_vectors_
-        coef = sp.csr_matrix(self._coef) @ sv if sp.issparse(sv) else self._coef @ sv
-        (coef.data if sp.issparse(coef) else coef).flags.writeable = False
-        return coef
+        return linear_weights(self.kernel, self._coef, self.support_vectors_)
 
     # ----------------------------------------------------------- prediction
     def _decision(self, X):
@@ -243,11 +229,8 @@ class SingleProblemSVM(BaseKernelSVM):
             _check_finite_kernel(X, "the precomputed test kernel", "predicting")
         X = validate_predict_data(self, X)
         if self._callable_kernel:
-            K = callable_gram(self.kernel, X, self._support_data)
             n_sv = self.support_.shape[0]
-            if K.ndim != 2 or K.shape[1] != n_sv:
-                raise ValueError(f"the kernel function returned shape {K.shape}; expected (n_test, {n_sv}), test "
-                                 f"points by the {n_sv} support vectors.")
+            K = callable_test_gram(self.kernel, X, self._support_data, n_sv)
             return pairwise_decision(K, None, None, np.arange(n_sv), self._coef, self.intercept_)[:, 0]
         kernel = None if self._precomputed else self._kernel
         return pairwise_decision(X, kernel, self.support_vectors_, self.support_, self._coef, self.intercept_)[:, 0]

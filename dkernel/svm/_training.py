@@ -7,6 +7,16 @@ feature space seen by the solver (the principal submatrix of the problem's
 samples; normalization, Graf & Borer eq. 2; centering, Meilă eq. 14), the
 solver, and the intercept corrections that let prediction use the original
 kernel: Δb (Meilă eq. 19) and Graf & Borer's b' (eq. 3).
+
+A problem small enough for one working set (at most
+:data:`SMALL_PROBLEM_SIZE` samples) is solved without the outer loop of
+:mod:`dkernel.solver`: at ``n <= 512`` the block solver's working set is the
+whole problem, and each outer iteration only re-runs the same SMO on it with
+a looser inner tolerance. Here that SMO (Fan, Chen & Lin 2005, WSS 2,
+libsvm's two-variable step, :func:`dkernel.solver._smo.smo_subproblem`) runs
+once on ``Q = y yᵀ ∘ K`` until libsvm's gap ``m(α) − M(α) <= tol``, with
+libsvm's cap of ``max(10⁷, 100 n)`` pair steps: the same stopping rule and
+the same optimum, without the outer loop's per-iteration Python.
 """
 
 import dataclasses
@@ -16,16 +26,16 @@ import os
 import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from .._runtime import artifacts
 from .._runtime.threads import BlasThreads
 from ..gram._in_memory import dense_symmetric_gram
 from ..gram._in_memory import ON_DEMAND_MIN_SAMPLES, OnDemandGram, product_cost
-from ..gram._sources import DenseGram, KernelGram, SubsetGram
+from ..gram._sources import DenseGram, KernelGram, row_provider, subset_gram
 from ..centering._origins import Centering, delta_b
 from ..views._normalized import graf_intercept
 from ._kernel import resolve_kernel  # noqa: F401 (the estimators import it from here)
-from ._small import SMALL_PROBLEM_SIZE, libsvm_pair_cap, solve_small, solves_whole
 
 #: Fraction of the available memory that a whole in-memory training Gram may
 #: take when ``cache_size`` is not given; above it, kernel rows are computed on
@@ -206,26 +216,6 @@ def row_cache_bytes(cache_size):
     return DEFAULT_ROW_CACHE_BYTES if cache_size is None else int(cache_size * 2**20)
 
 
-def _principal_submatrix(base, index, *, copy=True):
-    """``base`` restricted to the samples ``index`` (``base`` itself when they are all of its samples, in order).
-
-    An in-memory ``base`` is copied (``copy``), or else read in place: the
-    solver then gathers only the rows it asks for, in one fancy index each
-    (a one-vs-one problem needs fewer rows than it has samples).
-    """
-    n_total = base.shape[0] if isinstance(base, np.ndarray) else base.n
-    if index.shape[0] == n_total and np.array_equal(index, np.arange(n_total)):
-        return base
-    if isinstance(base, np.ndarray):
-        return base[np.ix_(index, index)] if copy else SubsetGram(DenseGram(base), index)
-    return SubsetGram(base, index)
-
-
-def _row_provider(gram):
-    """What the solver reads rows of Q from: an in-memory matrix as a :class:`DenseGram`, any other source as is."""
-    return DenseGram(gram) if isinstance(gram, np.ndarray) else gram
-
-
 def _gram_root(source):
     """The raw Gram at the bottom of a chain of views and subsets."""
     while hasattr(source, "base") and not isinstance(source, np.ndarray):
@@ -295,15 +285,100 @@ def whole_data_origin(scheme, n_sample, y_index, keep, rng):
                                   scheme="multiclass")
 
 
+#: Samples up to which a binary problem is solved in one working set (the solver's default ``q``).
+SMALL_PROBLEM_SIZE = 512
+
+
+def libsvm_pair_cap(n):
+    """libsvm's cap of ``max(10⁷, 100 n)`` two-variable steps."""
+    return max(10**7, 100 * n)
+
+
+#: The options of :func:`dkernel.solver.solve_qp` that :func:`solve_small` honours.
+SMALL_OPTIONS = frozenset({"tol", "working_set_size", "max_iter", "verbose", "shrinking", "checkpoint"})
+
+
+def solves_whole(n, client, options, libsvm_limit):
+    """Whether a problem of ``n`` samples with the solver's ``options`` is solved by :func:`solve_small`.
+
+    In this process only, with the solver's default working set (which then
+    covers the problem), libsvm's iteration limit (``libsvm_limit``:
+    ``max_iter=-1``), no progress display (the solver's own), no checkpoint
+    (the solver writes them) and no option beyond those (a warm start, a
+    callback). Shrinking does not change the optimum.
+    """
+    working_set_size = options.get("working_set_size")
+    return (n <= SMALL_PROBLEM_SIZE and client is None and libsvm_limit and not options.get("verbose")
+            and options.get("checkpoint") is None and set(options) <= SMALL_OPTIONS
+            and (working_set_size is None or working_set_size >= n))
+
+
+def problem_matrix(rows):
+    """The whole matrix of a row provider as float64 (an in-memory ``DenseGram`` without a copy)."""
+    K = getattr(rows, "K", None)
+    if K is None:
+        K = rows.rows(np.arange(rows.n))
+    return np.asarray(K, dtype=np.float64)
+
+
+def solve_small(rows, y, C, *, tol):
+    """Solve the C-SVC dual on the whole of ``rows`` by SMO; a :class:`~dkernel.solver.QPResult`.
+
+    ``n_iter`` is 1 (one working set, the whole problem) or 0 when ``α = 0``
+    already meets ``tol``. Returns None where a kernel value is not finite
+    (or the sum of the values overflows): the block solver then raises its
+    error naming the row (or solves the problem).
+    """
+    from ..solver import QPResult
+    from ..solver._bias import svc_intercept
+    from ..solver._smo import select_pair, smo_subproblem
+
+    K = problem_matrix(rows)
+    if not np.isfinite(np.sum(K)):  # a NaN or an infinity in K (or finite values whose sum overflows)
+        return None
+    n = y.shape[0]
+    y = np.asarray(y, dtype=np.float64)
+    C = np.broadcast_to(np.asarray(C, dtype=np.float64), (n,)).copy()
+    Q = np.multiply.outer(y, y)  # Q = y yᵀ ∘ K, at most 512 × 512 (2 MB)
+    Q *= K
+    alpha = np.zeros(n)
+    G = -np.ones(n)  # Q α + p with α = 0, p = -1
+    cap = libsvm_pair_cap(n)
+    steps, _ = smo_subproblem(Q, y, alpha, C, G, float(tol), 0.0, cap)
+    gap = select_pair(Q, y, alpha, C, G)[2]
+    converged = steps < cap
+    if not converged:
+        warnings.warn(
+            f"The QP solver stopped after libsvm's limit of {cap} pair steps without reaching tol={tol:g}. "
+            "Increase tol, or scale the data (e.g. StandardScaler) so that the kernel is better conditioned.",
+            ConvergenceWarning, stacklevel=4,
+        )
+    return QPResult(
+        alpha=alpha,
+        intercept=svc_intercept(alpha, G, y, C),
+        objective=0.5 * float(alpha @ (G - 1.0)),
+        n_iter=int(steps > 0),
+        converged=bool(converged),
+        stop_reason="tol" if converged else "max_iter",
+        gap=float(gap),
+        gradient=G,
+        n_kernel_rows=n,
+    )
+
+
 def outer_iteration_cap(n, working_set_size):
     """libsvm's cap of max(10⁷, 100 n) two-variable steps, in outer iterations of q variables."""
     q = working_set_size or min(n, 128)  # the in-process default of dkernel.solver (LOCAL_WORKING_SET_SIZE)
     return max(1000, libsvm_pair_cap(n) // max(q, 2))
 
 
-def solve_qp(rows, y, C, *, client=None, **options):
-    """:func:`dkernel.solver.solve_qp`, or :func:`._small.solve_small` for a problem that fits one working set.
+def solve_qp(rows, y, C, *, client=None, blas=None, **options):
+    """Solve the dual on ``rows``: :func:`solve_small` for a problem that fits one working set, else
+    :func:`dkernel.solver.solve_qp` with its ``options``.
 
+    BLAS runs on one thread while the solver reads a Gram held in this
+    process's memory (:func:`solved_in_memory`), through ``blas``: the fit's
+    :class:`~dkernel._runtime.threads.BlasThreads` (a new one when None).
     The solver is imported on the first call, when a problem needs it.
     """
     libsvm_limit = options.get("max_iter", 0) >= outer_iteration_cap(rows.n, options.get("working_set_size"))
@@ -313,7 +388,8 @@ def solve_qp(rows, y, C, *, client=None, **options):
             return result
     from ..solver import solve_qp as solve
 
-    return solve(rows, y, C, client=client, **options)
+    with (blas or BlasThreads()).single(enabled=solved_in_memory(rows, client)):
+        return solve(rows, y, C, client=client, **options)
 
 
 def problem_checkpoints(checkpoint, n_problems, storage_options=None):
@@ -366,27 +442,17 @@ def _check_problem_count(where, found, n_problems, kind="path"):
 def problem_gram(base, index, centering, client):
     """The rows the solver reads for the binary problem on the samples ``index`` of ``base``, and its ``h``.
 
-    ``centering`` (a :class:`Centering` or ``None``) moves the origin of the feature space (Meilă eq. 14);
-    ``h`` (``K γ`` over the problem's samples, for Δb, eq. 19) is None without it. Returns ``(rows, h)``.
+    Without ``centering``, the problem's principal submatrix: in this process the rows are gathered from the
+    shared Gram as the solver asks for them, for the workers of a ``client`` an in-memory Gram is copied. With
+    it (a :class:`Centering`), the view centered at that origin (Meilă eq. 14,
+    :func:`~dkernel.views._centered.centered_submatrix`) and ``h`` (``K γ`` over the problem's samples, for Δb,
+    eq. 19). Returns ``(rows, h)``, ``h`` None without centering.
     """
-    h = None
-    n_total = base.shape[0] if isinstance(base, np.ndarray) else base.n
-    if centering is not None and centering.n == n_total and index.shape[0] != n_total:
-        # An origin of the whole training set (centering="multiclass"): the problem's principal submatrix of the
-        # one centered Gram, and its part of h (Δb, eq. 19, sums over the problem's samples).
-        from ..views._centered import CenteredGram  # imported when used: the operators bring in the zarr store
+    if centering is not None:
+        from ..views._centered import centered_submatrix  # imported when used: the operators bring in the zarr store
 
-        whole = CenteredGram(_row_provider(base), centering)
-        gram, h = SubsetGram(whole, index), whole.h[index]
-    else:
-        # In this process, without centering, the rows are gathered from the shared Gram as the solver asks for them.
-        gram = _principal_submatrix(base, index, copy=centering is not None or client is not None)
-        if centering is not None:
-            from ..views._centered import CenteredGram
-
-            gram = CenteredGram(gram, centering)
-            h = gram.h
-    return _row_provider(gram), h
+        return centered_submatrix(base, index, centering)
+    return row_provider(subset_gram(base, index, copy=client is not None)), None
 
 
 def solved_in_memory(rows, client):
@@ -425,9 +491,7 @@ def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, 
     max_iter = outer_iteration_cap(rows.n, working_set_size) if max_iter == -1 else max_iter
     kwargs = dict(tol=tol, working_set_size=working_set_size, max_iter=max_iter, verbose=bool(verbose),
                   shrinking=bool(shrinking))
-    client = solver_client(rows, client)
-    with (blas or BlasThreads()).single(enabled=solved_in_memory(rows, client)):
-        result = solve_qp(rows, y_pm, C, client=client, checkpoint=checkpoint, **kwargs)
+    result = solve_qp(rows, y_pm, C, client=solver_client(rows, client), checkpoint=checkpoint, blas=blas, **kwargs)
     coef = result.alpha * y_pm
     b = float(result.intercept)
     db = delta_b(coef, h) if h is not None else 0.0

@@ -19,10 +19,10 @@ import numpy as np
 from .._runtime.validation import random_generator
 from ..centering._origins import Centering, InvalidWeightsError, centered_block, origin_products
 from ..gram import origin_step
-from ..gram._sources import as_gram
+from ..gram._sources import SubsetGram, as_gram, row_provider, source_n, subset_gram
 from ._base import _base_cross, _base_cross_diag, _base_describe, _GramView
 
-__all__ = ["CenteredGram", "ShiftedGram"]
+__all__ = ["CenteredGram", "ShiftedGram", "centered_submatrix"]
 
 
 class CenteredGram(_GramView):
@@ -123,6 +123,22 @@ class CenteredGram(_GramView):
             "h0": self.h0,
             "base": _base_describe(self.base),
         }
+
+
+def centered_submatrix(base, index, centering):
+    """The Gram of the problem on the samples ``index`` of ``base``, centered at ``centering`` (eq. 14), and its ``h``.
+
+    An origin of all the samples of ``base`` (as ``centering="multiclass"``
+    of an SVM) centers the whole Gram once; the problem reads its principal
+    submatrix, and its part of ``h`` (Δb, eq. 19, sums over the problem's
+    samples). An origin of the problem's own samples centers its principal
+    submatrix (an in-memory ``base`` copied). Returns ``(rows, h)``.
+    """
+    if centering.n == source_n(base) and index.shape[0] != centering.n:
+        whole = CenteredGram(row_provider(base), centering)
+        return SubsetGram(whole, index), whole.h[index]
+    view = CenteredGram(subset_gram(base, index), centering)
+    return view, view.h
 
 
 class ShiftedGram(CenteredGram):
