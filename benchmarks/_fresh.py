@@ -26,8 +26,9 @@ host within seconds, and its next first touch is slow: touching 2 GB took
 pause of 2–10 s. In turns, each library would start in the memory its
 predecessor left: a dkernel fit at n = 20000 (overlap, d = 20) took
 1.51–1.60 s right after a process that touched 1.5 GB, 1.65–2.55 s after a
-pause of 8 s. So a process whose peak passed :data:`SETTLE_MIN_BYTES` is
-followed by :data:`SETTLE_SECONDS` of rest before the next starts.
+pause of 8 s. So a process whose peak passed ``SETTLE_MIN_BYTES`` is
+followed by ``SETTLE_SECONDS`` of rest before the next starts
+(``_timing.settle_memory``).
 
 Each library's package has its modules' bytecode written before its first
 process (:func:`compile_package`), as ``pip install`` leaves a package: a
@@ -47,15 +48,15 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
 from _fresh_fit import save_problem  # benchmarks/_*.py, beside this script
+from _timing import LAST_PROCESS, process_ended, settle_memory
 
 __all__ = ["DKERNEL", "LIBRARIES", "ONEDAL", "SKLEARN", "FitFailed", "Library", "Outcome", "PeerTimes", "compare", "extrapolate",
            "fit_seconds", "format_table", "print_comparison", "print_imports", "problem_file", "ratio_text", "resolve_gamma",
-           "run_fit", "schedule", "seconds_text", "settle_memory", "time_cell"]
+           "run_fit", "schedule", "seconds_text", "time_cell"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "_fresh_fit.py")
@@ -81,37 +82,6 @@ ONEDAL = Library("oneDAL", "sklearnex.svm.SVC", "scikit-learn-intelex", (("cache
 LIBRARIES = (DKERNEL, SKLEARN, ONEDAL)
 #: The distributions whose versions every comparison prints (``_provenance.print_versions``).
 DISTRIBUTIONS = ("scikit-learn", "scikit-learn-intelex", "daal")
-
-
-#: Seconds of rest after a large process, for the memory it freed to go back to the host (see the module's text).
-SETTLE_SECONDS = 6.0
-#: A process whose peak resident memory passed this many bytes is followed by :data:`SETTLE_SECONDS` of rest.
-SETTLE_MIN_BYTES = 2**28  # a process of the tiny sets peaks at about 0.16 GB: the interpreter and its libraries
-
-
-@dataclasses.dataclass
-class _LastProcess:
-    """When the last fresh process ended, and its peak resident memory (bytes; None: unknown, as a failed one)."""
-
-    ended: float = -math.inf
-    peak_bytes: float = 0
-
-
-_last = _LastProcess()
-
-
-def settle_memory(last=None, *, sleep=time.sleep, clock=time.monotonic):
-    """Rest until :data:`SETTLE_SECONDS` have passed since the last process ended, where its peak was large.
-
-    Returns the seconds rested. ``last``: the :class:`_LastProcess` to go by (this module's own when None).
-    """
-    last = _last if last is None else last
-    if last.peak_bytes is not None and last.peak_bytes < SETTLE_MIN_BYTES:
-        return 0.0
-    rest = max(0.0, SETTLE_SECONDS - (clock() - last.ended))
-    if rest:
-        sleep(rest)
-    return rest
 
 
 class FitFailed(Exception):
@@ -162,19 +132,18 @@ def run_fit(library, problem, params, *, objective=False, second_fit=False, pred
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(spec, f)
     settle_memory()
-    _last.peak_bytes = None  # unknown until the process prints its figures
     try:
         done = subprocess.run([sys.executable, WORKER, f.name], capture_output=True, text=True, timeout=timeout,
                               env=env, check=False)
     finally:
-        _last.ended = time.monotonic()
+        process_ended()  # its peak unknown until its figures are read
         os.unlink(f.name)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]  # a library may print too
     if done.returncode != 0 or not lines:
         errors = [line for line in done.stderr.splitlines() if line.strip()]
         raise FitFailed(errors[-1].strip() if errors else f"exit status {done.returncode}")
     figures = json.loads(lines[-1])
-    _last.peak_bytes = figures.get("fit_peak_bytes")
+    LAST_PROCESS.peak_bytes = figures.get("fit_peak_bytes")
     return figures
 
 

@@ -120,25 +120,25 @@ def test_schedule_lets_each_library_go_first_in_turn(bench):
 
 
 def test_a_process_after_a_large_one_starts_when_the_memory_freed_has_settled(bench):
-    fresh = bench("_fresh")
+    timing = bench("_timing")
     slept = []
-    settle = functools.partial(fresh.settle_memory, sleep=slept.append, clock=lambda: 100.0)
-    large, small = fresh.SETTLE_MIN_BYTES, fresh.SETTLE_MIN_BYTES - 1
-    assert settle(fresh._LastProcess(ended=99.0, peak_bytes=large)) == fresh.SETTLE_SECONDS - 1.0
-    assert settle(fresh._LastProcess(ended=99.0, peak_bytes=None)) == fresh.SETTLE_SECONDS - 1.0  # failed: unknown
-    assert settle(fresh._LastProcess(ended=99.0, peak_bytes=small)) == 0.0
-    assert settle(fresh._LastProcess(ended=100.0 - fresh.SETTLE_SECONDS, peak_bytes=large)) == 0.0
-    assert settle(fresh._LastProcess()) == 0.0  # the first process
-    assert slept == [fresh.SETTLE_SECONDS - 1.0] * 2
+    settle = functools.partial(timing.settle_memory, sleep=slept.append, clock=lambda: 100.0)
+    large, small, rest = timing.SETTLE_MIN_BYTES, timing.SETTLE_MIN_BYTES - 1, timing.SETTLE_SECONDS
+    assert settle(timing.LastProcess(ended=99.0, peak_bytes=large)) == rest - 1.0
+    assert settle(timing.LastProcess(ended=99.0, peak_bytes=None)) == rest - 1.0  # failed: its peak unknown
+    assert settle(timing.LastProcess(ended=99.0, peak_bytes=small)) == 0.0
+    assert settle(timing.LastProcess(ended=100.0 - rest, peak_bytes=large)) == 0.0
+    assert settle(timing.LastProcess()) == 0.0  # the first process
+    assert slept == [rest - 1.0] * 2
 
 
-def test_run_fit_keeps_when_its_process_ended_and_its_peak(bench, tmp_path):
-    fresh = bench("_fresh")
+def test_run_fit_keeps_when_its_process_ended_and_its_peak(bench):
+    fresh, timing = bench("_fresh"), bench("_timing")
     X, y = make_classification(n_samples=60, n_features=4, random_state=3)
     with fresh.problem_file(X[:40], y[:40], X[40:], y[40:]) as path:
         run = fresh.run_fit(fresh.SKLEARN, path, {"C": 1.0})
-    assert fresh._last.peak_bytes == run["fit_peak_bytes"] > 0
-    assert 0 <= time.monotonic() - fresh._last.ended < 60
+    assert timing.LAST_PROCESS.peak_bytes == run["fit_peak_bytes"] > 0
+    assert 0 <= time.monotonic() - timing.LAST_PROCESS.ended < 60
 
 
 @pytest.mark.parametrize("sparse", [False, True])
