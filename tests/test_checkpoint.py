@@ -54,7 +54,9 @@ def test_a_stopped_solve_resumes_on_the_path_of_an_uninterrupted_one(tmp_path, s
     resumed = solve_qp(rows, y, 1.0, checkpoint=path, **OPTIONS)
     assert _resumed_iterations(solver_log) == [37]
     np.testing.assert_array_max_ulp(resumed.alpha, whole.alpha, maxulp=4)
-    np.testing.assert_array_max_ulp(resumed.gradient, whole.gradient, maxulp=4)
+    # The gradient's part from the variables at C (libsvm's G_bar) is summed again at a resume, not kept: its
+    # last bits differ from those the uninterrupted run accumulated.
+    np.testing.assert_allclose(resumed.gradient, whole.gradient, rtol=1e-12, atol=1e-12)
     assert resumed.n_iter == whole.n_iter and resumed.n_kernel_rows == whole.n_kernel_rows
     # The solved checkpoint returns its solution without iterating.
     calls = []

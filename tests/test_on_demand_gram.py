@@ -208,3 +208,34 @@ def test_svc_on_a_float32_gram_matches_libsvm():
     clear = np.abs(decision) > 5e-3  # the same labels wherever the decision is not within that of zero
     np.testing.assert_array_equal(ours.predict(X)[clear], ref.predict(X)[clear])
     assert clear.mean() > 0.99
+
+
+def test_a_bounded_row_cache_keeps_the_rows_asked_last_and_moves_them_in_a_new_view(monkeypatch):
+    from dkernel.gram._in_memory import cached_rows
+
+    monkeypatch.setattr(_in_memory, "MIN_CACHED_ROWS", 40)
+    monkeypatch.setattr(_in_memory, "ROW_CACHE_BYTES", 1)
+    monkeypatch.setattr(_in_memory, "PROMOTE_MIN_FEATURES", 10**6)  # values cheap: rows only on demand
+    X = np.random.default_rng(5).normal(size=(300, 6))
+    kernel = RBFKernel(gamma=0.2)
+    assert cached_rows(X, np.float64) == 40 and cached_rows(X[:30], np.float64) == 30
+    gram = OnDemandGram(X, kernel)
+    assert gram.capacity == 40 and gram.M.shape == (40, 300)
+    first, positions, _ = gram.row_source(np.arange(30))
+    assert first is gram.M
+    same, _, _ = gram.row_source(np.arange(30, 40))  # fits: nothing moves
+    assert same is first and gram.n_computed == 40
+    moved, positions, _ = gram.row_source(np.r_[35:40, 100:120])  # 20 new rows: the oldest dropped
+    assert moved is not first and np.shares_memory(moved, gram.M)
+    expected = kernel.block(X[np.r_[35:40, 100:120]], X)
+    np.testing.assert_allclose(moved[positions], expected, rtol=1e-12)
+    assert gram.n_computed <= 40
+    kept = np.flatnonzero(gram._position >= 0)
+    # The rows of this request, then the most recently asked for up to half the capacity (ties: in the order held).
+    np.testing.assert_array_equal(kept, np.r_[0:10, 30:40, 100:120])
+    for i in kept:  # every row held is the kernel row of its sample
+        np.testing.assert_allclose(gram.M[gram._position[i]], kernel.block(X[i : i + 1], X)[0], rtol=1e-12)
+    rows = gram.rows(np.arange(100, 105))  # a copy: the cache's rows move
+    assert not np.shares_memory(rows, gram.M)
+    with pytest.raises(ValueError, match="41 distinct rows asked at once from an on-demand Gram that holds 40"):
+        gram.row_source(np.arange(200, 241))

@@ -295,3 +295,68 @@ def test_a_start_with_support_vectors_reads_their_rows_in_place(monkeypatch, dty
     rounding = 1e-6 if dtype == np.float32 else 1e-10  # a float32 value may round the other way (one ulp)
     np.testing.assert_allclose(G, exact, rtol=0, atol=rounding * np.abs(exact).max())
     assert gram.n_computed == start.size and not gram.whole  # only the support's rows were computed
+
+
+def test_a_rebuild_reads_only_the_free_support_rows_and_equals_the_exact_gradient(monkeypatch):
+    """libsvm's G_bar: the part of the gradient from the variables at C is kept as they reach C or leave it, so
+    rebuilding the shrunk variables' gradient reads no row of a variable at C, and gives the exact gradient."""
+    X, y = _problem(n=1500, flip=0.3, seed=3)
+    K = rbf_kernel(X, gamma=0.1)
+    asked, rebuilding = [], []
+    unshrink = shrinking_module.ShrinkingGradients.unshrink
+
+    class Recorded(DenseGram):
+        def row_source(self, idx):
+            if rebuilding:
+                asked.append(np.asarray(idx).copy())
+            return super().row_source(idx)
+
+    def recorded_unshrink(self):
+        rebuilding.append(self.alpha.copy())
+        try:
+            return unshrink(self)
+        finally:
+            rebuilding.clear()
+
+    monkeypatch.setattr(shrinking_module.ShrinkingGradients, "unshrink", recorded_unshrink)
+    captured = []
+    state = shrinking_module.ShrinkingGradients.state
+    monkeypatch.setattr(shrinking_module.ShrinkingGradients, "state",
+                        lambda self: captured.append(self) or state(self))
+    result = solve_qp(Recorded(K), y, 1.0, tol=1e-3, shrinking=True, working_set_size=32)
+    at_C = np.flatnonzero(result.alpha >= 1.0)
+    assert result.converged and at_C.size > 100 and asked  # many variables at C; rebuilds happened
+    read = np.unique(np.concatenate(asked))
+    # Rows asked while rebuilding: the free support vectors' and the working set's held rows, never those at C
+    # other than held ones (at most one working set of them).
+    assert np.intersect1d(read, at_C).size <= 32, (np.intersect1d(read, at_C).size, at_C.size)
+    gradients = captured[-1]
+    exact = y * (K @ (y * gradients.alpha)) - 1.0
+    np.testing.assert_allclose(gradients.G, exact, rtol=1e-9, atol=1e-9)
+    # The kept part is the sum over the variables at C, to rounding.
+    upper = gradients.alpha >= 1.0
+    np.testing.assert_allclose(gradients._upper_sums, K[:, upper] @ y[upper], rtol=1e-9, atol=1e-9)
+
+
+def test_a_bounded_row_cache_drops_rows_and_the_fit_is_that_of_a_whole_gram(monkeypatch):
+    """Rows on demand in a cache smaller than the rows the solver reads: rows are dropped and computed again,
+    held rows follow their moves, and the solution is the whole Gram's."""
+    from dkernel.gram import _in_memory
+    from dkernel.gram._in_memory import OnDemandGram
+
+    monkeypatch.setattr(_in_memory, "MIN_CACHED_ROWS", 200)
+    monkeypatch.setattr(_in_memory, "ROW_CACHE_BYTES", 1)
+    X, y = _problem(n=2000, flip=0.3, seed=4)
+    gram = OnDemandGram(X, RBFKernel(gamma=0.1))
+    assert gram.capacity == 200
+    computed = []
+    evaluate = OnDemandGram._evaluate_rows
+    monkeypatch.setattr(OnDemandGram, "_evaluate_rows",
+                        lambda self, idx, out: computed.append(idx.copy()) or evaluate(self, idx, out))
+    bounded = solve_qp(gram, y, 1.0, tol=1e-6, shrinking=True, working_set_size=32)
+    whole = solve_qp(DenseGram(rbf_kernel(X, gamma=0.1)), y, 1.0, tol=1e-6, shrinking=True, working_set_size=32)
+    assert bounded.converged and whole.converged
+    computed = np.concatenate(computed)
+    assert np.count_nonzero(bounded.alpha) > 400 and computed.size > np.unique(computed).size  # dropped, computed again
+    assert abs(bounded.objective - whole.objective) <= 1e-9 * abs(whole.objective)
+    np.testing.assert_allclose(bounded.alpha, whole.alpha, atol=1e-3)  # the same optimum, to the tolerance

@@ -11,12 +11,22 @@ violating pairs then cost ``|A|`` instead of ``n`` per iteration, and the
 working-set rows are held over the active columns only.
 
 The gradient of the inactive variables is stale. When the active problem is
-solved to the tolerance it is rebuilt exactly, ``G_I = p_I + y_I K_{S,I}^T
+solved to the tolerance it is rebuilt, ``G_I = p_I + y_I K_{S,I}^T
 (y_S alpha_S)`` over the support ``S`` (:meth:`ShrinkingGradients.unshrink`;
-from a matrix in memory in one compiled pass that reads each support row
+from a matrix in memory in compiled passes that read each support row
 once, the gradient step's :func:`~._gradient_compiled.weighted_rows_step`),
 every variable becomes active again, and the loop checks the gap over all of
 them: the stopping test is always made on the whole problem, as libsvm's.
+
+Where the rows lie in memory, the part of the support at its upper bound
+is kept up to date as libsvm's ``G_bar``: ``sum_{alpha_j = C_j} C_j y_j
+K[j, :]``, changed by a variable's full row when it reaches ``C_j`` or
+leaves it (that row is held then: the variable is in the working set).
+Rebuilding the gradient then reads the rows of the free support vectors
+only. With rows on demand in a bounded row cache
+(:class:`~dkernel.gram._in_memory.OnDemandGram`), the rows of the many
+support vectors at ``C`` of an overlapping problem would otherwise be
+computed again at each rebuild.
 """
 
 import numpy as np
@@ -32,6 +42,10 @@ __all__ = ["SHRINK_INTERVAL", "ShrinkingGradients", "rows_read_from_memory"]
 #: Outer iterations between two shrinking tests (about libsvm's ``min(n, 1000)`` two-variable steps
 #: at the default working set of 128 variables).
 SHRINK_INTERVAL = 16
+
+#: Support rows asked for in one request when the gradient is rebuilt from rows in memory (each request asks for
+#: the working set's rows too, and a bounded row cache holds both: :data:`~dkernel.gram._in_memory.MIN_CACHED_ROWS`).
+SUPPORT_BLOCK_ROWS = 256
 
 #: A shrinking test that would keep more than this fraction of the active variables changes nothing
 #: (compacting the rows held costs more than it saves).
@@ -107,7 +121,6 @@ class ShrinkingGradients:
         self._label_active = None  # the active variables of each label (:meth:`_active_by_label`)
         self.extremes = {}  # label: (m, M) of its variables, found by the last :meth:`candidates`
         self.in_place = row_source(rows, np.empty(0, dtype=np.intp)) is not None
-        self.G = self._starting_gradient() if G is None else np.array(G, dtype=np.float64)
         self.active = np.arange(self.n)
         self.column_of = np.arange(self.n)  # position of each variable among the active ones, -1 if shrunk
         self.weights = np.zeros(q)
@@ -120,6 +133,17 @@ class ShrinkingGradients:
         else:
             self.K = np.zeros((q, self.n))
             self._slots = np.arange(q)
+        # libsvm's G_bar where rows lie in memory and the loop shrinks: the gradient's part from the variables at
+        # their upper bound, sum_{alpha_j = C_j} C_j y_j K[j, :] (:meth:`unshrink`).
+        self._upper_sums = np.zeros(self.n) if self.shrinks and self.in_place else None
+        if G is None:
+            self.G = self._starting_gradient()
+        else:
+            self.G = np.array(G, dtype=np.float64)
+            if self._upper_sums is not None:
+                support, support_weights = starting_support(self.y, self.alpha)
+                upper = self._at_upper(support)
+                self._upper_sums = self._support_products(support[upper], support_weights[upper], np.arange(self.n))
 
     @property
     def shrunk(self):
@@ -217,13 +241,23 @@ class ShrinkingGradients:
         if not self.in_place:
             self.K[slots] = self._read_rows(idx)
             return
-        matrix, positions, index = row_source(self.rows, idx)
-        if matrix is not self._matrix:  # rows on demand became the whole Gram: the held rows move to it
-            held = np.flatnonzero(self.row_in_slot >= 0)
+        self.position_in_slot[slots] = self._place_rows(idx, kept=slots)
+
+    def _place_rows(self, idx, kept=()):
+        """The positions of the rows of ``idx`` in the matrix they lie in, asked for with the rows held in the slots
+        (but ``kept``) in one request.
+
+        Positions hold until the next request; a request that moves rows (rows
+        on demand becoming the whole Gram, a bounded row cache making room)
+        returns a new matrix, and the held rows' positions are those it gives.
+        """
+        held = np.flatnonzero(self.row_in_slot >= 0)
+        held = np.setdiff1d(held, kept, assume_unique=True) if len(kept) else held
+        matrix, positions, index = row_source(self.rows, np.concatenate([self.row_in_slot[held], idx]))
+        if matrix is not self._matrix:
             self._matrix, self._matrix_index, self._matrix_columns, self._step_plan = matrix, index, None, None
-            if held.size:
-                self.position_in_slot[held] = row_source(self.rows, self.row_in_slot[held])[1]
-        self.position_in_slot[slots] = positions
+        self.position_in_slot[held] = positions[: held.size]
+        return positions[held.size :]
 
     def load(self, B, new, new_slots, slots):
         """Fetch the rows of ``new`` into ``new_slots``; return ``(K_BB, alpha_B, G_B)``."""
@@ -264,8 +298,30 @@ class ShrinkingGradients:
             weighted_rows_step(self.K, self._slots, self.weights, self._slots, True, step)
         if not add_gradient_step(self.G, self.y, A, step):
             raise_nonfinite_rows(B, self.held_rows(slots))
+        if self._upper_sums is not None:
+            self._track_upper_bound(B, slots, alpha_B)
         self.alpha[B] = alpha_B
         return self.candidates(k)
+
+    def _at_upper(self, idx):
+        """Whether each variable of ``idx`` is at its upper bound ``C_i`` (libsvm's ``is_upper_bound``)."""
+        return self.alpha[idx] >= self.C[idx]
+
+    def _track_upper_bound(self, B, slots, alpha_B):
+        """Keep :attr:`_upper_sums` as the variables of ``B`` reach their upper bound or leave it (libsvm's update
+        of ``G_bar``: the full rows of those variables, held in their slots)."""
+        C_B = self.C[B]
+        was, now = self.alpha[B] >= C_B, alpha_B >= C_B
+        changed = was != now
+        if not changed.any():
+            return
+        weights = np.zeros(self.weights.size)
+        weights[np.asarray(slots)[changed]] = (np.where(now, C_B, -C_B) * self.y[B])[changed]
+        index = self._matrix_index
+        columns = np.empty(0, dtype=np.intp) if index is None else np.ascontiguousarray(index, dtype=np.intp)
+        sums = np.empty(self.n)
+        weighted_rows_step(self._matrix, self.position_in_slot, weights, columns, index is None, sums)
+        self._upper_sums += sums
 
     def shrink(self, m, M):
         """Drop the active variables stuck at a bound (libsvm's test with the current ``m``, ``M``).
@@ -305,7 +361,13 @@ class ShrinkingGradients:
         if not self.in_place:
             return np.array(initial_gradient(self.rows, self.y, self.p, support, support_weights, 0, self.n),
                             dtype=np.float64)
-        return self.p + self.y * self._support_products(support, support_weights, np.arange(self.n))
+        every = np.arange(self.n)
+        if self._upper_sums is None:
+            return self.p + self.y * self._support_products(support, support_weights, every)
+        upper = self._at_upper(support)
+        self._upper_sums = self._support_products(support[upper], support_weights[upper], every)
+        free = self._support_products(support[~upper], support_weights[~upper], every)
+        return self.p + self.y * (self._upper_sums + free)
 
     def unshrink(self):
         """Rebuild the gradient of the shrunk variables and make every variable active again.
@@ -317,8 +379,12 @@ class ShrinkingGradients:
             return False
         inactive = np.flatnonzero(self.column_of < 0)
         support, support_weights = starting_support(self.y, self.alpha)
-        self.G[inactive] = self.p[inactive] + self.y[inactive] * self._support_products(
-            support, support_weights, inactive)
+        if self._upper_sums is None:
+            sums = self._support_products(support, support_weights, inactive)
+        else:  # libsvm's G_bar: of the support, only the free variables' rows are read
+            free = ~self._at_upper(support)
+            sums = self._upper_sums[inactive] + self._support_products(support[free], support_weights[free], inactive)
+        self.G[inactive] = self.p[inactive] + self.y[inactive] * sums
         self.active = np.arange(self.n)
         self.column_of = np.arange(self.n)
         self._label_active = None
@@ -338,15 +404,17 @@ class ShrinkingGradients:
         so far of an on-demand Gram), one compiled pass reads each support row
         once, in the order of the gradient step.
         """
-        source = row_source(self.rows, support)
-        if source is not None:
-            M, positions, index = source
-            if index is not None:
-                columns = index[columns]
-            products = np.empty(columns.size)
-            weighted_rows_step(M, positions, weights, columns, False, products)
-            if not np.isfinite(products).all():
-                raise_nonfinite_rows(support, M[positions[:1]])
+        if self.in_place:
+            products = np.zeros(columns.size)
+            part = np.empty(columns.size)
+            for s in range(0, support.size, SUPPORT_BLOCK_ROWS):
+                idx = support[s : s + SUPPORT_BLOCK_ROWS]
+                positions = self._place_rows(idx)
+                at = columns if self._matrix_index is None else self._matrix_index[columns]
+                weighted_rows_step(self._matrix, positions, weights[s : s + SUPPORT_BLOCK_ROWS], at, False, part)
+                products += part
+                if not np.isfinite(part).all():
+                    raise_nonfinite_rows(idx, self._matrix[positions[:1]])
             return products
         products = np.zeros(columns.size)
         for s in range(0, support.size, GRADIENT_BLOCK_ROWS):
