@@ -6,7 +6,7 @@
 ``clusters``        cluster specs: one string that says where a computation runs
 ``options``         execution options of a Gram computation, in one object
 ``artifacts``       safe writing of the folders dkernel writes (stores, models, results)
-``memory``          large arrays on huge pages; a process's peak memory
+``memory``          a process's peak memory
 ``buffers``         block buffers owned by a worker process for the length of a run
 ``threads``         the BLAS thread count and the cores a process may use
 ``progress``        progress shown on stderr

@@ -18,15 +18,16 @@ of a 50 ms first fit on iris, in a fresh process).
 Memory
 ------
 A whole Gram is written once, then read many times; its first write touches
-every page. With 4 KiB pages that is one page fault per 4 KiB, and on a
-virtual machine a fault costs microseconds: a 12000² float32 Gram (576 MB)
-spends about 0.75 s faulting, longer than evaluating its kernel. Anonymous
-memory mapped with ``MADV_HUGEPAGE`` is faulted 2 MiB at a time (0.16 s for
-the same array). NumPy asks for huge pages on its own large allocations, but
-through ``malloc``, whose mappings do not start on a 2 MiB boundary, and the
-kernel then gives none; a mapping of our own does (:func:`empty_gram`).
-Nothing is kept from one array to the next: the mapping is unmapped with
-the last view of its array.
+every page, and on a virtual machine that costs more than evaluating a cheap
+kernel. Transparent huge pages make it worse there, not better: in a fresh
+process (2 cores, the memory of an earlier process given back), writing
+0.5 GB took 0.89–1.21 s on huge pages (what NumPy asks for on its own large
+allocations) against 0.22 s on 4 KiB pages; a fit that writes its Gram or
+its rows took a quarter less time with 4 KiB pages (USPS 10-class: 0.54–0.71
+against 0.67–0.90 s; ``n = 20000``, 256 features: 4.4–5.2 against 6.7–7.4
+s). So a Gram's array is a mapping of its own advised ``MADV_NOHUGEPAGE``
+(:func:`empty_gram`), unmapped with the last view of its array: nothing is
+kept from one array to the next.
 
 Rows on demand
 --------------
@@ -97,7 +98,7 @@ from sklearn.utils.extmath import row_norms
 from .._runtime.progress import TextProgress
 from .._runtime.threads import BlasThreads, usable_cores
 
-__all__ = ["HUGE_PAGE_MIN_BYTES", "MIN_CACHED_ROWS", "ON_DEMAND_MIN_SAMPLES", "PAIR_COST_IN_FEATURES", "PROMOTE_FRACTION",
+__all__ = ["MIN_CACHED_ROWS", "OWN_MAPPING_MIN_BYTES", "ON_DEMAND_MIN_SAMPLES", "PAIR_COST_IN_FEATURES", "PROMOTE_FRACTION",
            "PROMOTE_MIN_FEATURES", "ROW_CACHE_BYTES", "ROW_CACHE_FEATURES", "OnDemandGram", "cached_rows", "dense_symmetric_gram", "empty_gram", "matching_pairs", "product_cost",
            "promotion_threshold", "run_bands"]
 
@@ -108,20 +109,19 @@ BAND_ROWS = 1024
 #: Rows of the sub-bands of a band's diagonal block (:func:`_evaluate_band`).
 DIAGONAL_ROWS = 256
 
-#: Arrays of at least this many bytes are mappings of their own, on huge pages (:func:`empty_gram`).
-HUGE_PAGE_MIN_BYTES = 2**23
-
-_HUGE_PAGE_BYTES = 2**21
+#: Arrays of at least this many bytes are mappings of their own, without huge pages (:func:`empty_gram`).
+OWN_MAPPING_MIN_BYTES = 2**23
 
 
 def empty_gram(shape, dtype=np.float64):
-    """An uninitialized C-contiguous array, on transparent huge pages where it is large enough and the OS allows.
+    """An uninitialized C-contiguous array; from :data:`OWN_MAPPING_MIN_BYTES` a mapping of its own on 4 KiB pages.
 
-    From :data:`HUGE_PAGE_MIN_BYTES` the memory is an anonymous private
-    mapping advised ``MADV_HUGEPAGE``, unmapped when the array and every view
-    of it are gone; smaller arrays, and every array where the platform has no
-    ``MADV_HUGEPAGE`` (macOS, Windows) or refuses the mapping, come from
-    :func:`numpy.empty`.
+    The memory of a large array is an anonymous private mapping advised
+    ``MADV_NOHUGEPAGE`` (its first write costs a quarter of a huge page's on
+    a virtual machine: see the module's docstring), unmapped when the array
+    and every view of it are gone; smaller arrays, and every array where
+    the platform has no such advice (macOS, Windows) or refuses the mapping,
+    come from :func:`numpy.empty`.
 
     Examples
     --------
@@ -131,12 +131,11 @@ def empty_gram(shape, dtype=np.float64):
     """
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    advice = getattr(mmap, "MADV_HUGEPAGE", None)
-    if nbytes < HUGE_PAGE_MIN_BYTES or advice is None or not hasattr(mmap, "MAP_ANONYMOUS"):
+    advice = getattr(mmap, "MADV_NOHUGEPAGE", None)
+    if nbytes < OWN_MAPPING_MIN_BYTES or advice is None or not hasattr(mmap, "MAP_ANONYMOUS"):
         return np.empty(shape, dtype=dtype)
-    length = -(-nbytes // _HUGE_PAGE_BYTES) * _HUGE_PAGE_BYTES
     try:
-        mapping = mmap.mmap(-1, length, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        mapping = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
         mapping.madvise(advice)
     except (OSError, ValueError):
         return np.empty(shape, dtype=dtype)
