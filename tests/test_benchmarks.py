@@ -37,7 +37,7 @@ CASES = {
                               "agreement of inlier/outlier on the test points: 1.0000"]),
     "bench_object_store.py": (["--n", "600", "--d", "4", "--chunk", "256", "--rounds", "1"],
                               ["S3 bucket (moto, s3fs)", "bucket / local: write", "max |K(bucket) - K(local)|: 0.0e+00"]),
-    "bench_svm_family.py": (["--n", "300", "600", "--rounds", "1"],
+    "bench_svm_family.py": (["--n", "300", "--rounds", "1"],
                             ["SVR, Friedman #1", "NuSVR, Friedman #1", "NuSVC, two classes",
                              "OneClassSVM, three Gaussian clusters", "dk/sklearn", "max|pred-sk|/std dkernel",
                              "same as sk dkernel"]),

@@ -63,8 +63,8 @@ def test_fit_transform_and_transform_equal_scikit_learn_to_1e_8(kernel):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kernel", sorted(KERNELS))
-def test_scikit_learn_numbers_at_n_3000(kernel):
-    _against_scikit_learn(kernel, 3000, 100, 20)
+def test_scikit_learn_numbers_at_n_2000(kernel):
+    _against_scikit_learn(kernel, 2000, 100, 20)
 
 
 @pytest.mark.parametrize("solver", ["arpack", "auto"])

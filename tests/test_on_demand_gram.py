@@ -220,7 +220,7 @@ def test_a_bounded_row_cache_keeps_the_rows_asked_last_and_moves_them_in_a_new_v
     kernel = RBFKernel(gamma=0.2)
     assert cached_rows(X, np.float64) == 40 and cached_rows(X[:30], np.float64) == 30
     gram = OnDemandGram(X, kernel)
-    assert gram.capacity == 40 and gram.M.shape == (40, 300)
+    assert gram.capacity == 40 and gram.M.shape == (300, 300)  # address space for every row, 40 of them written
     first, positions, _ = gram.row_source(np.arange(30))
     assert first is gram.M
     same, _, _ = gram.row_source(np.arange(30, 40))  # fits: nothing moves
@@ -239,3 +239,30 @@ def test_a_bounded_row_cache_keeps_the_rows_asked_last_and_moves_them_in_a_new_v
     assert not np.shares_memory(rows, gram.M)
     with pytest.raises(ValueError, match="41 distinct rows asked at once from an on-demand Gram that holds 40"):
         gram.row_source(np.arange(200, 241))
+
+
+def test_a_row_cache_that_computes_again_as_many_rows_as_it_holds_doubles(monkeypatch):
+    monkeypatch.setattr(_in_memory, "MIN_CACHED_ROWS", 40)
+    monkeypatch.setattr(_in_memory, "ROW_CACHE_BYTES", 1)
+    monkeypatch.setattr(_in_memory, "PROMOTE_MIN_FEATURES", 10**6)
+    X = np.random.default_rng(6).normal(size=(300, 6))
+    kernel = RBFKernel(gamma=0.2)
+    gram = OnDemandGram(X, kernel)
+    computed = []
+    evaluate = gram._evaluate_rows
+    monkeypatch.setattr(gram, "_evaluate_rows", lambda idx, out: computed.append(idx.size) or evaluate(idx, out))
+    # A solver cycling through 60 rows, 20 a request, with room for 40: every row is dropped before it is asked
+    # for again. Once 40 rows were computed twice, the next request grows the cache to 80 instead of dropping
+    # (its own 20 rows, dropped before, are computed a second time); after that nothing is computed again.
+    cycle = [np.arange(a, a + 20) for a in (0, 20, 40)]
+    for _ in range(6):
+        for idx in cycle:
+            M, positions, _ = gram.row_source(idx)
+            np.testing.assert_allclose(M[positions], kernel.block(X[idx], X), rtol=1e-12)
+    assert gram.capacity == 80
+    assert computed == [20] * 6  # 60 rows once, then again: 0-19 and 20-39 in a cache of 40, 40-59 in one of 80
+    assert gram.n_recomputed == 20 and gram.n_computed == 60
+    for _ in range(3):  # a cycle of 200 rows grows it to the whole Gram, never past it
+        for a in range(0, 200, 20):
+            gram.row_source(np.arange(a, a + 20))
+    assert gram.capacity <= 300

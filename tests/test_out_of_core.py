@@ -112,6 +112,38 @@ def test_results_come_back_in_order_and_futures_are_released_as_they_complete(li
     assert compute_with_progress(tasks, client, progress=False) == list(range(1, 11))
 
 
+def test_the_poll_pause_starts_at_a_millisecond_doubles_to_fifty_and_resets(monkeypatch):
+    from dkernel._runtime import client as client_module
+
+    slept = []
+    monkeypatch.setattr(client_module.time, "sleep", slept.append)
+    pause = client_module.PollPause()
+    for _ in range(9):
+        pause.wait()
+    pause.reset()
+    pause.wait()
+    assert slept == pytest.approx([0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.05, 0.05, 0.05, 0.001])
+
+
+def test_a_task_of_a_few_milliseconds_is_gathered_without_the_longest_pause(limited_cluster, monkeypatch):
+    """The pauses taken while a short task runs stay at the first ones (no fixed 50 ms look)."""
+    import time
+
+    from dkernel._runtime import client as client_module
+
+    slept = []
+    real_sleep = time.sleep
+
+    def spy(seconds):
+        slept.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(client_module.time, "sleep", spy)
+    futures = limited_cluster.map(lambda k: k + 1, range(3), pure=False)
+    assert client_module.gather_as_completed(limited_cluster, futures) == [1, 2, 3]
+    assert slept and slept[0] == client_module.PollPause.shortest
+
+
 def test_a_failed_task_raises_its_own_error(limited_cluster):
     def fail(k):
         if k == 3:

@@ -189,6 +189,30 @@ def stall_timeout():
 # --------------------------------------------------------------------------- #
 
 
+class PollPause:
+    """The pause between two looks at running futures: 1 ms, doubled after each look that found nothing new, up to
+    :attr:`longest` (50 ms); back to 1 ms once something finished.
+
+    A task of a few milliseconds is then seen done within about its own time,
+    not after a fixed 50 ms (a cluster run of many small tasks, such as the
+    solver's steps or sampled alignments, waited mostly on that pause), while
+    a long task is looked at 20 times a second.
+    """
+
+    shortest = 0.001
+    longest = 0.05
+
+    def __init__(self):
+        self.seconds = self.shortest
+
+    def wait(self):
+        time.sleep(self.seconds)
+        self.seconds = min(2 * self.seconds, self.longest)
+
+    def reset(self):
+        self.seconds = self.shortest
+
+
 def compute_with_progress(tasks, client, progress, label="tasks", on_result=None):
     """Compute a list of Delayed objects and return their results in order.
 
@@ -247,6 +271,7 @@ def gather_as_completed(client, futures, progress=None, on_result=None):
     n_done = 0
     last_finished = time.monotonic()
     timeout = stall_timeout()
+    pause = PollPause()
     try:
         while not pending.is_empty():
             batch = pending.next_batch(block=False)
@@ -254,8 +279,9 @@ def gather_as_completed(client, futures, progress=None, on_result=None):
                 if time.monotonic() - last_finished > timeout:
                     _raise_if_stalled(client, timeout)
                     last_finished = time.monotonic()
-                time.sleep(0.05)
+                pause.wait()
                 continue
+            pause.reset()
             for future, result in batch:
                 _raise_task_error(future, result, len(position))
                 results[position[future.key]] = result
@@ -281,6 +307,7 @@ def wait_with_progress(client, futures, progress=None):
     """
     timeout = stall_timeout()
     last_done, last_change = -1, time.monotonic()
+    pause = PollPause()
     while True:
         n_done = 0
         for future in futures:
@@ -290,6 +317,7 @@ def wait_with_progress(client, futures, progress=None):
         now = time.monotonic()
         if n_done != last_done:
             last_done, last_change = n_done, now
+            pause.reset()
             if progress is not None:
                 progress.update(n_done)
         if n_done == len(futures):
@@ -297,7 +325,7 @@ def wait_with_progress(client, futures, progress=None):
         if now - last_change > timeout:
             _raise_if_stalled(client, timeout)
             last_change = now
-        time.sleep(0.05)
+        pause.wait()
 
 
 def _raise_task_error(future, result, n_tasks):

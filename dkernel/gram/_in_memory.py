@@ -54,23 +54,20 @@ with few support vectors never pays for a Gram; one that needs every row
 pays ``5 n / 8``. Where a value is cheap, the rest's memory traffic costs
 more than the values it saves, and rows are only computed on demand, into
 a bounded row cache as libsvm's (:func:`cached_rows`: a few hundred MB,
-more where a value costs more): past it, the rows asked for least recently
-make room and are computed again if asked for again. Touching fresh memory
-costs more than computing a cheap row again, and the solver's rebuild of
-a shrunk gradient reads only the free support vectors' rows
-(:mod:`dkernel.solver._shrinking`).
+more where a value costs more, doubled while it computes again as many rows
+as it holds): past it, the rows asked for least recently make room. Touching
+fresh memory costs more than computing a cheap row again; a rebuild of a
+shrunk gradient reads only the free support vectors' rows (:mod:`dkernel.solver._shrinking`).
 
 Where the rest may be computed, each kernel value is computed once, then
 only read: the gradient the solver builds from the values it read stays that
 of the matrix it reads (what SMO needs), whatever their last bits (a row
-dropped from a bounded cache and computed again may differ from its first
-evaluation in the last bit, as in libsvm's cache; the fit is the same to the
-solver's tolerance). Those bits are not a whole Gram's: BLAS
-rounds a row differently in blocks of other shapes (a request, a thread's
-share of it, a tile of the rest: :mod:`dkernel.kernels._products`), so the
-values agree with :func:`dense_symmetric_gram`'s to
-rounding, and two rows computed on demand may differ in the last bit at
-each other's column. A fit on them solves the same problem to rounding: its
+computed again in a bounded cache may differ in the last bit, as in libsvm's
+cache; the fit is the same to the solver's tolerance). Those bits are not a
+whole Gram's: BLAS rounds a row differently in blocks of other shapes (a
+request, a thread's share, a tile of the rest: :mod:`dkernel.kernels._products`),
+so the values agree with :func:`dense_symmetric_gram`'s to rounding, and two rows computed on demand may
+differ in the last bit at each other's column. A fit on them solves the same problem to rounding: its
 dual coefficients agree with a whole-Gram fit's to the solver's tolerance
 (to ``1.5e-8`` relative or better at ``tol=1e-10``, on six data sets). Hence the rest
 copies the values the solver has read rather than computing them again
@@ -319,15 +316,13 @@ def cached_rows(X, dtype):
     :data:`ROW_CACHE_FEATURES` features a value costs (:func:`product_cost`, at least once), at least
     :data:`MIN_CACHED_ROWS`, at most ``n``.
 
-    Memory is one cost: on a virtual machine, the first write to a page of a
-    new process's memory costs up to 2 s a GB, more than the kernel values
-    written to it where they are cheap. Rows dropped and asked for again
-    are computed again (as libsvm's cache computes them), the other cost,
-    growing with the features. Measured on 2 cores, one fit in a fresh
-    process, ``n = 40000``: 20 features, 4.6–5.5 s with 256–512 MB held
-    against 6.6–6.9 s with every row computed kept (peak 0.44–0.69 against
-    2.24 GB); 64 features, 18.0 s with 1 GB against 19.2–19.6 s (peak 1.2
-    against 4.7 GB), 20.6–21.9 s with 256 MB.
+    Memory is one cost: the first write to a page of a new process's memory
+    costs more than the kernel values written to it where they are cheap.
+    Rows dropped and asked for again are computed again (as libsvm's cache
+    does; :meth:`OnDemandGram._make_room` grows the cache where that
+    repeats), the other cost, growing with the features. Measured on 2 cores, one fit in a fresh
+    process, ``n = 40000`` (huge pages): 20 features, 4.6–5.5 s with 256–512 MB against 6.6–6.9 s
+    with every row kept (peak 0.44–0.69 against 2.24 GB); 64 features, 18.0 s with 1 GB, 19.2–19.6 s all kept.
     """
     n = X.shape[0]
     budget = ROW_CACHE_BYTES * max(1.0, product_cost(X) / ROW_CACHE_FEATURES)
@@ -374,11 +369,13 @@ class OnDemandGram:
 
     Attributes
     ----------
-    M : ndarray of shape (capacity, n)
-        The rows held: sample ``i``'s row at ``M[position(i)]``, its columns in sample order.
+    M : ndarray of shape (n, n)
+        The rows held: sample ``i``'s row at ``M[position(i)]``, its columns in sample order; a mapping of which
+        only the pages of the first :attr:`capacity` rows are ever written.
     capacity : int
-        Rows :attr:`M` holds: ``n`` where the rest of the Gram may be computed, else :func:`cached_rows` (a bounded
-        row cache, the rows asked for least recently dropped to make room).
+        Rows :attr:`M` holds: ``n`` where the rest of the Gram may be computed, else a bounded row cache, the rows
+        asked for least recently dropped to make room: :func:`cached_rows` at first, doubled each time as many
+        rows as it holds were dropped and asked for again (:meth:`_make_room`).
     n_computed : int
         Kernel rows computed on demand.
 
@@ -408,10 +405,11 @@ class OnDemandGram:
         n = X.shape[0]
         self.threshold = promotion_threshold(X)
         self.capacity = n if self.threshold < n else cached_rows(X, self.whole_dtype)
-        self.M = empty_gram((self.capacity, n), self.whole_dtype)
+        self.M = empty_gram((n, n), self.whole_dtype)  # its pages written only up to the capacity, which may grow
         self._matrix = self.M  # a new view of M each time rows move in it (:meth:`_make_room`)
         self._position = np.full(n, -1, dtype=np.intp)
         self._asked = np.zeros(n, dtype=np.int64)  # the request that last asked for each row
+        self._dropped, self.n_recomputed = np.zeros(n, dtype=bool), 0  # rows dropped; computed again since growth
         self._requests = 0
         self.n_computed = 0
         self._sq_norms = None
@@ -465,6 +463,7 @@ class OnDemandGram:
             start, stop = self.n_computed, self.n_computed + missing.size
             if stop > self.threshold:
                 return False
+            self.n_recomputed += int(np.count_nonzero(self._dropped[missing]))
             self._evaluate_rows(missing, self.M[start:stop])
             self.M[np.arange(start, stop), missing] = self._diagonal()[missing]
             self._position[missing] = np.arange(start, stop)
@@ -472,13 +471,26 @@ class OnDemandGram:
         return True
 
     def _make_room(self, n_missing):
-        """Drop the rows asked for least recently, so that ``n_missing`` new rows fit in :attr:`capacity`.
+        """Drop the rows asked for least recently, so that ``n_missing`` new rows fit in :attr:`capacity`; or grow
+        the capacity, where the cache keeps computing again the rows it drops.
 
         libsvm's kernel cache, in rows: the rows of the current request stay,
         and of the others the most recently asked for, up to half the
         capacity; the rows kept move to the first rows of :attr:`M`, in the
         order they were held (each row moves up or stays: no copy of them).
+
+        Once as many rows as it holds were dropped and computed again, the
+        solver cycles through more rows than it holds: the capacity doubles
+        instead (up to ``n``: the whole Gram fits where this Gram is chosen).
+        One fit in a fresh process, 2 cores, ε-SVR at ``n = 40000`` (10
+        features): 27.8 s with 2048 rows held, 143499 computed; 19.4 s
+        growing to 16384, 43489 computed, peak 1.65 GB.
         """
+        if self.n_recomputed >= self.capacity and self.capacity < self.n:
+            self.capacity = min(self.n, 2 * self.capacity)
+            self.n_recomputed = 0
+            if self.n_computed + n_missing <= self.capacity:
+                return
         held = np.flatnonzero(self._position >= 0)
         asked_now = int(np.count_nonzero(self._asked[held] == self._requests))
         if asked_now + n_missing > self.capacity:
@@ -491,7 +503,9 @@ class OnDemandGram:
             if target != source:
                 self.M[target] = self.M[source]
         self._position[held] = -1
+        self._dropped[held] = True
         self._position[keep] = np.arange(keep.size)
+        self._dropped[keep] = False
         self.n_computed = keep.size
         self._matrix = self.M[:]
 

@@ -141,9 +141,7 @@ class ShrinkingGradients:
         else:
             self.G = np.array(G, dtype=np.float64)
             if self._upper_sums is not None:
-                support, support_weights = starting_support(self.y, self.alpha)
-                upper = self._at_upper(support)
-                self._upper_sums = self._support_products(support[upper], support_weights[upper], np.arange(self.n))
+                self._upper_sums = self._sum_at_upper(*starting_support(self.y, self.alpha))[0]
 
     @property
     def shrunk(self):
@@ -303,18 +301,25 @@ class ShrinkingGradients:
         self.alpha[B] = alpha_B
         return self.candidates(k)
 
-    def _at_upper(self, idx):
-        """Whether each variable of ``idx`` is at its upper bound ``C_i`` (libsvm's ``is_upper_bound``)."""
-        return self.alpha[idx] >= self.C[idx]
+    def _at_upper(self, idx, alpha=None):
+        """Whether each variable of ``idx`` is at its upper bound ``C_i`` (libsvm's ``is_upper_bound``), at
+        :attr:`alpha` or at the values ``alpha`` of those variables."""
+        return (self.alpha[idx] if alpha is None else alpha) >= self.C[idx]
+
+    def _sum_at_upper(self, support, support_weights):
+        """``(sum over the support at C, mask of those)``: the gradient's part from the variables at their upper
+        bound (libsvm's ``G_bar``), summed from their rows."""
+        upper = self._at_upper(support)
+        return self._support_products(support[upper], support_weights[upper], np.arange(self.n)), upper
 
     def _track_upper_bound(self, B, slots, alpha_B):
         """Keep :attr:`_upper_sums` as the variables of ``B`` reach their upper bound or leave it (libsvm's update
         of ``G_bar``: the full rows of those variables, held in their slots)."""
-        C_B = self.C[B]
-        was, now = self.alpha[B] >= C_B, alpha_B >= C_B
+        was, now = self._at_upper(B), self._at_upper(B, alpha_B)
         changed = was != now
         if not changed.any():
             return
+        C_B = self.C[B]
         weights = np.zeros(self.weights.size)
         weights[np.asarray(slots)[changed]] = (np.where(now, C_B, -C_B) * self.y[B])[changed]
         index = self._matrix_index
@@ -364,8 +369,7 @@ class ShrinkingGradients:
         every = np.arange(self.n)
         if self._upper_sums is None:
             return self.p + self.y * self._support_products(support, support_weights, every)
-        upper = self._at_upper(support)
-        self._upper_sums = self._support_products(support[upper], support_weights[upper], every)
+        self._upper_sums, upper = self._sum_at_upper(support, support_weights)
         free = self._support_products(support[~upper], support_weights[~upper], every)
         return self.p + self.y * (self._upper_sums + free)
 

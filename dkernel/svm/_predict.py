@@ -1,6 +1,9 @@
 """Decision values of the binary problems through the original kernel (Meilă eq. 16, Graf & Borer eq. 3).
 
-Test rows are evaluated in blocks against the support vectors; a stored
+Test rows are evaluated in blocks against the support vectors, into one buffer of
+:data:`PREDICT_EVALUATION_BYTES` written again block after block (no large array
+of fresh memory per call: its first write costs more than the kernel values
+where they are cheap); a stored
 test kernel ``K(X_test, X_train)`` is read by row blocks of bounded size; a
 dask array stays lazy and is evaluated blockwise over its row chunks.
 """
@@ -8,10 +11,14 @@ dask array stays lazy and is evaluated blockwise over its row chunks.
 import numpy as np
 
 from .._runtime.validation import check_finite
+from ..gram._in_memory import empty_gram
 from ._inputs import is_gram_source
 
 #: Test rows evaluated per block in prediction.
 PREDICT_BLOCK_ROWS = 4096
+
+#: Bytes of the block ``K(X_test rows, support vectors)`` evaluated at once: one buffer, written block after block.
+PREDICT_EVALUATION_BYTES = 2**25
 
 #: Bytes of a stored test kernel ``K(X_test, X_train)`` read at once in prediction.
 PREDICT_BLOCK_BYTES = 2**28
@@ -37,11 +44,15 @@ def pairwise_decision(X, kernel, support_vectors, support, pair_coef, intercept)
     if kernel is None:
         K = np.asarray(X, dtype=np.float64)[:, support]
         return K @ pair_coef.T + intercept
-    out = np.empty((X.shape[0], pair_coef.shape[0]))
-    for start in range(0, X.shape[0], PREDICT_BLOCK_ROWS):
-        stop = min(start + PREDICT_BLOCK_ROWS, X.shape[0])
-        K = kernel.block(X[start:stop], support_vectors)
-        out[start:stop] = np.asarray(K, dtype=np.float64) @ pair_coef.T + intercept
+    n_test, n_sv = X.shape[0], support_vectors.shape[0]
+    out = np.empty((n_test, pair_coef.shape[0]))
+    step = max(1, min(PREDICT_BLOCK_ROWS, PREDICT_EVALUATION_BYTES // (8 * max(n_sv, 1))))
+    buffer = empty_gram((min(step, n_test), n_sv), np.float64)
+    for start in range(0, n_test, step):
+        stop = min(start + step, n_test)
+        K = buffer[: stop - start]
+        kernel.evaluate_into(X[start:stop], support_vectors, K)
+        out[start:stop] = K @ pair_coef.T + intercept
     return out
 
 
