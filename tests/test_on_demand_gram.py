@@ -57,14 +57,38 @@ def test_rows_on_demand_until_n_over_2_then_the_rest_of_the_gram():
     assert columns is None
     np.testing.assert_array_equal(positions, np.arange(199))  # the first rows of one array, in the order asked
     assert gram.held == "on-demand" and gram.n_computed == 199
-    # Two more rows would pass n / 2: the rest of the Gram is computed into the same array.
-    np.testing.assert_allclose(gram.rows(order[[199, 7, 200]]), whole[order[[199, 7, 200]]], rtol=1e-12, atol=1e-14)
+    # A request of mostly new rows would pass n / 2: the rest of the Gram is computed into the same array.
+    busy = np.r_[order[199:300], 7]
+    np.testing.assert_allclose(gram.rows(busy), whole[busy], rtol=1e-12, atol=1e-14)
     assert gram.held == "float64" and gram.n_computed == 199  # the rest is not counted as rows on demand
     again, kept, _ = gram.row_source(first)
     assert again is matrix and np.array_equal(kept, positions)  # rows held by the solver stay where they were
     np.testing.assert_allclose(gram.rows(np.arange(400)), whole, rtol=1e-12, atol=1e-14)
     np.testing.assert_array_equal(np.sort(gram.row_source(np.arange(400))[1]), np.arange(400))
     np.testing.assert_array_equal(gram.diag(), np.ones(400))
+
+
+def test_the_rest_is_computed_only_where_the_requests_show_most_rows_still_to_come():
+    X = np.random.default_rng(0).normal(size=(400, 6))
+    kernel = RBFKernel(gamma=0.2)
+    whole = dense_symmetric_gram(X, kernel)
+    # Requests that ask again for rows held, 5 new rows in 90: the rows needed are about n / 2 (a solve near its
+    # end): rows stay on demand, to the end.
+    settled = OnDemandGram(X, kernel)
+    settled.rows(np.arange(170))  # 170 >= 0.8 · 200: the rows asked from here show what is to come
+    for k in range(170, 230, 5):
+        np.testing.assert_allclose(settled.rows(np.r_[0:170:2, k : k + 5]), whole[np.r_[0:170:2, k : k + 5]],
+                                   rtol=1e-12, atol=1e-14)
+    assert settled.held == "on-demand" and settled.n_computed == 230 and settled.threshold == 400
+    np.testing.assert_allclose(settled.rows(np.arange(400)), whole, rtol=1e-12, atol=1e-14)
+    assert settled.held == "on-demand" and settled.n_computed == 400
+    # Requests of mostly new rows (30 in 50): most of the Gram is to come, and the rest is computed past n / 2.
+    busy = OnDemandGram(X, kernel)
+    busy.rows(np.arange(170))
+    for k in range(170, 230, 30):
+        busy.rows(np.r_[0:20, k : k + 30])
+    assert busy.held == "float64" and busy.n_computed == 200
+    np.testing.assert_allclose(busy.rows(np.arange(400)), whole, rtol=1e-12, atol=1e-14)
 
 
 def test_a_sample_asked_twice_in_one_request_is_computed_once():

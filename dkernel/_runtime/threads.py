@@ -1,4 +1,4 @@
-"""Threads: the cores a process may use, and the BLAS thread count limited for the length of a block.
+"""Threads: the cores a process may use, BLAS limited to one thread for a block, bands of work on a pool.
 
 Where this process runs its own threads over one shared array (the row
 bands of a Gram, the binary problems of a fit), each thread calls BLAS on
@@ -15,8 +15,11 @@ its length, which finds them once. Nothing is kept from one fit to the next.
 import contextlib
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
-__all__ = ["BlasThreads", "single_blas_thread", "usable_cores"]
+from .progress import TextProgress
+
+__all__ = ["BlasThreads", "run_bands", "single_blas_thread", "usable_cores"]
 
 
 def usable_cores():
@@ -64,3 +67,18 @@ class BlasThreads:
 def single_blas_thread(enabled=True, blas=None):
     """:meth:`BlasThreads.single` of ``blas``, or of a new :class:`BlasThreads` when None."""
     return (blas or BlasThreads()).single(enabled)
+
+
+def run_bands(band, starts, threads, description, progress=False, blas=None):
+    """``band(start)`` for each of ``starts`` (the first first) on a pool of ``threads`` threads, one BLAS thread
+    each (the bands themselves run in parallel; ``blas``: a :class:`BlasThreads`, a new one when None), the bands
+    done shown on a bar (:class:`TextProgress`)."""
+    bar = TextProgress(len(starts), description, enabled=progress)
+    try:
+        pool = ThreadPoolExecutor(max_workers=max(1, min(threads, len(starts))))
+        with (blas or BlasThreads()).single(), pool:
+            for done, finished in enumerate(as_completed([pool.submit(band, start) for start in starts]), 1):
+                finished.result()
+                bar.update(done)
+    finally:
+        bar.close()

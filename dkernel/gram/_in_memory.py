@@ -46,12 +46,18 @@ K[s, u]``), and their own Gram, its tiles on and above the diagonal each
 written with its mirror (:mod:`dkernel.gram._on_demand_compiled`).
 
 Counted in rows of ``n`` kernel values, the whole Gram alone costs ``n / 2``
-(its upper triangle); ``R`` rows on demand cost ``R``; and rows on demand up
-to ``f n`` then the rest cost ``f n + (1 - f)² n / 2``. At ``f = 1/2`` this
-costs at most 1.25 times the cheaper of the two choices made knowing ``R``
-in advance (``min(R, n / 2)``), the least such factor of any ``f``. A problem
-with few support vectors never pays for a Gram; one that needs every row
-pays ``5 n / 8``. Where a value is cheap, the rest's memory traffic costs
+(its upper triangle), and ``R`` rows on demand cost ``R``. The rest past
+``n / 2`` rows is dearer than its values: the columns copied and the mirror
+written are transposed scatters over fresh memory, and it cost half of
+computing every remaining row on demand (:data:`REST_COST_FRACTION`). It
+pays only where most of the rows will be asked for, which the requests show
+as they come: of the rows asked for lately, the fraction not computed yet
+(:meth:`OnDemandGram._rest_pays`). Near the end of a solve, rows asked for
+are rows held; where new rows keep coming, many more are needed. On 2 cores,
+``n = 40000``, 256 features: 18987 support vectors needed 20107 rows and the
+fit took 13.9 s on demand against 19.5–20.4 s with the rest; 26092 support
+vectors needed 29222 and the rest saved a sixth (18.9 against 22.5 s).
+Where a value is cheap, the rest's memory traffic costs
 more than the values it saves, and rows are only computed on demand, into
 a bounded row cache as libsvm's (:func:`cached_rows`: a few hundred MB,
 more where a value costs more, doubled while it computes again as many rows
@@ -60,22 +66,15 @@ fresh memory costs more than computing a cheap row again; a rebuild of a
 shrunk gradient reads only the free support vectors' rows (:mod:`dkernel.solver._shrinking`).
 
 Where the rest may be computed, each kernel value is computed once, then
-only read: the gradient the solver builds from the values it read stays that
-of the matrix it reads (what SMO needs), whatever their last bits (a row
-computed again in a bounded cache may differ in the last bit, as in libsvm's
-cache; the fit is the same to the solver's tolerance). Those bits are not a
-whole Gram's: BLAS rounds a row differently in blocks of other shapes (a
-request, a thread's share, a tile of the rest: :mod:`dkernel.kernels._products`),
-so the values agree with :func:`dense_symmetric_gram`'s to rounding, and two rows computed on demand may
-differ in the last bit at each other's column. A fit on them solves the same problem to rounding: its
-dual coefficients agree with a whole-Gram fit's to the solver's tolerance
-(to ``1.5e-8`` relative or better at ``tol=1e-10``, on six data sets). Hence the rest
-copies the values the solver has read rather than computing them again
-(overwriting them with a whole Gram's would change them under the solver,
-and cost ``n / 2`` rows more), and a row's value at its own sample is the
-kernel's diagonal, which the solver reads for ``Q_ii`` (:meth:`OnDemandGram.diag`;
-an RBF distance of a point to itself, evaluated, can round to a tiny positive
-number instead of zero).
+only read: the gradient the solver builds stays that of the matrix it
+reads, whatever the values' last bits (BLAS rounds a row differently in
+blocks of other shapes: :mod:`dkernel.kernels._products`; a row computed
+again in a bounded cache may differ in the last bit, as in libsvm's). A fit
+on them solves the same problem to rounding (dual coefficients within
+``1.5e-8`` relative of a whole-Gram fit's at ``tol=1e-10``, six data sets).
+So the rest copies the values the solver has read rather than computing
+them again, and a row's value at its own sample is the kernel's diagonal,
+which the solver reads for ``Q_ii`` (:meth:`OnDemandGram.diag`).
 
 The rows of one request are split between the cores (a thread each, one
 BLAS thread per thread): a single binary problem has nothing else to run in
@@ -93,11 +92,12 @@ import numpy as np
 from sklearn.utils.extmath import row_norms
 
 from .._runtime.progress import TextProgress
-from .._runtime.threads import BlasThreads, usable_cores
+from .._runtime.threads import BlasThreads, run_bands, usable_cores
 
-__all__ = ["MIN_CACHED_ROWS", "OWN_MAPPING_MIN_BYTES", "ON_DEMAND_MIN_SAMPLES", "PAIR_COST_IN_FEATURES", "PROMOTE_FRACTION",
-           "PROMOTE_MIN_FEATURES", "ROW_CACHE_BYTES", "ROW_CACHE_FEATURES", "OnDemandGram", "cached_rows", "dense_symmetric_gram", "empty_gram", "matching_pairs", "product_cost",
-           "promotion_threshold", "run_bands"]
+__all__ = ["MIN_CACHED_ROWS", "OWN_MAPPING_MIN_BYTES", "ON_DEMAND_MIN_SAMPLES", "PAIR_COST_IN_FEATURES",
+           "PROMOTE_FRACTION", "PROMOTE_MIN_FEATURES", "REST_COST_FRACTION", "ROW_CACHE_BYTES", "ROW_CACHE_FEATURES",
+           "OnDemandGram", "cached_rows", "dense_symmetric_gram", "empty_gram", "matching_pairs", "product_cost",
+           "promotion_threshold"]
 
 #: Rows per band; small enough that bands balance over the threads. A Gram of
 #: at most this many samples is evaluated directly, without a task graph.
@@ -221,30 +221,19 @@ def _banded_gram(X, kernel, dtype, band_rows, num_workers, progress, blas):
     return K
 
 
-def run_bands(band, starts, threads, description, progress=False, blas=None):
-    """``band(start)`` for each of ``starts`` (the first first) on a pool of ``threads`` threads, one BLAS thread
-    each (the bands themselves run in parallel; ``blas``: a :class:`BlasThreads`, a new one when None), the bands
-    done shown on a bar (:class:`TextProgress`)."""
-    from concurrent.futures import ThreadPoolExecutor, as_completed
-
-    bar = TextProgress(len(starts), description, enabled=progress)
-    try:
-        with (blas or BlasThreads()).single(), ThreadPoolExecutor(max_workers=max(1, min(threads, len(starts)))) as pool:
-            for done, finished in enumerate(as_completed([pool.submit(band, start) for start in starts]), 1):
-                finished.result()
-                bar.update(done)
-    finally:
-        bar.close()
-
-
 # --------------------------------------------------------------------------- #
 # Rows on demand
 # --------------------------------------------------------------------------- #
 
-
-
 #: Rows computed on demand, as a fraction of ``n``, past which the rest of the Gram is computed.
 PROMOTE_FRACTION = 1 / 2
+
+#: The rest of the Gram past :data:`PROMOTE_FRACTION` costs this fraction of computing every remaining row on
+#: demand (2 cores, ``n = 40000``, 256 features: 4.8 s against 9.6 s for 20000 rows of 40000 values).
+REST_COST_FRACTION = 1 / 2
+
+#: The rows asked for since the rows computed reached this fraction of the threshold show how many more will come.
+MISS_WINDOW_FROM = 0.8
 
 #: The cost of one kernel value, in features of a dense inner product, from which the rest of the Gram
 #: is computed at all (:func:`promotion_threshold`).
@@ -316,13 +305,10 @@ def cached_rows(X, dtype):
     :data:`ROW_CACHE_FEATURES` features a value costs (:func:`product_cost`, at least once), at least
     :data:`MIN_CACHED_ROWS`, at most ``n``.
 
-    Memory is one cost: the first write to a page of a new process's memory
-    costs more than the kernel values written to it where they are cheap.
-    Rows dropped and asked for again are computed again (as libsvm's cache
-    does; :meth:`OnDemandGram._make_room` grows the cache where that
-    repeats), the other cost, growing with the features. Measured on 2 cores, one fit in a fresh
-    process, ``n = 40000`` (huge pages): 20 features, 4.6–5.5 s with 256–512 MB against 6.6–6.9 s
-    with every row kept (peak 0.44–0.69 against 2.24 GB); 64 features, 18.0 s with 1 GB, 19.2–19.6 s all kept.
+    Memory is one cost (the first write to a page of a new process costs
+    more than a cheap kernel value); rows dropped and asked for again are
+    computed again, the other, growing with the features
+    (:meth:`OnDemandGram._make_room` grows the cache where that repeats).
     """
     n = X.shape[0]
     budget = ROW_CACHE_BYTES * max(1.0, product_cost(X) / ROW_CACHE_FEATURES)
@@ -330,19 +316,17 @@ def cached_rows(X, dtype):
 
 
 def promotion_threshold(X):
-    """The rows computed on demand past which the rest of the Gram is computed: ``n / 2``, or ``n`` (never).
+    """The rows computed on demand past which the rest of the Gram may be computed: ``n / 2``, or ``n`` (never).
 
-    The rest saves kernel values (the remaining samples' Gram is symmetric:
-    half of it is computed) and pays memory: every page of the ``n × n``
-    array touched, the columns computed copied. Where a value costs
-    little, the memory costs more than the values saved: on 2 cores, a fit
-    at ``n = 40000`` with 64 features took 15.3 s with rows only on demand
-    against 18.4 s with the rest at ``n / 2`` (peak 4.7 against 6.2 GB), ε-SVR at
-    ``n = 12000`` with 10 features 1.7–2.1 s against 2.3–3.1 s, while with
-    256 features and two thirds of the rows needed the rest saved a quarter
-    (``n = 20000``: 5.2–5.4 s against 6.7–7.3 s). So the rest is computed
-    only when a value costs :data:`PROMOTE_MIN_FEATURES` features or more
-    (:func:`product_cost`).
+    The rest saves kernel values and pays memory traffic (every page of the
+    ``n × n`` array touched, the columns computed copied). Where a value
+    costs little, that traffic costs more than the values saved: on 2 cores,
+    ``n = 40000`` with 64 features, 15.3 s with rows only on demand against
+    18.4 s with the rest at ``n / 2``; ε-SVR at ``n = 12000`` with 10
+    features, 1.7–2.1 s against 2.3–3.1 s. So the rest is considered only
+    where a value costs :data:`PROMOTE_MIN_FEATURES` features or more
+    (:func:`product_cost`), and computed where the requests show that most
+    rows are still to come (:meth:`OnDemandGram._rest_pays`).
     """
     n = X.shape[0]
     if product_cost(X) < PROMOTE_MIN_FEATURES:
@@ -352,7 +336,7 @@ def promotion_threshold(X):
 
 class OnDemandGram:
     """The Gram ``K(X, X)`` as a row provider: rows on demand, the rest of the Gram once they would pass ``n / 2``
-    (where a kernel value is costly: :func:`promotion_threshold`).
+    where a kernel value is costly (:func:`promotion_threshold`) and most rows are still to come (:meth:`_rest_pays`).
 
     Parameters
     ----------
@@ -388,7 +372,7 @@ class OnDemandGram:
     >>> _ = gram.rows(np.arange(30))       # 30 rows: on demand
     >>> gram.held, gram.n_computed
     ('on-demand', 30)
-    >>> _ = gram.rows(np.arange(30, 40))   # 40 rows > 64 / 2: the rest of the Gram
+    >>> _ = gram.rows(np.arange(30, 40))   # 40 rows > 64 / 2, all new: the rest of the Gram
     >>> gram.held, bool(np.allclose(gram.rows([35]), RBFKernel(gamma=0.01).block(X[35:36], X)))
     ('float64', True)
     """
@@ -410,10 +394,9 @@ class OnDemandGram:
         self._position = np.full(n, -1, dtype=np.intp)
         self._asked = np.zeros(n, dtype=np.int64)  # the request that last asked for each row
         self._dropped, self.n_recomputed = np.zeros(n, dtype=bool), 0  # rows dropped; computed again since growth
-        self._requests = 0
+        self._requests, self._rows_asked, self._window = 0, 0, None
         self.n_computed = 0
-        self._sq_norms = None
-        self._diag = None
+        self._sq_norms = self._diag = None
         self.whole = False
         self._lock = threading.Lock()
 
@@ -447,6 +430,7 @@ class OnDemandGram:
         idx = np.asarray(idx, dtype=np.intp)
         with self._lock:
             self._requests += 1
+            self._rows_asked += idx.size
             self._asked[idx] = self._requests
             if not self.whole and not self._compute_missing(idx):
                 self._compute_rest()
@@ -462,13 +446,29 @@ class OnDemandGram:
                 self._make_room(missing.size)
             start, stop = self.n_computed, self.n_computed + missing.size
             if stop > self.threshold:
-                return False
+                if self._rest_pays(stop):
+                    return False
+                self.threshold = self.n  # rows on demand to the end
             self.n_recomputed += int(np.count_nonzero(self._dropped[missing]))
             self._evaluate_rows(missing, self.M[start:stop])
             self.M[np.arange(start, stop), missing] = self._diagonal()[missing]
             self._position[missing] = np.arange(start, stop)
             self.n_computed = stop
+            if self._window is None and stop >= MISS_WINDOW_FROM * self.threshold:
+                self._window = (self._rows_asked, stop)
         return True
+
+    def _rest_pays(self, rows):
+        """Whether the rest of the Gram costs less than the rows still to come, ``rows`` computed with this request.
+
+        Of the rows asked for since the window opened (:data:`MISS_WINDOW_FROM`), a fraction ``f`` were new:
+        requests spread over ``rows / (1 - f)`` rows in all. The rest pays where those pass ``t +
+        REST_COST_FRACTION · (n - t)`` (``t`` the threshold); without a window (one request past it), it does.
+        """
+        if self._window is None:
+            return True
+        new = (rows - self._window[1]) / max(1, self._rows_asked - self._window[0])
+        return new >= 1 or rows / (1 - new) >= self.threshold + REST_COST_FRACTION * (self.n - self.threshold)
 
     def _make_room(self, n_missing):
         """Drop the rows asked for least recently, so that ``n_missing`` new rows fit in :attr:`capacity`; or grow
