@@ -360,3 +360,50 @@ def test_a_bounded_row_cache_drops_rows_and_the_fit_is_that_of_a_whole_gram(monk
     assert np.count_nonzero(bounded.alpha) > 400 and computed.size > np.unique(computed).size  # dropped, computed again
     assert abs(bounded.objective - whole.objective) <= 1e-9 * abs(whole.objective)
     np.testing.assert_allclose(bounded.alpha, whole.alpha, atol=1e-3)  # the same optimum, to the tolerance
+
+
+def test_a_gradient_step_split_between_threads_is_the_same_to_the_last_bit(monkeypatch):
+    class ThreeThreads(DenseGram):
+        threads = 3  # a provider that serves one problem alone (as an on-demand Gram)
+
+    X, y = _problem(n=1500, flip=0.3, seed=4)
+    K = rbf_kernel(X, gamma=0.1).astype(np.float32)
+    parts = []
+    step = shrinking_module.weighted_rows_step
+
+    def counted(M, positions, weights, columns, all_columns, out):
+        parts.append(out.size)
+        return step(M, positions, weights, columns, all_columns, out)
+
+    monkeypatch.setattr(shrinking_module, "weighted_rows_step", counted)
+    monkeypatch.setattr(shrinking_module, "SPLIT_STEP_VALUES", 1500 * 4)  # 1500 columns × 8 rows: 2 parts
+    results = {}
+    for rows in (DenseGram(K), ThreeThreads(K)):
+        parts.clear()
+        results[type(rows)] = solve_qp(rows, y, 1.0, tol=1e-3, shrinking=True, working_set_size=32), list(parts)
+    (one, one_parts), (three, three_parts) = results[DenseGram], results[ThreeThreads]
+    # In three threads the large steps are split in 2 or 3 parts: more calls over the same columns in all.
+    assert len(three_parts) > len(one_parts) and sum(three_parts) == sum(one_parts)
+    assert one.converged and three.converged
+    np.testing.assert_array_equal(three.alpha, one.alpha)  # the same sums, in the same order
+    assert three.n_iter == one.n_iter
+
+
+def test_the_threads_of_a_gradient_step_stop_with_the_solver(monkeypatch):
+    from dkernel.gram._in_memory import OnDemandGram
+
+    monkeypatch.setattr(shrinking_module, "SPLIT_STEP_VALUES", 1)
+    pools = []
+    close = shrinking_module.ShrinkingGradients.close
+
+    def closing(self):
+        pools.append(self._pool)
+        close(self)
+        assert self._pool is None
+
+    monkeypatch.setattr(shrinking_module.ShrinkingGradients, "close", closing)
+    X, y = _problem(n=600, seed=5)
+    solve_qp(OnDemandGram(X, RBFKernel(gamma=0.1), threads=2), y, 1.0, tol=1e-3, working_set_size=32)
+    assert len(pools) == 1 and pools[0] is not None and pools[0]._shutdown
+    solve_qp(SubsetGram(DenseGram(rbf_kernel(X, gamma=0.1)), np.arange(600)), y, 1.0, tol=1e-3, working_set_size=32)
+    assert len(pools) == 2 and pools[1] is None  # a subset serves one of several problems: one thread

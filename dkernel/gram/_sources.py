@@ -25,10 +25,12 @@ worker instead of the whole matrix), and, for a source whose rows lie in a
 matrix held in memory, ``rows_in_memory = True`` and ``row_source(idx)``
 (where the rows lie: ``(M, positions, columns)``, the rows being
 ``M[positions][:, columns]``, ``columns`` None for all; None where they do not
-lie in ``M`` yet), which let the solver read rows in place.
+lie in ``M`` yet), which let the solver read rows in place, and ``threads``
+(the threads the solver's reads of ``M`` may be split between: a source that
+serves one problem alone; 1 where absent).
 
 The same objects are the row providers of :mod:`dkernel.solver`, which reads
-only ``n``, ``rows``, ``diag``, ``submatrix`` and ``row_source``: :class:`DenseGram` wraps a
+only ``n``, ``rows``, ``diag``, ``submatrix``, ``row_source`` and ``threads``: :class:`DenseGram` wraps a
 matrix held in memory, :class:`KernelGram` evaluates a kernel on the fly from
 ``X`` through a row cache (:mod:`dkernel.gram._on_the_fly`), :class:`SubsetGram` is a principal submatrix of
 another source. :class:`dkernel.gram.GramMatrix` (a zarr store) and the lazy

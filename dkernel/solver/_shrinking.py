@@ -29,6 +29,8 @@ support vectors at ``C`` of an overlapping problem would otherwise be
 computed again at each rebuild.
 """
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from ._gradient import GRADIENT_BLOCK_ROWS, initial_gradient, starting_support
@@ -37,7 +39,7 @@ from ._rows import raise_nonfinite_rows
 from ._select import violation_sets
 from ._select_compiled import active_candidates
 
-__all__ = ["SHRINK_INTERVAL", "ShrinkingGradients", "rows_read_from_memory"]
+__all__ = ["SHRINK_INTERVAL", "SPLIT_STEP_VALUES", "ShrinkingGradients", "rows_read_from_memory"]
 
 #: Outer iterations between two shrinking tests (about libsvm's ``min(n, 1000)`` two-variable steps
 #: at the default working set of 128 variables).
@@ -46,6 +48,10 @@ SHRINK_INTERVAL = 16
 #: Support rows asked for in one request when the gradient is rebuilt from rows in memory (each request asks for
 #: the working set's rows too, and a bounded row cache holds both: :data:`~dkernel.gram._in_memory.MIN_CACHED_ROWS`).
 SUPPORT_BLOCK_ROWS = 256
+
+#: Values read by one gradient step (columns × rows of nonzero weight) for each thread its columns are split
+#: between (a step is memory-bound: one core does not read memory as fast as two).
+SPLIT_STEP_VALUES = 2**18
 
 #: A shrinking test that would keep more than this fraction of the active variables changes nothing
 #: (compacting the rows held costs more than it saves).
@@ -121,6 +127,7 @@ class ShrinkingGradients:
         self._label_active = None  # the active variables of each label (:meth:`_active_by_label`)
         self.extremes = {}  # label: (m, M) of its variables, found by the last :meth:`candidates`
         self.in_place = row_source(rows, np.empty(0, dtype=np.intp)) is not None
+        self.threads, self._pool = max(1, int(getattr(rows, "threads", 1))), None
         self.active = np.arange(self.n)
         self.column_of = np.arange(self.n)  # position of each variable among the active ones, -1 if shrunk
         self.weights = np.zeros(q)
@@ -149,7 +156,37 @@ class ShrinkingGradients:
         return self.active.size < self.n
 
     def close(self):
-        """Nothing to release: the gradient lives in this process."""
+        """Stop the threads that split the gradient steps (the gradient itself lives in this process)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
+
+    def _weighted_rows_step(self, M, positions, weights, columns, all_columns, step):
+        """:func:`weighted_rows_step`, its columns split between :attr:`threads` threads (this one included) where
+        the step reads :data:`SPLIT_STEP_VALUES` values or more for each.
+
+        Each thread sums its own columns over the rows in the same order:
+        the step is the same to the last bit. One fit in a fresh process on
+        2 cores, ``n = 40000``: 64 features, 12.4 s in one thread against
+        11.4 s in two; 20 features, 4.3 against 3.8 s.
+        """
+        parts = min(self.threads, step.size * int(np.count_nonzero(weights)) // SPLIT_STEP_VALUES)
+        if parts < 2:
+            return weighted_rows_step(M, positions, weights, columns, all_columns, step)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.threads - 1, thread_name_prefix="dkernel-step")
+
+        def part(a, b):
+            if all_columns:
+                weighted_rows_step(M[:, a:b], positions, weights, columns, True, step[a:b])
+            else:
+                weighted_rows_step(M, positions, weights, columns[a:b], False, step[a:b])
+
+        bounds = np.linspace(0, step.size, parts + 1).astype(int)
+        others = [self._pool.submit(part, a, b) for a, b in zip(bounds[1:-1], bounds[2:])]
+        part(bounds[0], bounds[1])
+        for other in others:
+            other.result()
 
     def candidates(self, k):
         """``(m, M, up_idx, up_v, low_idx, low_v)`` over the active variables (global indices).
@@ -287,10 +324,10 @@ class ShrinkingGradients:
         if self.in_place:
             columns, expand, all_columns = self._step_columns()
             if expand is None:
-                weighted_rows_step(self._matrix, self.position_in_slot, self.weights, columns, all_columns, step)
+                self._weighted_rows_step(self._matrix, self.position_in_slot, self.weights, columns, all_columns, step)
             else:
                 sums = np.empty(columns.size)
-                weighted_rows_step(self._matrix, self.position_in_slot, self.weights, columns, all_columns, sums)
+                self._weighted_rows_step(self._matrix, self.position_in_slot, self.weights, columns, all_columns, sums)
                 np.take(sums, expand, out=step)
         else:  # the same sums over the rows copied into the slots
             weighted_rows_step(self.K, self._slots, self.weights, self._slots, True, step)
@@ -325,7 +362,7 @@ class ShrinkingGradients:
         index = self._matrix_index
         columns = np.empty(0, dtype=np.intp) if index is None else np.ascontiguousarray(index, dtype=np.intp)
         sums = np.empty(self.n)
-        weighted_rows_step(self._matrix, self.position_in_slot, weights, columns, index is None, sums)
+        self._weighted_rows_step(self._matrix, self.position_in_slot, weights, columns, index is None, sums)
         self._upper_sums += sums
 
     def shrink(self, m, M):
@@ -415,7 +452,7 @@ class ShrinkingGradients:
                 idx = support[s : s + SUPPORT_BLOCK_ROWS]
                 positions = self._place_rows(idx)
                 at = columns if self._matrix_index is None else self._matrix_index[columns]
-                weighted_rows_step(self._matrix, positions, weights[s : s + SUPPORT_BLOCK_ROWS], at, False, part)
+                self._weighted_rows_step(self._matrix, positions, weights[s : s + SUPPORT_BLOCK_ROWS], at, False, part)
                 products += part
                 if not np.isfinite(part).all():
                     raise_nonfinite_rows(idx, self._matrix[positions[:1]])

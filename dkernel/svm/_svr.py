@@ -64,6 +64,11 @@ class EpsilonSVRGram:
     def rows_in_memory(self):
         return getattr(self.base, "rows_in_memory", False)
 
+    @property
+    def threads(self):
+        """The base's threads: the view serves the one problem its base serves."""
+        return getattr(self.base, "threads", 1)
+
     def _base_rows(self, idx):
         return np.asarray(idx, dtype=np.intp) % self.n_base
 
