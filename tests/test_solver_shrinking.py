@@ -397,9 +397,9 @@ def test_the_threads_of_a_gradient_step_stop_with_the_solver(monkeypatch):
     close = shrinking_module.ShrinkingGradients.close
 
     def closing(self):
-        pools.append(self._pool)
+        pools.append(self._split._pool)
         close(self)
-        assert self._pool is None
+        assert self._split._pool is None
 
     monkeypatch.setattr(shrinking_module.ShrinkingGradients, "close", closing)
     X, y = _problem(n=600, seed=5)

@@ -17,9 +17,11 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
+import numpy as np
+
 from .progress import TextProgress
 
-__all__ = ["BlasThreads", "run_bands", "single_blas_thread", "usable_cores"]
+__all__ = ["BlasThreads", "SplitRange", "run_bands", "single_blas_thread", "usable_cores"]
 
 
 def usable_cores():
@@ -82,3 +84,37 @@ def run_bands(band, starts, threads, description, progress=False, blas=None):
                 bar.update(done)
     finally:
         bar.close()
+
+
+class SplitRange:
+    """One call's range ``[0, size)`` split between ``threads`` threads, this one included.
+
+    The other threads are started on the first call that splits and stay
+    until :meth:`close` (a later call starts them again): one object serves
+    one computation (the rows of an on-demand Gram, the gradient steps of a
+    solver), whose calls come one after another from one thread.
+    """
+
+    def __init__(self, threads, name):
+        self.threads = max(1, int(threads))
+        self.name = name
+        self._pool = None
+
+    def run(self, part, size, parts):
+        """``part(a, b)`` on ``min(parts, threads)`` consecutive ranges of ``[0, size)``, the first in this thread."""
+        parts = min(self.threads, parts)
+        if parts < 2:
+            return part(0, size)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.threads - 1, thread_name_prefix=self.name)
+        bounds = np.linspace(0, size, parts + 1).astype(int)
+        others = [self._pool.submit(part, a, b) for a, b in zip(bounds[1:-1], bounds[2:])]
+        part(0, bounds[1])
+        for other in others:
+            other.result()
+
+    def close(self):
+        """Stop the other threads."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None

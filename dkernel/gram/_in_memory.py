@@ -56,7 +56,8 @@ as they come: of the rows asked for lately, the fraction not computed yet
 are rows held; where new rows keep coming, many more are needed. On 2 cores,
 ``n = 40000``, 256 features: 18987 support vectors needed 20107 rows and the
 fit took 13.9 s on demand against 19.5–20.4 s with the rest; 26092 support
-vectors needed 29222 and the rest saved a sixth (18.9 against 22.5 s).
+vectors needed 30932 rows into a bounded cache (22.5 s) and the rest saved a
+sixth (18.9 s).
 Where a value is cheap, the rest's memory traffic costs
 more than the values it saves, and rows are only computed on demand, into
 a bounded row cache as libsvm's (:func:`cached_rows`: a few hundred MB,
@@ -86,13 +87,12 @@ holds stay valid when the rest of the Gram is computed.
 import mmap
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from sklearn.utils.extmath import row_norms
 
 from .._runtime.progress import TextProgress
-from .._runtime.threads import BlasThreads, run_bands, usable_cores
+from .._runtime.threads import BlasThreads, SplitRange, run_bands, usable_cores
 
 __all__ = ["MIN_CACHED_ROWS", "OWN_MAPPING_MIN_BYTES", "ON_DEMAND_MIN_SAMPLES", "PAIR_COST_IN_FEATURES",
            "PROMOTE_FRACTION", "PROMOTE_MIN_FEATURES", "REST_COST_FRACTION", "ROW_CACHE_BYTES", "ROW_CACHE_FEATURES",
@@ -382,8 +382,7 @@ class OnDemandGram:
 
     def __init__(self, X, kernel, *, dtype=np.float64, progress=False, threads=None):
         self.X, self.kernel = X, kernel
-        self.threads = max(1, int(threads or usable_cores()))
-        self._pool = None
+        self._split = SplitRange(threads or usable_cores(), "dkernel-rows")
         self.whole_dtype = np.dtype(dtype)
         self.progress = progress
         n = X.shape[0]
@@ -521,16 +520,8 @@ class OnDemandGram:
         """``out = K(X[idx], X)``, the rows split between :attr:`threads` threads (this one included)."""
         if self._sq_norms is None and isinstance(self.X, np.ndarray):
             self._sq_norms = row_norms(self.X, squared=True)  # once: every request's rows are over all of X
-        parts = min(self.threads, idx.size // MIN_ROWS_PER_THREAD)
-        if parts <= 1:
-            return self._evaluate_part(idx, out)
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.threads - 1, thread_name_prefix="dkernel-rows")
-        bounds = np.linspace(0, idx.size, parts + 1).astype(int)
-        others = [self._pool.submit(self._evaluate_part, idx[a:b], out[a:b]) for a, b in zip(bounds[1:-1], bounds[2:])]
-        self._evaluate_part(idx[: bounds[1]], out[: bounds[1]])
-        for other in others:
-            other.result()
+        self._split.run(lambda a, b: self._evaluate_part(idx[a:b], out[a:b]), idx.size,
+                        idx.size // MIN_ROWS_PER_THREAD)
 
     def _evaluate_part(self, idx, out):
         """``out = K(X[idx], X)``; into a narrower ``out`` (float32) through a float64 buffer of a few rows."""
@@ -576,11 +567,14 @@ class OnDemandGram:
         self.whole = True
         self.close()
 
+    @property
+    def threads(self):
+        """The threads that evaluate rows (and may split the solver's work on them)."""
+        return self._split.threads
+
     def close(self):
         """Stop the threads that evaluate rows (started again if rows are asked for)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=False)
-            self._pool = None
+        self._split.close()
 
     def submatrix(self, idx, start, stop):
         """``K[idx, start:stop]``."""

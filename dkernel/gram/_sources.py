@@ -52,6 +52,7 @@ __all__ = [
     "ColumnSlab",
     "DEFAULT_CHUNK",
     "DenseGram",
+    "DerivedGram",
     "KernelColumnSlab",
     "KernelGram",
     "RowCache",
@@ -303,7 +304,26 @@ class ColumnSlab:
 # --------------------------------------------------------------------------- #
 
 
-class SubsetGram:
+class DerivedGram:
+    """A row provider derived from the Gram source ``base``: the base's kernel and where its rows lie.
+
+    A subclass sets ``base`` and defines ``n`` (its rows); its shape is ``(n, n)``.
+    """
+
+    @property
+    def shape(self):
+        return (self.n, self.n)
+
+    @property
+    def kernel(self):
+        return getattr(self.base, "kernel", None)
+
+    @property
+    def rows_in_memory(self):
+        return getattr(self.base, "rows_in_memory", False)
+
+
+class SubsetGram(DerivedGram):
     """The principal submatrix ``K[index][:, index]`` of a Gram source, read on demand.
 
     A solver worker reads ``submatrix(idx, start, stop)``: the base's columns
@@ -321,24 +341,12 @@ class SubsetGram:
         return self.index.shape[0]
 
     @property
-    def shape(self):
-        return (self.n, self.n)
-
-    @property
     def dtype(self):
         return np.dtype(np.float64)
 
     @property
     def chunks(self):
         return getattr(self.base, "chunks", (min(self.n, 4096),) * 2)
-
-    @property
-    def kernel(self):
-        return getattr(self.base, "kernel", None)
-
-    @property
-    def rows_in_memory(self):
-        return getattr(self.base, "rows_in_memory", False)
 
     def rows(self, idx):
         base_rows = self.index[np.asarray(idx, dtype=np.intp)]

@@ -213,7 +213,8 @@ class SVC(PlattProbabilityMixin, BaseSVM):
         Solver outer iterations per binary problem.
     gram_dtype_ : str
         How the training Gram was held: ``"float64"`` or ``"float32"`` (whole, in memory), ``"on-demand"``
-        (one binary problem: rows as needed, the rest of the Gram once they pass n/2), ``"on-the-fly"`` (rows
+        (one binary problem: rows as needed; past n/2 of them, the rest of the Gram where the rows asked for lately
+        show most rows still to come), ``"on-the-fly"`` (rows
         computed as needed), ``"store"`` (zarr) or ``"precomputed"``.
     store_path_ : str
         The Gram store used for training (only with ``store``).

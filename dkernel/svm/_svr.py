@@ -20,6 +20,7 @@ from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import column_or_1d
 
+from ..gram._sources import DerivedGram
 from ._base import EXPECTED_FAILED_CHECKS, BaseKernelSVM
 from ._kernel import ESTIMATOR_DEFAULTS
 from ._single import ORIGIN_CONSTRAINTS, SingleProblemSVM
@@ -27,7 +28,7 @@ from ._single import ORIGIN_CONSTRAINTS, SingleProblemSVM
 __all__ = ["SVR", "EpsilonSVRGram"]
 
 
-class EpsilonSVRGram:
+class EpsilonSVRGram(DerivedGram):
     """The rows of ``[[K, K], [K, K]]`` (2n × 2n) read from a row provider of ``K`` (n × n): the solver's view of
     the ε-SVR dual.
 
@@ -49,20 +50,8 @@ class EpsilonSVRGram:
         return 2 * self.n_base
 
     @property
-    def shape(self):
-        return (self.n, self.n)
-
-    @property
     def dtype(self):
         return np.dtype(getattr(self.base, "dtype", np.float64))
-
-    @property
-    def kernel(self):
-        return getattr(self.base, "kernel", None)
-
-    @property
-    def rows_in_memory(self):
-        return getattr(self.base, "rows_in_memory", False)
 
     @property
     def threads(self):

@@ -179,7 +179,8 @@ def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progre
     (with ``on_demand``, for one binary problem of at least
     :data:`~dkernel.gram._in_memory.ON_DEMAND_MIN_SAMPLES` samples whose whole
     Gram fits: rows computed as the solver asks, the rest of the Gram once
-    they would pass ``n / 2`` where a value is costly, :class:`~dkernel.gram._in_memory.OnDemandGram`) or
+    they would pass ``n / 2`` where a value is costly and the rows asked for lately show most rows still to
+    come, :class:`~dkernel.gram._in_memory.OnDemandGram`) or
     ``"on-the-fly"`` (rows computed as needed, with a row cache).
     """
     if store_path is not None:
