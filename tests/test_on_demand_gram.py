@@ -105,6 +105,33 @@ def test_a_sample_asked_twice_in_one_request_is_computed_once():
 
 
 @pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_threads_of_a_request_split_its_columns_and_each_evaluates_every_row(monkeypatch, dtype, sparse):
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(3000, 12)) * (rng.random((3000, 12)) < 0.5)
+    data = scipy.sparse.csr_matrix(X) if sparse else X
+    kernel = RBFKernel(gamma=0.05)
+    shapes = []
+    evaluate_into = RBFKernel.evaluate_into
+
+    def recorded(self, A, Z, out, **options):
+        shapes.append((A.shape[0], Z.shape[0]))
+        return evaluate_into(self, A, Z, out, **options)
+
+    monkeypatch.setattr(RBFKernel, "evaluate_into", recorded)
+    gram = OnDemandGram(data, kernel, dtype=dtype, threads=3)
+    idx = rng.choice(3000, 30, replace=False)
+    rows = gram.rows(idx)
+    # Three threads, each over a third of the columns, with the 30 rows in one block.
+    assert sorted(shapes) == [(30, 1000)] * 3
+    np.testing.assert_allclose(rows, rbf_kernel(X[idx], X, gamma=0.05), rtol=1e-6 if dtype == np.float32 else 1e-13)
+    shapes.clear()
+    gram.rows(rng.choice(np.setdiff1d(np.arange(3000), idx), 7, replace=False))
+    assert shapes == [(7, 3000)]  # a request of fewer than 16 rows: one thread
+    gram.close()
+
+
+@pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("kernel", [RBFKernel(gamma=0.2), PolynomialKernel(degree=2, gamma=0.1, coef0=1.0)])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_the_rest_of_the_gram_equals_the_whole_gram(kernel, dtype, sparse):

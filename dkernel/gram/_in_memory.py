@@ -2,32 +2,24 @@
 
 Whole
 -----
-The solver reads scattered rows of K many times; one C-contiguous ``n × n``
-array makes each read a plain fancy index. Up to :data:`BAND_ROWS` samples
-the Gram is one BLAS product evaluated straight into the array, with no task
-graph: a single band has nothing to run in parallel, and a graph costs more
-than a small Gram. Above, row bands of the upper triangle are evaluated by
-a pool of threads (BLAS and the element-wise maps release the GIL)
-and written in place, each band also writing its mirrored column strip below
-the diagonal: half the kernel work and no second copy of K; BLAS runs one
-thread per band (:class:`~dkernel._runtime.threads.BlasThreads`). The single
-product is left to BLAS's own threads: nothing of ours runs beside it, and
-finding the BLAS libraries to limit them costs more than a small Gram (16 ms
-of a 50 ms first fit on iris, in a fresh process).
+The solver reads scattered rows of K many times; one C-contiguous ``n × n`` array makes each read a plain fancy
+index. Up to :data:`BAND_ROWS` samples the Gram is one BLAS product evaluated straight into the array, with no task
+graph: a single band has nothing to run in parallel, and a graph costs more than a small Gram. Above, row bands of
+the upper triangle are evaluated by a pool of threads (BLAS and the element-wise maps release the GIL) and written
+in place, each band also writing its mirrored column strip below the diagonal: half the kernel work and no second
+copy of K; BLAS runs one thread per band (:class:`~dkernel._runtime.threads.BlasThreads`). The single product is
+left to BLAS's own threads: nothing of ours runs beside it, and finding the BLAS libraries to limit them costs more
+than a small Gram (16 ms of a 50 ms first fit on iris, in a fresh process).
 
 Memory
 ------
-A whole Gram is written once, then read many times; its first write touches
-every page, and on a virtual machine that costs more than evaluating a cheap
-kernel. Transparent huge pages make it worse there, not better: in a fresh
-process (2 cores, the memory of an earlier process given back), writing
-0.5 GB took 0.89–1.21 s on huge pages (what NumPy asks for on its own large
-allocations) against 0.22 s on 4 KiB pages; a fit that writes its Gram or
-its rows took a quarter less time with 4 KiB pages (USPS 10-class: 0.54–0.71
-against 0.67–0.90 s; ``n = 20000``, 256 features: 4.4–5.2 against 6.7–7.4
-s). So a Gram's array is a mapping of its own advised ``MADV_NOHUGEPAGE``
-(:func:`empty_gram`), unmapped with the last view of its array: nothing is
-kept from one array to the next.
+A whole Gram is written once, then read many times; its first write touches every page, and on a virtual machine
+that costs more than evaluating a cheap kernel. Transparent huge pages make it worse there, not better: in a fresh
+process (2 cores, the memory of an earlier process given back), writing 0.5 GB took 0.89–1.21 s on huge pages (what
+NumPy asks for on its own large allocations) against 0.22 s on 4 KiB pages; a fit that writes its Gram or its rows
+took a quarter less time with 4 KiB pages (USPS 10-class: 0.54–0.71 against 0.67–0.90 s; ``n = 20000``, 256
+features: 4.4–5.2 against 6.7–7.4 s). So a Gram's array is a mapping of its own advised ``MADV_NOHUGEPAGE``
+(:func:`empty_gram`), unmapped with the last view of its array: nothing is kept from one array to the next.
 
 Rows on demand
 --------------
@@ -66,22 +58,18 @@ as it holds): past it, the rows asked for least recently make room. Touching
 fresh memory costs more than computing a cheap row again; a rebuild of a
 shrunk gradient reads only the free support vectors' rows (:mod:`dkernel.solver._shrinking`).
 
-Where the rest may be computed, each kernel value is computed once, then
-only read: the gradient the solver builds stays that of the matrix it
-reads, whatever the values' last bits (BLAS rounds a row differently in
-blocks of other shapes: :mod:`dkernel.kernels._products`; a row computed
-again in a bounded cache may differ in the last bit, as in libsvm's). A fit
-on them solves the same problem to rounding (dual coefficients within
-``1.5e-8`` relative of a whole-Gram fit's at ``tol=1e-10``, six data sets).
-So the rest copies the values the solver has read rather than computing
-them again, and a row's value at its own sample is the kernel's diagonal,
-which the solver reads for ``Q_ii`` (:meth:`OnDemandGram.diag`).
+Where the rest may be computed, each kernel value is computed once, then only read: the gradient the solver builds
+stays that of the matrix it reads, whatever the values' last bits (BLAS rounds a row differently in blocks of other
+shapes: :mod:`dkernel.kernels._products`; a row computed again in a bounded cache may differ in the last bit, as in
+libsvm's). A fit on them solves the same problem to rounding (dual coefficients within ``1.5e-8`` relative of a
+whole-Gram fit's at ``tol=1e-10``, six data sets). So the rest copies the values the solver has read rather than
+computing them again, and a row's value at its own sample is the kernel's diagonal, which the solver reads for
+``Q_ii`` (:meth:`OnDemandGram.diag`).
 
-The rows of one request are split between the cores (a thread each, one
-BLAS thread per thread): a single binary problem has nothing else to run in
-parallel. The solver reads the rows where they lie
-(:meth:`OnDemandGram.row_source`): no copy in between, and the positions it
-holds stay valid when the rest of the Gram is computed.
+The columns of one request are split between the cores (a thread each, one BLAS thread per thread, every row in
+each: :meth:`OnDemandGram._evaluate_rows`): a single binary problem has nothing else to run in parallel. The solver
+reads the rows where they lie (:meth:`OnDemandGram.row_source`): no copy in between, and the positions it holds stay
+valid when the rest of the Gram is computed.
 """
 
 import mmap
@@ -256,7 +244,8 @@ ROW_CACHE_FEATURES = 16
 #: Rows an on-demand Gram with a bounded row cache holds at least, whatever :data:`ROW_CACHE_BYTES` allows.
 MIN_CACHED_ROWS = 2048
 
-#: Rows evaluated at a time in float64 before they are stored in a float32 array of rows.
+#: Rows evaluated at a time in float64 before they are stored in a float32 array of rows (as many values, over
+#: a thread's columns).
 NARROWING_ROWS = 32
 
 #: Rows of a request below which one thread evaluates them all (a thread's hand-off costs more).
@@ -383,6 +372,7 @@ class OnDemandGram:
     def __init__(self, X, kernel, *, dtype=np.float64, progress=False, threads=None):
         self.X, self.kernel = X, kernel
         self._split = SplitRange(threads or usable_cores(), "dkernel-rows")
+        self._column_parts = {}  # (a, b): the sparse samples a:b (:meth:`_columns`)
         self.whole_dtype = np.dtype(dtype)
         self.progress = progress
         n = X.shape[0]
@@ -517,24 +507,40 @@ class OnDemandGram:
         return missing if last.all() else missing[last]
 
     def _evaluate_rows(self, idx, out):
-        """``out = K(X[idx], X)``, the rows split between :attr:`threads` threads (this one included)."""
+        """``out = K(X[idx], X)``, its columns split between :attr:`threads` threads (this one included).
+
+        Each thread evaluates every row asked for over its own columns: a BLAS product is faster the more rows
+        it has, and the solver asks for few at a time (22 in the median request at ``n = 20000``, 256 features:
+        14 rows by 20000 columns ran at 30 GFLOPS on one core, 28 by 10000 at 43; 10 % less time in all).
+        """
         if self._sq_norms is None and isinstance(self.X, np.ndarray):
             self._sq_norms = row_norms(self.X, squared=True)  # once: every request's rows are over all of X
-        self._split.run(lambda a, b: self._evaluate_part(idx[a:b], out[a:b]), idx.size,
+        X_idx = self.X[idx]
+        self._split.run(lambda a, b: self._evaluate_columns(X_idx, a, b, out), self.n,
                         idx.size // MIN_ROWS_PER_THREAD)
 
-    def _evaluate_part(self, idx, out):
-        """``out = K(X[idx], X)``; into a narrower ``out`` (float32) through a float64 buffer of a few rows."""
-        if out.dtype == self.X.dtype:
-            return self._evaluate_into(idx, out)
-        buffer = np.empty((min(NARROWING_ROWS, idx.size), self.n), dtype=self.X.dtype)
-        for a in range(0, idx.size, NARROWING_ROWS):
-            part = buffer[: min(NARROWING_ROWS, idx.size - a)]
-            self._evaluate_into(idx[a : a + part.shape[0]], part)
-            out[a : a + part.shape[0]] = part
+    def _evaluate_columns(self, X_idx, a, b, out):
+        """``out[:, a:b] = K(X_idx, X[a:b])``, through a buffer of a few rows in the data's dtype (float64, narrowed
+        to a float32 ``out``)."""
+        Z, z_sq = self._columns(a, b), None if self._sq_norms is None else self._sq_norms[a:b]
+        rows = X_idx.shape[0]
+        if out.dtype == self.X.dtype and (a, b) == (0, self.n):
+            return self.kernel.evaluate_into(X_idx, Z, out, z_sq_norms=z_sq)
+        step = NARROWING_ROWS * self.n // (b - a)  # a buffer of NARROWING_ROWS whole rows' values
+        buffer = np.empty((min(step, rows), b - a), dtype=self.X.dtype)
+        for r in range(0, rows, step):
+            part = buffer[: min(step, rows - r)]
+            self.kernel.evaluate_into(X_idx[r : r + part.shape[0]], Z, part, z_sq_norms=z_sq)
+            out[r : r + part.shape[0], a:b] = part
 
-    def _evaluate_into(self, idx, out):
-        self.kernel.evaluate_into(self.X[idx], self.X, out, z_sq_norms=self._sq_norms)
+    def _columns(self, a, b):
+        """The samples ``a:b``: a view of dense data; sparse rows sliced once per range."""
+        if isinstance(self.X, np.ndarray) or (a, b) == (0, self.n):
+            return self.X[a:b]
+        Z = self._column_parts.get((a, b))
+        if Z is None:
+            Z = self._column_parts[a, b] = self.X[a:b]
+        return Z
 
     def _compute_rest(self):
         """The rows of the samples not computed yet, after those computed, in bands of rows split between threads.
