@@ -129,9 +129,11 @@ def _gil_cases():
     alpha, G, y_m = rng.choice([0.0, 0.5, 1.0], size=m), rng.normal(size=m), np.where(rng.random(m) < 0.5, 1.0, -1.0)
     C_m, every, active, steps = np.ones(m), np.arange(m), np.tile(np.arange(m), 4), np.ones(4 * m)
     ones, upper, square = np.ones(n), K[:2048], K[:1500, :1500]
+    Zt, direct_rows = rng.normal(size=(5, 20000)), np.empty((400, 20000), dtype=np.float32)
     calls = {
         "rbf_values_into": partial(rbf.rbf_values_into, upper, ones, ones, -0.1, -1),
         "rbf_tile_into_gram": partial(rbf.rbf_tile_into_gram, P, ones, ones, -0.1, K, 0, 1024),
+        "rbf_direct_rows_into": partial(rbf.rbf_direct_rows_into, A[:400], Zt, -0.1, direct_rows),
         "exp_nonpositive_into": partial(rbf.exp_nonpositive_into, t, out),
         "mirror_upper_into_lower": partial(mirror.mirror_upper_into_lower, K),
         "copy_computed_columns": partial(on_demand.copy_computed_columns, K, computed, remaining, 0, 1500),
@@ -154,7 +156,8 @@ def gil_cases():
     return _gil_cases()
 
 
-@pytest.mark.parametrize("name", ["rbf_values_into", "rbf_tile_into_gram", "exp_nonpositive_into",
+@pytest.mark.parametrize("name", ["rbf_values_into", "rbf_tile_into_gram", "rbf_direct_rows_into",
+                                  "exp_nonpositive_into",
                                   "mirror_upper_into_lower", "copy_computed_columns", "write_remaining_tile",
                                   "smo_subproblem", "weighted_rows_step", "gather_block_into", "add_gradient_step",
                                   "active_candidates", "target_sums"])
@@ -187,6 +190,24 @@ def test_a_tile_and_its_mirror_are_written_into_a_gram_of_any_layout(dtype, orde
     written = np.zeros(K.shape, dtype=bool)
     written[:130, 200:] = written[200:, :130] = True
     assert np.isnan(K[~written]).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_rows_evaluated_directly_are_the_kernels_into_a_slice_of_columns(dtype):
+    """Distances summed feature by feature over columns a:b of Xᵀ, written once into columns a:b of the rows (a
+    strided view), nothing else written; brute force in NumPy, values to rounding, a point and itself exactly 1."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(700, 9))
+    Xt = np.ascontiguousarray(X.T)
+    idx = np.array([3, 650, 300, 301, 5])
+    out = np.full((5, 720), np.nan, dtype=dtype)
+    rbf.rbf_direct_rows_into(X[idx], Xt[:, 280:680], -0.2, out[:, 20:420])
+    expected = np.exp(-0.2 * ((X[idx, None, :] - X[None, 280:680, :]) ** 2).sum(axis=2))
+    np.testing.assert_allclose(out[:, 20:420], expected, rtol=1e-14 if dtype == np.float64 else 1e-7)
+    assert out[2, 20 + 20] == out[3, 20 + 21] == out[1, 20 + 370] == 1.0
+    assert np.isnan(out[:, :20]).all() and np.isnan(out[:, 420:]).all()
+    with pytest.raises(ValueError, match="do not match"):
+        rbf.rbf_direct_rows_into(X[idx], Xt[:5], -0.2, out[:, :700])
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

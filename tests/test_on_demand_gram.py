@@ -108,7 +108,7 @@ def test_a_sample_asked_twice_in_one_request_is_computed_once():
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_the_threads_of_a_request_split_its_columns_and_each_evaluates_every_row(monkeypatch, dtype, sparse):
     rng = np.random.default_rng(8)
-    X = rng.normal(size=(3000, 12)) * (rng.random((3000, 12)) < 0.5)
+    X = rng.normal(size=(3000, 24)) * (rng.random((3000, 24)) < 0.5)  # more features than a direct evaluation's
     data = scipy.sparse.csr_matrix(X) if sparse else X
     kernel = RBFKernel(gamma=0.05)
     shapes = []
@@ -129,6 +129,41 @@ def test_the_threads_of_a_request_split_its_columns_and_each_evaluates_every_row
     gram.rows(rng.choice(np.setdiff1d(np.arange(3000), idx), 7, replace=False))
     assert shapes == [(7, 3000)]  # a request of fewer than 16 rows: one thread
     gram.close()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_rows_over_few_features_are_evaluated_directly_by_each_thread_over_its_columns(monkeypatch, dtype):
+    """Up to DIRECT_MAX_FEATURES dense features no product: each thread sums the distances of every row over its
+    own columns, and the rows are the kernel's to rounding (1 exactly at a row's own sample)."""
+    from dkernel.kernels._rbf_direct import DIRECT_MAX_FEATURES
+
+    rng = np.random.default_rng(9)
+    calls = []
+    evaluate_direct_into = RBFKernel.evaluate_direct_into
+
+    def recorded(self, A, Zt, out):
+        calls.append((A.shape[0], Zt.shape[1], out.shape))
+        return evaluate_direct_into(self, A, Zt, out)
+
+    monkeypatch.setattr(RBFKernel, "evaluate_direct_into", recorded)
+    for d, direct in [(1, True), (DIRECT_MAX_FEATURES, True), (DIRECT_MAX_FEATURES + 1, False)]:
+        X = rng.normal(size=(3000, d))
+        gram = OnDemandGram(X, RBFKernel(gamma=0.5 / d), dtype=dtype, threads=3)
+        idx = rng.choice(3000, 30, replace=False)
+        rows = gram.rows(idx)
+        assert calls == ([(30, 1000, (30, 1000))] * 3 if direct else [])
+        np.testing.assert_allclose(rows, rbf_kernel(X[idx], X, gamma=0.5 / d),
+                                   rtol=1e-6 if dtype == np.float32 else 1e-13, atol=1e-7 if dtype == np.float32 else 0)
+        assert np.all(rows[np.arange(30), idx] == 1.0)
+        calls.clear()
+        gram.close()
+    # Sparse data, float32 data and other kernels keep the product.
+    X = rng.normal(size=(3000, 4))
+    for data, kernel in [(scipy.sparse.csr_matrix(X), RBFKernel(gamma=0.1)),
+                         (X.astype(np.float32), RBFKernel(gamma=0.1)), (X, PolynomialKernel(degree=2, gamma=0.1))]:
+        assert kernel.direct_columns(data) is None
+        OnDemandGram(data, kernel, dtype=dtype).rows(np.arange(20))
+    assert calls == []
 
 
 @pytest.mark.parametrize("sparse", [False, True])

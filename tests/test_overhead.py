@@ -1,5 +1,6 @@
 """What a small fit does not do: import the cluster and store libraries, build a task graph, run the outer loop."""
 
+import os
 import subprocess
 import sys
 import warnings
@@ -12,7 +13,7 @@ from sklearn.svm import SVC as LibSVC
 
 import dkernel
 from dkernel import SVC
-from dkernel._runtime.threads import single_blas_thread
+from dkernel._runtime.threads import MAPPED_PATH, blas_controller, single_blas_thread
 from dkernel.gram._in_memory import dense_symmetric_gram
 from dkernel.kernels._mirror_compiled import mirror_upper_into_lower
 from dkernel.kernels import PolynomialKernel, RBFKernel
@@ -125,15 +126,38 @@ def test_single_blas_thread_limits_blas_and_restores_it():
     assert blas_threads() == before
 
 
-def test_a_small_fit_looks_for_no_blas_library(monkeypatch):
-    # Finding the BLAS libraries to limit their threads (threadpoolctl reads every loaded library's path) cost
-    # 16 ms of a 50 ms first fit on iris: a Gram of one product leaves BLAS's threads as they are.
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the libraries mapped are listed by Linux")
+def test_the_blas_libraries_are_found_without_resolving_every_library_loaded(monkeypatch):
+    """threadpoolctl's own search resolves the path of each library loaded (over 200 in a fit's process): the
+    controller is handed only the BLAS ones, and finds the libraries of threadpoolctl's whole search."""
     import threadpoolctl
+    import scipy.linalg  # noqa: F401  (a second BLAS library)
+
+    whole = threadpoolctl.ThreadpoolController().select(user_api="blas")
+    resolved = []
+    monkeypatch.setattr(threadpoolctl, "_realpath", lambda path: resolved.append(path) or os.path.realpath(path))
+    found = blas_controller()
+    assert sorted(lib.filepath for lib in found.lib_controllers) == sorted(
+        lib.filepath for lib in whole.lib_controllers)
+    assert len(found.lib_controllers) >= 1 and len(resolved) <= len(found.lib_controllers)
+    with open("/proc/self/maps", "rb") as f:
+        assert len(set(MAPPED_PATH.findall(f.read()))) > 10 * max(1, len(resolved))
+    assert all(i["user_api"] == "blas" for i in found.info())
+    before = [i["num_threads"] for i in found.info()]
+    with found.limit(limits=1, user_api="blas"):
+        assert {i["num_threads"] for i in found.info()} == {1}
+    assert [i["num_threads"] for i in found.info()] == before
+
+
+def test_a_small_fit_looks_for_no_blas_library(monkeypatch):
+    # Finding the BLAS libraries to limit their threads cost 16 ms of a 50 ms first fit on iris (threadpoolctl's
+    # own search): a Gram of one product leaves BLAS's threads as they are.
+    from dkernel._runtime import threads
 
     def found(*args, **kwargs):
         raise AssertionError("the BLAS libraries were looked for")
 
-    monkeypatch.setattr(threadpoolctl, "ThreadpoolController", found)
+    monkeypatch.setattr(threads, "blas_controller", found)
     X, y = load_iris(return_X_y=True)
     ours = SVC(kernel="rbf", gamma=0.5, C=1.0, client=False).fit(X, y)
     ref = LibSVC(kernel="rbf", gamma=0.5, C=1.0).fit(X, y)

@@ -23,40 +23,30 @@ features: 4.4–5.2 against 6.7–7.4 s). So a Gram's array is a mapping of its 
 
 Rows on demand
 --------------
-A binary SVM whose support vectors are few reads few kernel rows: libsvm
-computes just those, while a whole Gram costs ``O(n² d)`` however few rows
-the solver reads. Which case holds is known only while solving, so
-:class:`OnDemandGram` decides as it goes. Rows are computed on demand
-(``K(X[idx], X)``, one BLAS-backed block per request) into the first rows of
-one ``n × n`` array in the whole Gram's dtype (as libsvm's row cache, float32
-for a large Gram), in the order they are asked for; the array's memory is touched only as rows are written.
-Where a kernel value is costly (:func:`promotion_threshold`), once the rows
-computed would pass :data:`PROMOTE_FRACTION` ``· n``, the rest
-of the Gram is computed into the same array: the remaining samples' values
-at the columns already computed, read from the rows computed (``K[u, s] =
-K[s, u]``), and their own Gram, its tiles on and above the diagonal each
-written with its mirror (:mod:`dkernel.gram._on_demand_compiled`).
+A binary SVM whose support vectors are few reads few kernel rows: libsvm computes just those, while a whole Gram
+costs ``O(n² d)`` however few rows the solver reads. Which case holds is known only while solving, so
+:class:`OnDemandGram` decides as it goes. Rows are computed on demand (``K(X[idx], X)``, one block per request: a
+BLAS product, or over few features the distances summed directly) into the first rows of one ``n × n`` array in the
+whole Gram's dtype (as libsvm's row cache, float32 for a large Gram), in the order they are asked for; the array's
+memory is touched only as rows are written. Where a kernel value is costly (:func:`promotion_threshold`), once the
+rows computed would pass :data:`PROMOTE_FRACTION` ``· n``, the rest of the Gram is computed into the same array: the
+remaining samples' values at the columns already computed, read from the rows computed (``K[u, s] = K[s, u]``), and
+their own Gram, its tiles on and above the diagonal each written with its mirror
+(:mod:`dkernel.gram._on_demand_compiled`).
 
-Counted in rows of ``n`` kernel values, the whole Gram alone costs ``n / 2``
-(its upper triangle), and ``R`` rows on demand cost ``R``. The rest past
-``n / 2`` rows is dearer than its values: the columns copied and the mirror
-written are transposed scatters over fresh memory, and it cost half of
-computing every remaining row on demand (:data:`REST_COST_FRACTION`). It
-pays only where most of the rows will be asked for, which the requests show
-as they come: of the rows asked for lately, the fraction not computed yet
-(:meth:`OnDemandGram._rest_pays`). Near the end of a solve, rows asked for
-are rows held; where new rows keep coming, many more are needed. On 2 cores,
-``n = 40000``, 256 features: 18987 support vectors needed 20107 rows and the
-fit took 13.9 s on demand against 19.5–20.4 s with the rest; 26092 support
-vectors needed 30932 rows into a bounded cache (22.5 s) and the rest saved a
-sixth (18.9 s).
-Where a value is cheap, the rest's memory traffic costs
-more than the values it saves, and rows are only computed on demand, into
-a bounded row cache as libsvm's (:func:`cached_rows`: a few hundred MB,
-more where a value costs more, doubled while it computes again as many rows
-as it holds): past it, the rows asked for least recently make room. Touching
-fresh memory costs more than computing a cheap row again; a rebuild of a
-shrunk gradient reads only the free support vectors' rows (:mod:`dkernel.solver._shrinking`).
+Counted in rows of ``n`` kernel values, the whole Gram alone costs ``n / 2`` (its upper triangle), and ``R`` rows on
+demand cost ``R``. The rest past ``n / 2`` rows is dearer than its values: the columns copied and the mirror written
+are transposed scatters over fresh memory, and it cost half of computing every remaining row on demand
+(:data:`REST_COST_FRACTION`). It pays only where most of the rows will be asked for, which the requests show as they
+come: of the rows asked for lately, the fraction not computed yet (:meth:`OnDemandGram._rest_pays`). Near the end of
+a solve, rows asked for are rows held; where new rows keep coming, many more are needed. On 2 cores, ``n = 40000``,
+256 features: 18987 support vectors needed 20107 rows and the fit took 13.9 s on demand against 19.5–20.4 s with the
+rest; 26092 support vectors needed 30932 rows into a bounded cache (22.5 s) and the rest saved a sixth (18.9 s).
+Where a value is cheap, the rest's memory traffic costs more than the values it saves, and rows are only computed on
+demand, into a bounded row cache as libsvm's (:func:`cached_rows`: a few hundred MB, more where a value costs more,
+doubled while it computes again as many rows as it holds): past it, the rows asked for least recently make room.
+Touching fresh memory costs more than computing a cheap row again; a rebuild of a shrunk gradient reads only the
+free support vectors' rows (:mod:`dkernel.solver._shrinking`).
 
 Where the rest may be computed, each kernel value is computed once, then only read: the gradient the solver builds
 stays that of the matrix it reads, whatever the values' last bits (BLAS rounds a row differently in blocks of other
@@ -385,7 +375,7 @@ class OnDemandGram:
         self._dropped, self.n_recomputed = np.zeros(n, dtype=bool), 0  # rows dropped; computed again since growth
         self._requests, self._rows_asked, self._window = 0, 0, None
         self.n_computed = 0
-        self._sq_norms = self._diag = None
+        self._sq_norms = self._diag = self._Xt = None  # Xᵀ: rows evaluated directly (:meth:`_evaluate_rows`)
         self.whole = False
         self._lock = threading.Lock()
 
@@ -511,13 +501,19 @@ class OnDemandGram:
 
         Each thread evaluates every row asked for over its own columns: a BLAS product is faster the more rows
         it has, and the solver asks for few at a time (22 in the median request at ``n = 20000``, 256 features:
-        14 rows by 20000 columns ran at 30 GFLOPS on one core, 28 by 10000 at 43; 10 % less time in all).
+        14 rows by 20000 columns ran at 30 GFLOPS on one core, 28 by 10000 at 43; the rows' evaluation took
+        1.16–1.22 s where it took 1.28–1.35 s split by rows). Over few features, no product: the kernel's
+        direct evaluation (:meth:`~dkernel.kernels.RBFKernel.direct_columns`).
         """
-        if self._sq_norms is None and isinstance(self.X, np.ndarray):
-            self._sq_norms = row_norms(self.X, squared=True)  # once: every request's rows are over all of X
+        if self._sq_norms is None and isinstance(self.X, np.ndarray):  # once: every request's rows are over all of X
+            self._sq_norms, self._Xt = row_norms(self.X, squared=True), self.kernel.direct_columns(self.X)
         X_idx = self.X[idx]
-        self._split.run(lambda a, b: self._evaluate_columns(X_idx, a, b, out), self.n,
-                        idx.size // MIN_ROWS_PER_THREAD)
+        evaluate = self._evaluate_columns if self._Xt is None else self._evaluate_direct
+        self._split.run(lambda a, b: evaluate(X_idx, a, b, out), self.n, idx.size // MIN_ROWS_PER_THREAD)
+
+    def _evaluate_direct(self, X_idx, a, b, out):
+        """``out[:, a:b] = K(X_idx, X[a:b])`` from ``Xᵀ``'s columns ``a:b``, each value written once."""
+        self.kernel.evaluate_direct_into(X_idx, self._Xt[:, a:b], out[:, a:b])
 
     def _evaluate_columns(self, X_idx, a, b, out):
         """``out[:, a:b] = K(X_idx, X[a:b])``, through a buffer of a few rows in the data's dtype (float64, narrowed

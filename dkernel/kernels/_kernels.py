@@ -26,16 +26,7 @@ normalized  K(x, z) / sqrt(K(x, x) K(z, z))              kernel (any of the abov
 scikit-learn's SVC conventions instead (:data:`ESTIMATOR_DEFAULTS`, applied by
 :func:`estimator_kernel`): ``gamma="scale"``, ``coef0=0``, ``degree=3``.
 
-RBF width conventions
----------------------
-The papers write the RBF kernel with a width σ² in two ways:
-
-* Meilă (2002) and Graf & Borer (2001): ``exp(-|x - z|² / σ²)``, so
-  ``gamma = 1 / σ²`` (Meilă's Table 1: σ² = 1000 → gamma = 0.001);
-* Kandola et al. and many texts: ``exp(-|x - z|² / (2σ²))``, so
-  ``gamma = 1 / (2σ²)``.
-
-:func:`gamma_from_sigma2` converts either convention.
+The papers' RBF width σ² becomes ``gamma`` by :func:`dkernel.kernels.gamma_from_sigma2` (:mod:`._widths`).
 """
 
 import math
@@ -45,6 +36,7 @@ import numpy as np
 from sklearn.utils.extmath import row_norms
 
 from ._products import dot_block, dot_block_into
+from ._rbf_direct import direct_rows_into, transposed_columns
 from ._rbf_map import map_block, map_mirrored_tiles, map_strips
 from .._runtime.validation import check_data, check_same_features
 from ..exceptions import InvalidKernelParameterError
@@ -59,7 +51,6 @@ __all__ = [
     "get_kernel",
     "kernel_from_dict",
     "register_kernel",
-    "gamma_from_sigma2",
     "describe_kernel",
     "KERNELS",
 ]
@@ -75,27 +66,6 @@ def register_kernel(cls):
     """
     KERNELS[cls.name] = cls
     return cls
-
-
-def gamma_from_sigma2(sigma2, convention="meila"):
-    """Convert an RBF width σ² to scikit-learn's ``gamma``.
-
-    Parameters
-    ----------
-    sigma2 : float
-        The width σ² > 0.
-    convention : {"meila", "gaussian"}, default="meila"
-        ``"meila"`` for ``exp(-|x-z|²/σ²)`` (Meilă 2002, Graf & Borer 2001),
-        giving ``gamma = 1/σ²``; ``"gaussian"`` for ``exp(-|x-z|²/(2σ²))``,
-        giving ``gamma = 1/(2σ²)``.
-    """
-    if not (isinstance(sigma2, Real) and sigma2 > 0 and math.isfinite(sigma2)):
-        raise InvalidKernelParameterError(f"sigma2 must be a finite number > 0; got {sigma2!r}.")
-    if convention == "meila":
-        return 1.0 / sigma2
-    if convention == "gaussian":
-        return 1.0 / (2.0 * sigma2)
-    raise ValueError(f"convention must be 'meila' or 'gaussian'; got {convention!r}.")
 
 
 def output_dtype(X, Z=None):
@@ -231,6 +201,10 @@ class Kernel:
         out[...] = self.block(X, Z, symmetric=symmetric)
         _finish_into(out, symmetric, on_strip)
 
+    def direct_columns(self, Z):
+        """``Zᵀ`` where rows against ``Z`` are evaluated without a product (:class:`RBFKernel`); None here."""
+        return None
+
     def evaluate_mirrored_into(self, X, Z, K, row0, col0):
         """Write ``K(X, Z)`` at ``K[row0:, col0:]`` and its transpose at ``K[col0:, row0:]`` (a symmetric Gram's
         block above the diagonal and its mirror below).
@@ -361,7 +335,8 @@ class RBFKernel(_GammaKernel):
     Squared distances use ``|x|² + |z|² - 2xᵀz`` (one BLAS product), clipped
     at zero so rounding never yields a negative distance, and set to exactly
     zero on the diagonal of a symmetric block so that ``K(x, x) = 1.0`` exactly.
-    See the module docstring for the σ² conventions of the papers.
+    Rows over few features may be summed directly instead (:meth:`direct_columns`, :mod:`._rbf_direct`).
+    σ² conventions of the papers: :func:`dkernel.kernels.gamma_from_sigma2`.
 
     Parameters
     ----------
@@ -400,6 +375,15 @@ class RBFKernel(_GammaKernel):
                    on_strip=None if symmetric else on_strip)
         if symmetric:
             _finish_into(out, symmetric, on_strip)
+
+    def direct_columns(self, Z):
+        """:func:`~dkernel.kernels._rbf_direct.transposed_columns` for this class itself, else None."""
+        return transposed_columns(Z) if type(self) is RBFKernel else None
+
+    def evaluate_direct_into(self, X, Zt, out):
+        """``out = K(X, Z)`` from ``Zt = Zᵀ`` (:meth:`direct_columns`, or a slice of its columns), each value
+        written once (:func:`~dkernel.kernels._rbf_direct.direct_rows_into`)."""
+        direct_rows_into(X, Zt, self._gamma(X.shape[1]), out)
 
     def evaluate_mirrored_into(self, X, Z, K, row0, col0):
         """``K(X, Z)`` at ``K[row0:, col0:]`` and its transpose at ``K[col0:, row0:]`` in one compiled pass per tile

@@ -159,7 +159,7 @@ class ShrinkingGradients:
         self._split.close()
 
     def _weighted_rows_step(self, M, positions, weights, columns, all_columns, step):
-        """:func:`weighted_rows_step`, its columns split between :attr:`threads` threads (this one included) where
+        """:func:`weighted_rows_step`, its columns split between the threads of ``_split`` (this one included) where
         the step reads :data:`SPLIT_STEP_VALUES` values or more for each.
 
         Each thread sums its own columns over the rows in the same order:

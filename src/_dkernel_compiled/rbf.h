@@ -113,4 +113,41 @@ DK_CLONES static void dk_rbf_rows(double *P, ptrdiff_t m, ptrdiff_t p, ptrdiff_t
 DK_DEFINE_RBF_TILE_INTO_GRAM(dk_rbf_tile_into_gram_f64, double)
 DK_DEFINE_RBF_TILE_INTO_GRAM(dk_rbf_tile_into_gram_f32, float)
 
+/* Columns of the direct evaluation's pass: their sums (2 KB) stay in L1, with Zᵀ's columns of a few features. */
+#define DK_DIRECT_COLUMNS 256
+
+/* out[i, j] <- exp(neg_gamma * sum_k (X[i, k] - Zt[k, j])^2) for m rows of d features (rows x_stride apart)
+ * and p columns of Zt (its d rows zt_stride apart), out's rows out_stride apart: the squared distance summed
+ * directly, not from products, and each value written once in out's type. */
+#define DK_DEFINE_RBF_DIRECT_ROWS(NAME, OUT_T)                                                                \
+    DK_CLONES static void NAME(const double *X, ptrdiff_t m, ptrdiff_t d, ptrdiff_t x_stride, const double *Zt, \
+                               ptrdiff_t p, ptrdiff_t zt_stride, double neg_gamma, OUT_T *out,                \
+                               ptrdiff_t out_stride)                                                          \
+    {                                                                                                         \
+        double sums[DK_DIRECT_COLUMNS];                                                                       \
+        for (ptrdiff_t c = 0; c < p; c += DK_DIRECT_COLUMNS) {                                                \
+            ptrdiff_t w = p - c < DK_DIRECT_COLUMNS ? p - c : DK_DIRECT_COLUMNS;                              \
+            for (ptrdiff_t i = 0; i < m; i++) {                                                               \
+                const double *DK_RESTRICT x = X + i * x_stride;                                               \
+                double *DK_RESTRICT s = sums;                                                                 \
+                for (ptrdiff_t j = 0; j < w; j++)                                                             \
+                    s[j] = 0.0;                                                                               \
+                for (ptrdiff_t k = 0; k < d; k++) {                                                           \
+                    const double *DK_RESTRICT z = Zt + k * zt_stride + c;                                     \
+                    double xk = x[k];                                                                         \
+                    for (ptrdiff_t j = 0; j < w; j++) {                                                       \
+                        double t = xk - z[j];                                                                 \
+                        s[j] += t * t;                                                                        \
+                    }                                                                                         \
+                }                                                                                             \
+                OUT_T *DK_RESTRICT o = out + i * out_stride + c;                                              \
+                for (ptrdiff_t j = 0; j < w; j++)                                                             \
+                    o[j] = (OUT_T)dk_exp_nonpositive(s[j] * neg_gamma);                                       \
+            }                                                                                                 \
+        }                                                                                                     \
+    }
+
+DK_DEFINE_RBF_DIRECT_ROWS(dk_rbf_direct_rows_f64, double)
+DK_DEFINE_RBF_DIRECT_ROWS(dk_rbf_direct_rows_f32, float)
+
 #endif

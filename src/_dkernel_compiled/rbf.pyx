@@ -11,7 +11,7 @@ Used through :mod:`dkernel.kernels._rbf_compiled`.
 
 from cython cimport floating
 
-__all__ = ["TILE_PASS_ROWS", "exp_nonpositive_into", "rbf_tile_into_gram", "rbf_values_into"]
+__all__ = ["TILE_PASS_ROWS", "exp_nonpositive_into", "rbf_direct_rows_into", "rbf_tile_into_gram", "rbf_values_into"]
 
 cdef extern from "rbf.h" nogil:
     const int DK_TILE_PASS_ROWS
@@ -24,6 +24,12 @@ cdef extern from "rbf.h" nogil:
     void dk_rbf_tile_into_gram_f32(double *P, Py_ssize_t m, Py_ssize_t p, Py_ssize_t p_stride, const double *x_sq,
                                    const double *z_sq, double neg_gamma, float *K, Py_ssize_t k_rows,
                                    Py_ssize_t k_cols, Py_ssize_t row0, Py_ssize_t col0)
+    void dk_rbf_direct_rows_f64(const double *X, Py_ssize_t m, Py_ssize_t d, Py_ssize_t x_stride, const double *Zt,
+                                Py_ssize_t p, Py_ssize_t zt_stride, double neg_gamma, double *out,
+                                Py_ssize_t out_stride)
+    void dk_rbf_direct_rows_f32(const double *X, Py_ssize_t m, Py_ssize_t d, Py_ssize_t x_stride, const double *Zt,
+                                Py_ssize_t p, Py_ssize_t zt_stride, double neg_gamma, float *out,
+                                Py_ssize_t out_stride)
 
 #: Rows of a tile mapped and written (with their mirror) at a time: 64 rows of a 256-column tile are 128 KB.
 TILE_PASS_ROWS = DK_TILE_PASS_ROWS
@@ -94,3 +100,29 @@ def rbf_tile_into_gram(double[:, :] P, const double[::1] x_sq, const double[::1]
         else:
             dk_rbf_tile_into_gram_f32(&P[0, 0], m, p, stride, &x_sq[0], &z_sq[0], neg_gamma, &K[0, 0], k_rows,
                                       k_cols, row0, col0)
+
+
+def rbf_direct_rows_into(const double[:, ::1] X, const double[:, :] Zt, double neg_gamma, floating[:, :] out):
+    """``out[i, j] = exp(-γ Σ_k (X[i, k] - Zt[k, j])²)``: the squared distance summed feature by feature, not
+    formed from products, each value written once in ``out``'s dtype (float32 or float64).
+
+    ``Zt`` holds the columns' samples as its columns (``Zᵀ``, rows
+    contiguous: a slice of the columns of a C-ordered ``Xᵀ``); ``out`` has
+    contiguous rows (a slice of the columns of a C-ordered array). A point
+    and itself are at distance exactly 0: value exactly 1.
+    """
+    cdef Py_ssize_t m = X.shape[0], d = X.shape[1], p = Zt.shape[1]
+    if Zt.shape[0] != d or out.shape[0] != m or out.shape[1] != p:
+        raise ValueError(f"rows of shape ({m}, {d}), columns of shape ({Zt.shape[1]}, {Zt.shape[0]}) and out of "
+                         f"shape ({out.shape[0]}, {out.shape[1]}) do not match")
+    if p > 1 and (Zt.strides[1] != sizeof(double) or out.strides[1] != sizeof(floating)):
+        raise ValueError("the columns' samples and out must have contiguous rows")
+    if m == 0 or p == 0:
+        return
+    cdef Py_ssize_t zt_stride = Zt.strides[0] // <Py_ssize_t>sizeof(double) if d > 1 else 0
+    cdef Py_ssize_t out_stride = out.strides[0] // <Py_ssize_t>sizeof(floating)
+    with nogil:
+        if floating is double:
+            dk_rbf_direct_rows_f64(&X[0, 0], m, d, d, &Zt[0, 0], p, zt_stride, neg_gamma, &out[0, 0], out_stride)
+        else:
+            dk_rbf_direct_rows_f32(&X[0, 0], m, d, d, &Zt[0, 0], p, zt_stride, neg_gamma, &out[0, 0], out_stride)
