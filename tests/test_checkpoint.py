@@ -208,3 +208,23 @@ def test_dkernel_fit_resumes_from_its_checkpoint_with_the_same_command(tmp_path,
     model = load_model(tmp_path / "model.zarr")
     uninterrupted = SVC(**PARAMS).fit(X, y)
     np.testing.assert_allclose(model.decision_function(X), uninterrupted.decision_function(X), atol=1e-6)
+
+
+def test_a_fit_without_a_checkpoint_loads_none_of_the_checkpoints_code():
+    """The checkpoint's module (zarr groups, digests, four dataclasses made at import: 2-3 ms of a fresh fit)
+    is imported by a checkpointed solve only."""
+    code = textwrap.dedent("""
+        import sys
+        import numpy as np
+        from sklearn.datasets import make_classification
+        from dkernel import SVC
+        X, y = make_classification(n_samples=3000, n_features=10, random_state=0)
+        SVC(kernel="rbf", gamma="scale", client=False).fit(X, y)
+        assert "dkernel.solver._solve" in sys.modules, "the block solver did not run"
+        print("dkernel.solver._checkpoint" in sys.modules)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    from dkernel import solver
+
+    assert solver.Checkpoint is Checkpoint and "Checkpoint" in dir(solver)

@@ -26,8 +26,10 @@ The solver sees the kernel only through a row provider (``n``,
 matrices and lazily transformed views plug in unchanged.
 """
 
-from ._checkpoint import Checkpoint
+from .._runtime.exports import lazy_exports
 from ._qp import QPResult
 from ._solve import solve_qp, solve_qp_distributed
 
+# A solve without a checkpoint loads none of the checkpoint's code.
+__getattr__, __dir__ = lazy_exports(__name__, {"._checkpoint": ("Checkpoint",)})[:2]
 __all__ = ["Checkpoint", "QPResult", "solve_qp", "solve_qp_distributed"]

@@ -23,7 +23,6 @@ from .._runtime.progress import StatusLine
 
 from ._active_set import solve_box_equality_qp
 from ._bias import equality_multipliers, label_sum_multipliers, minimax_multipliers, svc_intercept
-from ._checkpoint import SolverState
 from ._gradient import SlotMap, initial_gradient, starting_support
 from ._rows import provider_submatrix, raise_nonfinite_rows
 from ._select import choose_working_set
@@ -168,6 +167,8 @@ def label_constraint_loop(gradients, prob, *, tol, q, max_iter, shrinking, callb
     progress.close(it, stop_reason, gap, alpha, C)
     intercept = label_sum_multipliers(alpha, G, y, C, prob.E) if prob.label_sums else svc_intercept(alpha, G, y, C)
     if checkpoint is not None:
+        from ._checkpoint import SolverState
+
         checkpoint.write(SolverState(it, alpha, G, kept, _slots_of(slot_map, kept), n_rows, stop_reason, gap,
                                      intercept))
     return alpha, G, intercept, it, stop_reason, gap, n_rows
@@ -179,6 +180,8 @@ def _slots_of(slot_map, kept):
 
 def _write_checkpoint(checkpoint, gradients, it, kept, slot_map, n_rows):
     """Write the state at the start of iteration ``it`` (``alpha``, ``G`` and the kept rows' slots)."""
+    from ._checkpoint import SolverState
+
     alpha, G = gradients.state()
     checkpoint.write(SolverState(it, alpha, G, kept, _slots_of(slot_map, kept), n_rows))
 

@@ -24,7 +24,6 @@ import logging
 
 import numpy as np
 
-from ._checkpoint import CheckpointWriter, as_checkpoint, problem_fingerprint, read_state
 from ._loop import general_equality_loop, label_constraint_loop
 from ._shrinking import ShrinkingGradients, rows_read_from_memory
 from ._qp import prepare_problem, qp_result
@@ -192,7 +191,10 @@ def solve_qp(
     >>> bool(np.array_equal(first.alpha, again.alpha)) and again.n_iter == first.n_iter
     True
     """
-    checkpoint = as_checkpoint(checkpoint)
+    if checkpoint is not None:  # the checkpoint's code (zarr, digests) is loaded for a checkpointed solve only
+        from ._checkpoint import as_checkpoint
+
+        checkpoint = as_checkpoint(checkpoint)
     on_a_worker = _loop_on_a_worker(coordinator, callback)
     prob, q = prepare_problem(
         rows, y, C, p, E, e, alpha0, tol=tol, working_set_size=working_set_size, max_iter=max_iter,
@@ -236,6 +238,8 @@ def label_constraint_solve(rows, prob, q, *, client, tol, max_iter, shrinking, c
     """
     writer, resume = None, None
     if checkpoint is not None:
+        from ._checkpoint import CheckpointWriter, problem_fingerprint, read_state
+
         fingerprint = problem_fingerprint(rows, check_provider(rows, prob.n), prob, q=q, tol=tol,
                                           shrinking=shrinking)
         resume = read_state(checkpoint.path, fingerprint, checkpoint.storage_options)
