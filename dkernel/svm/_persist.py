@@ -5,12 +5,12 @@ classes, the kernel's JSON spec) JSON attributes of the group. :data:`FORMATS` i
 each names the estimator class it holds, the arrays and attributes every model of it has, its nested models (the
 two passes of a :class:`~dkernel.svm.ConformalSVC`, each a model of its own in a subfolder) and the two functions
 that take a fitted estimator apart and put it back together. :func:`save_model` writes any of them,
-:func:`load_model` reads any of them back as its estimator class.
+:func:`dkernel.load_model` reads any of them back as its estimator class.
 
 Integrity. The attributes hold ``checksums``: the CRC-32C (the checksum of the Gram stores,
 :mod:`dkernel.gram._checksums`) of each array's values, little-endian in C order, with its shape and dtype; the
 metadata checksum of each nested model; and ``metadata``, the CRC-32C of the attributes themselves as canonical
-JSON (keys sorted), this one number left out. :func:`load_model` checks them all before it builds the estimator.
+JSON (keys sorted), this one number left out. :func:`dkernel.load_model` checks them all before it builds the estimator.
 A deleted chunk file (which zarr reads as zeros), a flipped bit in a chunk or in a ``zarr.json``, an edited
 parameter, swapped classes, a truncated or undecodable file, a folder that is not a model: each raises
 :class:`~dkernel.exceptions.CorruptModelError` naming the model and the damage, and nothing damaged is ever used.
@@ -44,7 +44,7 @@ from ..exceptions import (
     UnverifiedModelWarning,
 )
 
-__all__ = ["FORMATS", "MODEL_FORMAT", "MODEL_VERSION", "ModelFormat", "load_model", "read_model", "save_model"]
+__all__ = ["FORMATS", "MODEL_FORMAT", "MODEL_VERSION", "ModelFormat", "read_model", "save_model"]
 
 #: The version of the layout written: 2 adds the checksums to version 1.
 MODEL_VERSION = 2
@@ -419,20 +419,6 @@ def _write(group, tree):
 
 
 # --------------------------------------------------------------------------- reading
-def load_model(path):
-    """The estimator saved at ``path`` by its ``save`` (SVC, ConformalSVC, ...), its data verified first.
-
-    Raises
-    ------
-    FileNotFoundError
-        Nothing at ``path``.
-    CorruptModelError
-        The model is damaged (its arrays or metadata do not match their checksums, a file is missing or cannot be
-        decoded), or ``path`` holds no dkernel model.
-    """
-    return read_model(path)
-
-
 def read_model(path, estimator_class=None):
     """The model at ``path``; with ``estimator_class``, a :class:`ModelFormatError` unless it holds one."""
     path = os.path.abspath(os.fspath(path))
