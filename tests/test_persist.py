@@ -75,6 +75,11 @@ def _svr():
     return dkernel.SVR(C=2.0, gamma=0.5, epsilon=0.05).fit(X, np.sin(X[:, 0])), Z
 
 
+def _nu_svr():
+    X, _, Z = _data()
+    return dkernel.NuSVR(nu=0.4, C=2.0, gamma=0.5).fit(X, np.sin(X[:, 0])), Z
+
+
 def _nu_svc_centered_multiclass():
     X, _, Z = _data()
     return dkernel.NuSVC(nu=0.4, gamma=0.5, centering="standard").fit(X, _three_classes(X)), Z
@@ -104,6 +109,7 @@ MODELS = {
     "conformal": (_conformal, "dkernel-conformal-svc"),
     "generalized-bias": (_generalized_bias, "dkernel-generalized-bias-svc"),
     "svr": (_svr, "dkernel-svr"),
+    "nu-svr": (_nu_svr, "dkernel-nu-svr"),
     "nu-svc-centered-multiclass": (_nu_svc_centered_multiclass, "dkernel-nu-svc"),
     "one-class-centered": (_one_class_centered, "dkernel-one-class-svm"),
     "parzen": (_parzen, "dkernel-learner"),
@@ -112,7 +118,7 @@ MODELS = {
 
 #: One model of each format, for the tests that go over the formats.
 ONE_PER_FORMAT = {"dkernel-svc": "svc", "dkernel-conformal-svc": "conformal",
-                  "dkernel-generalized-bias-svc": "generalized-bias", "dkernel-svr": "svr",
+                  "dkernel-generalized-bias-svc": "generalized-bias", "dkernel-svr": "svr", "dkernel-nu-svr": "nu-svr",
                   "dkernel-nu-svc": "nu-svc-centered-multiclass", "dkernel-one-class-svm": "one-class-centered", "dkernel-learner": "parzen"}
 
 
@@ -185,6 +191,34 @@ def test_every_model_round_trips_through_load_model_as_its_own_class(fitted, tmp
         assert {k: v for k, v in loaded.get_params().items() if k not in ("kernel", "client")} == \
             {k: v for k, v in model.get_params().items() if k not in ("kernel", "client")}
     assert not any(p.suffix in (".pkl", ".pickle") for p in (tmp_path / "model.zarr").rglob("*"))
+
+
+def test_every_estimator_that_saves_has_a_format_of_its_own_class():
+    """A subclass saved in its base class's format would load as the base class, or not at all (a NuSVR as an SVR
+    refused for its ``nu``), and ``overwrite`` would take one for the other."""
+    from dkernel.svm._persist import format_of
+
+    savers = [getattr(dkernel, name) for name in dkernel.__all__ if hasattr(getattr(dkernel, name), "save")]
+    assert {dkernel.NuSVR, dkernel.NuSVC, dkernel.SVR, dkernel.SVC} <= set(savers)
+    for cls in savers:
+        assert format_of(cls()).estimator_class() is cls, cls.__name__
+
+
+@pytest.mark.parametrize("labels", [[0, 1, 2], [np.int64(0), np.int64(1), np.int64(2)], ["a", "b", "c"]],
+                         ids=["int", "numpy-int", "str"])
+def test_a_class_weight_dict_keeps_its_labels_and_the_loaded_model_refits(tmp_path, labels):
+    """JSON keys are strings: ``{0: 2.0}`` read back as ``{"0": 2.0}`` names no class of the data, and a clone of the
+    loaded model cannot be fitted; ``{np.int64(0): 2.0}`` is no JSON at all."""
+    from sklearn.base import clone
+
+    X, _, Z = _data()
+    y = np.array(labels, dtype=object)[np.digitize(X[:, 1], [-0.4, 0.4])].tolist()
+    weights = {label: weight for label, weight in zip(labels, (2.0, 1.0, 0.5))}
+    model = SVC(gamma=0.5, class_weight=weights).fit(X, y)
+    loaded = dkernel.load_model(model.save(tmp_path / "m.zarr"))
+    assert loaded.get_params()["class_weight"] == weights
+    assert {type(label) for label in loaded.get_params()["class_weight"]} == {type(np.asarray(labels[0]).item())}
+    np.testing.assert_array_equal(clone(loaded).fit(X, y).decision_function(Z), model.decision_function(Z))
 
 
 def test_feature_names_are_kept(tmp_path):

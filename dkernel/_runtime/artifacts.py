@@ -26,8 +26,14 @@ The rule applied by every writer:
   deleted; an empty folder is used;
 * an existing artifact of the same kind is replaced only with ``overwrite``,
   and only when it holds nothing but the files dkernel wrote in it (a zarr
-  artifact: its zarr hierarchy; a results folder: the files its run wrote):
-  a folder holding a file of the user is refused, naming that file;
+  artifact: the zarr hierarchy of its kind; a results folder: the files its
+  run wrote; :mod:`.contents`): a folder holding a file of the user is
+  refused, naming that file;
+* nothing is written inside the folder of another artifact: it holds only
+  the layout dkernel writes for its kind (a model's nested models, an
+  estimator's checkpoint the checkpoint of each binary problem). An
+  artifact found inside another (put there by hand, or by an older dkernel)
+  is foreign to it: the outer one is not replaced, even with overwrite;
 * a symbolic link at the path is written through: the artifact is written,
   resumed or replaced at the link's target (beside it, on its filesystem);
   the link itself is never replaced or deleted;
@@ -51,7 +57,6 @@ and never a symbolic link.
 import contextlib
 import ctypes
 import errno
-import fnmatch
 import functools
 import json
 import os
@@ -63,6 +68,8 @@ import uuid
 import warnings
 
 from ..exceptions import ArtifactPathError
+from .contents import foreign_files, layout
+from .contents import read_json as _read_json
 
 __all__ = [
     "KINDS",
@@ -87,6 +94,7 @@ KINDS = {
     "conformal-model": ("dkernel-conformal-svc", "a dkernel model of a ConformalSVC"),
     "generalized-bias-model": ("dkernel-generalized-bias-svc", "a dkernel model of a GeneralizedBiasSVC"),
     "svr-model": ("dkernel-svr", "a dkernel model of an SVR"),
+    "nu-svr-model": ("dkernel-nu-svr", "a dkernel model of a NuSVR"),
     "nu-svc-model": ("dkernel-nu-svc", "a dkernel model of a NuSVC"),
     "one-class-model": ("dkernel-one-class-svm", "a dkernel model of a OneClassSVM"),
     "results": ("dkernel-results", "dkernel pipeline results"),
@@ -96,27 +104,12 @@ KINDS = {
 
 _FORMATS = {fmt: kind for kind, (fmt, _) in KINDS.items()}
 
-#: Files a results folder written before results.json listed its files may hold.
-_LEGACY_RESULT_FILES = ("results.csv", "results.json", "report.md", "*.png")
-
-#: What zarr leaves of a write it did not finish (``<name>.<uuid hex>.partial``, renamed in place when complete).
-_ZARR_PARTIAL = re.compile(r"^.*\.[0-9a-f]{32}\.partial$")
-
 #: How long :func:`remove_own` waits for tasks still writing into a folder it deletes (seconds).
 REMOVE_PATIENCE = 60.0
 
 
 def _describe(kind):
     return KINDS[kind][1]
-
-
-def _read_json(path):
-    try:
-        with open(path, encoding="utf-8") as fh:
-            value = json.load(fh)
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def _damaged_format(path, meta):
@@ -205,98 +198,26 @@ def identity(path):
     return (st.st_dev, st.st_ino, write_id)
 
 
-# --------------------------------------------------------------------------- #
-# What dkernel wrote inside an artifact
-# --------------------------------------------------------------------------- #
-
-
-def _foreign_result_files(path):
-    """Files of a results folder that its run did not write (listed in results.json, or the legacy names)."""
-    results = _read_json(os.path.join(path, "results.json")) or {}
-    listed = results.get("files")
-    found = []
-    for root, dirs, files in os.walk(path):
-        for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
-            found.append(os.path.relpath(os.path.join(root, name), path))
-    if isinstance(listed, list):
-        own = set(listed) | {"results.json"}
-        return sorted(f for f in found if f not in own)
-    return sorted(f for f in found if not any(fnmatch.fnmatchcase(f, p) for p in _LEGACY_RESULT_FILES))
-
-
-def _everything(folder, rel):
-    """Every file, link and empty folder under ``folder`` (named ``rel``), as relative names."""
-    found = []
-    for root, dirs, files in os.walk(folder):
-        here = os.path.normpath(os.path.join(rel, os.path.relpath(root, folder)))
-        found += [os.path.join(here, name) for name in files + [d for d in dirs
-                                                                 if os.path.islink(os.path.join(root, d))]]
-        if not dirs and not files:
-            found.append(here + "/")
-    return found
-
-
-def _is_chunk_tree(folder):
-    """Whether ``folder`` holds chunk files and nothing else: folders ``c`` and integers, files of integers."""
-    has_chunks = False
-    for root, dirs, files in os.walk(folder):
-        for name in dirs:
-            if os.path.islink(os.path.join(root, name)) or not (name.isdigit() or name == "c"):
-                return False
-        for name in files:
-            if not (name.isdigit() or _ZARR_PARTIAL.match(name)):
-                return False
-            has_chunks = True
-    return has_chunks
-
-
-def _foreign_zarr_files(path, rel=""):
-    """The files under the zarr node folder ``path`` that are not part of its zarr hierarchy.
-
-    A node folder holds its ``zarr.json``; a group's subfolders are its
-    members (folders with a ``zarr.json``, or an array whose metadata was
-    lost: nothing but chunks); an array's chunks are files named by
-    integers, under ``c/`` (zarr v3's default keys) or at its root (``0.1``
-    keys). The unfinished writes zarr leaves (``*.<uuid>.partial``) are its
-    own too. Anything else, and every symbolic link, is foreign.
-    """
-    foreign = []
-    meta = _read_json(os.path.join(path, "zarr.json")) or {}
-    is_array = meta.get("node_type") == "array"
-    try:
-        entries = sorted(os.scandir(path), key=lambda e: e.name)
-    except OSError:
-        return [rel or "."]
-    for entry in entries:
-        name = os.path.join(rel, entry.name)
-        if entry.is_symlink():
-            foreign.append(name)
-        elif entry.is_dir():
-            if not is_array and os.path.isfile(os.path.join(entry.path, "zarr.json")):
-                foreign += _foreign_zarr_files(entry.path, name)
-            elif not _is_chunk_tree(entry.path) or (is_array and not (entry.name == "c" or entry.name.isdigit())):
-                foreign += _everything(entry.path, name)
-        elif entry.name == "zarr.json" or _ZARR_PARTIAL.match(entry.name):
-            continue
-        elif not (is_array and all(part.isdigit() for part in entry.name.split("."))):
-            foreign.append(name)  # (an array's chunk of ``0.1`` keys is its own)
-    return foreign
-
-
-def foreign_files(path, kind):
-    """The files inside the artifact folder ``path`` (of ``kind``) that dkernel did not write there, sorted."""
-    path = os.fspath(path)
-    if kind == "results":
-        return _foreign_result_files(path)
-    return sorted(_foreign_zarr_files(path))
-
-
 def _shown(names):
     return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
+def _annotated(path, foreign):
+    """The names ``foreign`` (in the folder ``path``), each nested dkernel artifact told with its kind."""
+    shown = []
+    for name in foreign:
+        found = artifact_kind(os.path.join(path, name)) if name.endswith("/") else None
+        shown.append(f"{name.rstrip('/')} ({_describe(found)})" if found else name)
+    return shown
+
+
 def check_replaceable(path, kind):
-    """Refuse to replace the artifact at ``path`` when it holds files dkernel did not write (naming them)."""
+    """Refuse to replace the artifact at ``path`` when it holds files dkernel did not write (naming them).
+
+    Also refused: an artifact inside the folder of another one
+    (:func:`_check_not_nested`), whose replacement would write there.
+    """
+    _check_not_nested(path, kind)
     foreign = foreign_files(path, kind)
     if not foreign:
         return
@@ -304,6 +225,13 @@ def check_replaceable(path, kind):
         raise ArtifactPathError(
             f"{path} holds files that its pipeline run did not write ({_shown(foreign)}); it is not replaced: move "
             f"them away or choose another output folder."
+        )
+    shown = _annotated(path, foreign)
+    if shown != foreign:
+        raise ArtifactPathError(
+            f"{path} holds {_describe(kind)} and, inside its folder, artifacts or files that dkernel did not write "
+            f"in it ({_shown(shown)}); it is not replaced, even with overwrite (that would delete them): move them "
+            f"out of {path}, or choose another path."
         )
     raise ArtifactPathError(
         f"{path} holds {_describe(kind)} and files that dkernel did not write in it ({_shown(foreign)}); it is not "
@@ -342,12 +270,15 @@ def check_target(path, kind, overwrite=False, *, reuse=False):
     ArtifactPathError
         If ``path`` is a file, a folder that is not a dkernel artifact, an
         artifact of another kind, an artifact holding files dkernel did not
-        write (with ``overwrite``), or an artifact of ``kind`` while neither
-        ``overwrite`` nor ``reuse`` is set. Nothing is deleted.
+        write (with ``overwrite``), an artifact of ``kind`` while neither
+        ``overwrite`` nor ``reuse`` is set, or (to write, not ``reuse``) a
+        path inside the folder of another artifact. Nothing is deleted.
     """
     path = target_path(path)
     what = _describe(kind)
     if not os.path.lexists(path):
+        if not reuse:
+            _check_not_nested(path, kind)
         _check_parent_folder(path, what)
         return "absent"
     if not os.path.isdir(path):
@@ -359,6 +290,8 @@ def check_target(path, kind, overwrite=False, *, reuse=False):
         except OSError as exc:
             raise ArtifactPathError(f"{path} exists and cannot be listed ({exc}); choose another path.") from None
         if empty:
+            if not reuse:
+                _check_not_nested(path, kind)
             return "empty"
         if os.path.isfile(os.path.join(path, "zarr.json")):
             raise ArtifactPathError(
@@ -394,6 +327,32 @@ def _check_parent_folder(path, what):
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ArtifactPathError(f"{parent} is not writable, so {what} cannot be written at {path}: choose another "
                                 f"path.")
+
+
+def _check_not_nested(path, kind):
+    """Refuse to write an artifact of ``kind`` at ``path`` inside the folder of another artifact (any folder above).
+
+    The folder of an artifact holds only what dkernel writes for it
+    (:func:`.contents.layout`): anything else there is refused by its
+    overwrite, and would be deleted with it. The one artifact written into
+    another after it is the checkpoint of a binary problem in its
+    estimator's checkpoint (``problem-K``). The folders above are taken as
+    the system resolves them (through symbolic links).
+    """
+    folder = os.path.realpath(os.path.dirname(path))
+    child = target = os.path.join(folder, os.path.basename(path))
+    while True:
+        found = artifact_kind(folder)
+        if found is not None and not (found == kind == "checkpoint" and child == target
+                                      and os.path.basename(child) in layout(folder, found)[0]):
+            raise ArtifactPathError(
+                f"{folder} holds {_describe(found)}, so {_describe(kind)} is not written inside it ({path}): the "
+                f"folder of an artifact holds only what dkernel writes for it. Choose a path outside {folder}."
+            )
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return
+        child, folder = folder, parent
 
 
 def _sibling(path, tag):

@@ -86,7 +86,8 @@ class ModelFormat:
 
 # --------------------------------------------------------------------------- the parts of each format
 def _json_params(model):
-    """``get_params`` as JSON: kernels and centerings as their specs; how a fit ran (client, checkpoint) and the
+    """``get_params`` as JSON: kernels and centerings as their specs, a ``class_weight`` dict as its ``[label,
+    weight]`` pairs (JSON keys are strings: the labels keep their type); how a fit ran (client, checkpoint) and the
     storage options (credentials) left out."""
     from ..centering._origins import Centering
     from ..kernels._kernels import Kernel
@@ -101,6 +102,8 @@ def _json_params(model):
             value = os.fspath(value)
         elif isinstance(value, np.random.RandomState):
             value = None
+        elif key == "class_weight" and isinstance(value, dict):
+            value = [[_plain(label), _plain(weight)] for label, weight in value.items()]
         try:
             json.dumps(value)
         except TypeError:
@@ -109,6 +112,11 @@ def _json_params(model):
             value = None
         out[key] = value
     return out
+
+
+def _plain(value):
+    """A NumPy scalar as the Python value it holds (JSON takes ``1``, not ``np.int64(1)``)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _estimator(cls, params):
@@ -125,6 +133,8 @@ def _estimator(cls, params):
         params["kernel"] = kernel_from_dict(params["kernel"])
     if isinstance(params.get("centering"), dict):
         params["centering"] = Centering.from_dict(params["centering"])
+    if isinstance(params.get("class_weight"), list):
+        params["class_weight"] = {label: weight for label, weight in params["class_weight"]}
     return cls(**params)
 
 
@@ -319,7 +329,6 @@ def _learner_restore(cls, attrs, arrays, parts):
 
 #: The registry of model formats, by the ``format`` name recorded in each model.
 FORMATS = {fmt.name: fmt for fmt in (
-    # Before SVC's, which it derives from: format_of takes the first format whose class the model is an instance of.
     ModelFormat("nu-svc-model", "dkernel.svm._nu_svc:NuSVC", tuple(n for n in _SVC_ARRAYS if n not in _SVC_LEGACY_DEFAULTS),
                 ("params", "kernel", "classes", "classes_dtype", "n_features_in", "shape_fit",
                  "sparse_support_vectors", "sv_shape"), _svc_state, _svc_restore),
@@ -337,6 +346,9 @@ FORMATS = {fmt.name: fmt for fmt in (
     ModelFormat("svr-model", "dkernel.svm._svr:SVR", tuple(_SINGLE_ARRAYS),
                 ("params", "kernel", "n_features_in", "shape_fit", *_SINGLE_SCALARS, "sparse_support_vectors",
                  "sv_shape"), _single_state, _single_restore),
+    ModelFormat("nu-svr-model", "dkernel.svm._nu:NuSVR", tuple(_SINGLE_ARRAYS),
+                ("params", "kernel", "n_features_in", "shape_fit", *_SINGLE_SCALARS, "sparse_support_vectors",
+                 "sv_shape"), _single_state, _single_restore),
     ModelFormat("one-class-model", "dkernel.svm._one_class:OneClassSVM", tuple(_SINGLE_ARRAYS),
                 ("params", "kernel", "n_features_in", "shape_fit", *_SINGLE_SCALARS, "sparse_support_vectors",
                  "sv_shape"), _single_state, _single_restore),
@@ -349,10 +361,11 @@ MODEL_FORMAT = artifacts.KINDS["model"][0]
 
 
 def format_of(model):
-    """The :class:`ModelFormat` of a fitted estimator; ``TypeError`` for a class no format holds."""
-    for fmt in FORMATS.values():
-        if isinstance(model, fmt.estimator_class()):
-            return fmt
+    """The :class:`ModelFormat` of a fitted estimator: of its own class, else of its nearest base class that a format
+    holds (a NuSVR is an SVR, and a model of its own); ``TypeError`` for a class no format holds."""
+    held = [fmt for fmt in FORMATS.values() if isinstance(model, fmt.estimator_class())]
+    if held:
+        return max(held, key=lambda fmt: len(fmt.estimator_class().__mro__))
     raise TypeError(f"dkernel has no model format for {type(model).__name__}; the formats hold "
                     f"{', '.join(fmt.estimator.partition(':')[2] for fmt in FORMATS.values())}.")
 
