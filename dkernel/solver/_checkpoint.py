@@ -21,9 +21,28 @@ problem is refused with an error naming what differs; it is never
 overwritten or deleted. At an fsspec URL (``s3://bucket/fit.ckpt``) a
 checkpoint is written without rename: each state under a new key, committed
 by a manifest written last (:mod:`._checkpoint_remote`).
+
+Integrity. The attributes hold ``checksums`` (as a saved model's,
+:mod:`dkernel.svm._persist`): the CRC-32C of each array's values,
+little-endian in C order, with its shape and dtype, and ``metadata``, the
+CRC-32C of the attributes themselves as canonical JSON (keys sorted), this
+one number left out. They are written with the arrays, in the folder that is
+moved into place, so a state and its checksums are committed together. A
+resume checks them all before any value is used, then checks the values
+themselves (finite, ``0 <= alpha <= C``, indices in range): a flipped bit,
+a deleted chunk file (which zarr reads as zeros), an edited attribute, a
+truncated ``zarr.json`` each raise :class:`~dkernel.exceptions.CorruptStoreError`
+naming the checkpoint and the damage. The checkpoint is left as it is: it is
+the user's to delete (or another path to choose) to fit from the start.
+Checkpoints of version 1, written before checksums existed, have the same
+layout without them: they are resumed with an
+:class:`~dkernel.exceptions.UnverifiedStoreWarning` (only their values' ranges
+are checked), and the run's next write adds the checksums. A checkpoint
+whose version says it has checksums but that has none is damaged, not old.
 """
 
 import hashlib
+import json
 import logging
 import os
 import time
@@ -33,19 +52,28 @@ import numpy as np
 
 from .._runtime import artifacts
 from .._runtime.object_store import is_url
-from ._bias import intercept_from_json, intercept_to_json
+from ..exceptions import DKernelError
+from ._bias import intercept_to_json
+from ._checkpoint_state import (  # noqa: F401 (the checkpoint's names, read from here)
+    CHECKPOINT_FORMAT,
+    CHECKPOINT_VERSION,
+    KERNEL_RTOL,
+    STATE_ARRAYS,
+    SolverState,
+    array_crc32c,
+    check_kernel_shapes,
+    check_values,
+    check_version,
+    damaged,
+    metadata_crc32c,
+    state_from,
+    unverified,
+)
 from ._rows import provider_submatrix
 
 __all__ = ["Checkpoint", "CheckpointWriter", "SolverState", "as_checkpoint", "problem_fingerprint", "read_state"]
 
 logger = logging.getLogger("dkernel.solver")
-
-CHECKPOINT_FORMAT = "dkernel-checkpoint"
-CHECKPOINT_VERSION = 1
-#: Relative tolerance on the kernel values of the fingerprint.
-KERNEL_RTOL = 1e-9
-#: Stop reasons after which a checkpoint holds the solution: a resume returns it.
-FINAL_REASONS = ("tol", "stalled")
 
 
 @dataclass(frozen=True)
@@ -102,26 +130,6 @@ def as_checkpoint(checkpoint, storage_options=None):
     raise TypeError(f"checkpoint must be a path or a dkernel.solver.Checkpoint; got {type(checkpoint).__name__}.")
 
 
-@dataclass
-class SolverState:
-    """The outer loop's state at the start of ``iteration`` (see the module's description)."""
-
-    iteration: int
-    alpha: np.ndarray
-    G: np.ndarray
-    kept: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.intp))
-    kept_slots: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.intp))
-    n_kernel_rows: int = 0
-    stop_reason: str = None
-    gap: float = None
-    intercept: float = None
-
-    @property
-    def solved(self):
-        """Whether the state is a solution (the loop stopped on the tolerance or could not improve)."""
-        return self.stop_reason in FINAL_REASONS
-
-
 def _digest(values):
     return hashlib.sha256(np.ascontiguousarray(values, dtype=np.float64).tobytes()).hexdigest()
 
@@ -160,15 +168,75 @@ def _differences(path, stored_attrs, stored_kernel, attrs, kernel):
     return found
 
 
-def _open(path):
+# --------------------------------------------------------------------------- integrity
+def _local_attributes(path):
+    """The attributes of the checkpoint's ``zarr.json``, read strictly: a damaged file is told, never guessed."""
+    try:
+        with open(os.path.join(path, "zarr.json"), "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise damaged(path, f"its zarr.json cannot be read ({exc})") from None
+    try:
+        meta = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise damaged(path, f"its zarr.json is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+                            f"{exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise damaged(path, f"its zarr.json is not complete JSON, truncated or altered ({exc.msg} at line "
+                            f"{exc.lineno}, column {exc.colno})") from None
+    attrs = meta.get("attributes") if isinstance(meta, dict) else None
+    if not isinstance(attrs, dict):
+        raise damaged(path, "its zarr.json holds no attributes")
+    return attrs
+
+
+def _verified_arrays(path, attrs, names):
+    """The arrays ``names`` of the checkpoint at ``path``, each checked against its recorded checksum (when the
+    checkpoint records them: ``attrs`` verified by :func:`check_version`)."""
     import zarr
 
-    return zarr.open_group(os.fspath(path), mode="r")
+    checks = attrs.get("checksums")
+    if checks is not None:
+        if not isinstance(checks, dict) or checks.get("algorithm") != "crc32c" \
+                or checks.get("metadata") != metadata_crc32c(attrs):
+            raise damaged(path, "its attributes (zarr.json) do not match their checksum: edited or altered")
+    verified = check_version(path, attrs.get("version"), checks is not None)
+    record = checks.get("arrays") if verified else None
+    if verified and not (isinstance(record, dict) and all(name in record for name in names)):
+        raise damaged(path, "its checksums do not list every array of a state")
+    if not verified:
+        unverified(path)
+    arrays, name = {}, None
+    try:
+        group = zarr.open_group(path, mode="r")
+        for name in names:
+            arrays[name] = np.asarray(group[name][...])
+    except (DKernelError, MemoryError):
+        raise
+    except Exception as exc:  # a missing or undecodable array: damage, whatever zarr raises for it
+        what = "its zarr group" if name is None else f"array {name}"
+        raise damaged(path, f"{what} cannot be read ({type(exc).__name__}: {exc})") from exc
+    if record is None:
+        return arrays
+    for name, value in arrays.items():
+        expected = record[name]
+        if not isinstance(expected, dict) or list(value.shape) != expected.get("shape") \
+                or value.dtype.str != expected.get("dtype"):
+            raise damaged(path, f"array {name} has shape {value.shape} and dtype {value.dtype.str}, not those "
+                                f"written")
+        if array_crc32c(value) != expected.get("crc32c"):
+            raise damaged(path, f"array {name} does not match its checksum: a chunk file of it is missing or "
+                                f"altered")
+    return arrays
 
 
-def read_state(path, fingerprint, storage_options=None):
+def read_state(path, fingerprint, storage_options=None, bounds=None):
     """The :class:`SolverState` stored at ``path`` (a folder or URL) for the problem ``fingerprint``; None when there
     is none.
+
+    Its checksums are checked before any value is used, then its values (finite, ``0 <= alpha <= bounds`` where
+    ``bounds``, the problem's C, is given; indices in range). A checkpoint written without checksums (version 1)
+    is read with an :class:`~dkernel.exceptions.UnverifiedStoreWarning`.
 
     Raises
     ------
@@ -177,37 +245,39 @@ def read_state(path, fingerprint, storage_options=None):
     ValueError
         If the checkpoint belongs to another problem (left as it is), naming what differs.
     CorruptStoreError
-        If the state at a URL does not match its checksum.
+        If the checkpoint is damaged: an array or its attributes do not match their checksums, a file is missing,
+        truncated or undecodable, or it holds values no solver run reaches (left as it is; the message names it,
+        the damage and what to do).
     """
     if is_url(path):
         from ._checkpoint_remote import read_state_url
 
-        return read_state_url(path, fingerprint, storage_options, _differences, SolverState)
+        return read_state_url(path, fingerprint, storage_options, _differences, SolverState, bounds=bounds)
     path = os.path.abspath(os.fspath(path))
     if artifacts.check_target(path, "checkpoint", reuse=True) != "same":
         return None
-    group = _open(path)
-    attrs = dict(group.attrs)
+    attrs = _local_attributes(path)
     if "problems" in attrs:
         raise ValueError(f"{path} holds the checkpoints of an estimator's {attrs['problems']} binary problems, "
                          f"not the checkpoint of one solver run; pass the estimator the same checkpoint path.")
-    stored_kernel = {name: group[name][...] for name in fingerprint[1]}
-    found = _differences(path, attrs.get("problem", {}), stored_kernel, *fingerprint)
+    arrays = _verified_arrays(path, attrs, (*STATE_ARRAYS, *fingerprint[1]))
+    stored_problem = attrs.get("problem")
+    check_kernel_shapes(path, stored_problem, arrays, fingerprint)
+    found = _differences(path, stored_problem if isinstance(stored_problem, dict) else {},
+                         {name: arrays[name] for name in fingerprint[1]}, *fingerprint)
     if found:
         raise ValueError(
             f"the checkpoint at {path} was written for another problem; these differ: {', '.join(found)}. It is "
             f"left as it is; resume with the same data and parameters, or choose another checkpoint path."
         )
-    return SolverState(
-        iteration=int(attrs["iteration"]), alpha=group["alpha"][...], G=group["G"][...],
-        kept=group["kept"][...].astype(np.intp), kept_slots=group["kept_slots"][...].astype(np.intp),
-        n_kernel_rows=int(attrs["n_kernel_rows"]), stop_reason=attrs.get("stop_reason"),
-        gap=attrs.get("gap"), intercept=intercept_from_json(attrs.get("intercept")),
-    )
+    return check_values(path, state_from(path, attrs, arrays), fingerprint, bounds)
 
 
 def write_state(path, fingerprint, state, storage_options=None):
-    """Write ``state`` of the problem ``fingerprint`` to ``path``, replacing a checkpoint there only when complete."""
+    """Write ``state`` of the problem ``fingerprint`` to ``path``, replacing a checkpoint there only when complete.
+
+    The arrays' checksums and the attributes' own are written with them, in the folder moved into place.
+    """
     import zarr
 
     if is_url(path):
@@ -216,19 +286,25 @@ def write_state(path, fingerprint, state, storage_options=None):
         return write_state_url(path, fingerprint, state, storage_options, CHECKPOINT_VERSION)
 
     attrs, kernel = fingerprint
+    arrays = {"alpha": state.alpha, "G": state.G, "kept": np.asarray(state.kept, dtype=np.int64),
+              "kept_slots": np.asarray(state.kept_slots, dtype=np.int64), **kernel}
+    arrays = {name: np.ascontiguousarray(value) for name, value in arrays.items()}
+    record = {"algorithm": "crc32c", "arrays": {
+        name: {"shape": list(value.shape), "dtype": value.dtype.str, "crc32c": array_crc32c(value)}
+        for name, value in arrays.items()}}
+    meta = json.loads(json.dumps({
+        "format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "problem": attrs,
+        "iteration": int(state.iteration), "n_kernel_rows": int(state.n_kernel_rows),
+        "stop_reason": state.stop_reason,
+        "gap": None if state.gap is None else float(state.gap),
+        "intercept": intercept_to_json(state.intercept), "checksums": record,
+    }))
+    meta["checksums"]["metadata"] = metadata_crc32c(meta)
     with artifacts.writing(path, "checkpoint", overwrite=True) as tmp:
         group = zarr.open_group(tmp, mode="w")
-        arrays = {"alpha": state.alpha, "G": state.G, "kept": np.asarray(state.kept, dtype=np.int64),
-                  "kept_slots": np.asarray(state.kept_slots, dtype=np.int64), **kernel}
         for name, value in arrays.items():
-            group.create_array(name, data=np.asarray(value), overwrite=True)
-        group.attrs.update({
-            "format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "problem": attrs,
-            "iteration": int(state.iteration), "n_kernel_rows": int(state.n_kernel_rows),
-            "stop_reason": state.stop_reason,
-            "gap": None if state.gap is None else float(state.gap),
-            "intercept": intercept_to_json(state.intercept),
-        })
+            group.create_array(name, data=value, overwrite=True)
+        group.attrs.update(meta)
 
 
 class CheckpointWriter:

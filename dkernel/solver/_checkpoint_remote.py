@@ -13,8 +13,13 @@ helpers of every artifact at a URL (:mod:`dkernel._runtime.object_store`)::
 
 A write puts the state under a fresh ``v-<id>/`` key, then the manifest (one PUT: the commit), and only then
 removes the states the manifest no longer names, so a process killed at any point leaves the previous state
-committed and readable. A read takes the state the manifest names and checks it against its CRC-32C: a changed,
-truncated or missing object raises :class:`~dkernel.exceptions.CorruptStoreError`, never gives values. As for a
+committed and readable. The manifest records its own CRC-32C too (``metadata``: of the manifest as canonical JSON,
+keys sorted, this one number left out). A read checks the manifest against it, then takes the state the manifest
+names and checks it against its CRC-32C, then checks the values themselves as a local checkpoint's are
+(:func:`._checkpoint.check_values`): an edited manifest, a changed, truncated or missing object raises
+:class:`~dkernel.exceptions.CorruptStoreError`, never gives values. A manifest of version 1, written before it
+recorded its own checksum, is read with an :class:`~dkernel.exceptions.UnverifiedStoreWarning` (its state object is
+still checked against its CRC-32C). As for a
 local checkpoint, one of another problem is refused with an error naming what differs and left as it is, and a
 prefix holding anything dkernel did not write there (or another artifact: a Gram store, a model) is refused and
 left as it is. Storage options (credentials) are used for the transfers only, never written.
@@ -22,6 +27,7 @@ left as it is. Storage options (credentials) are used for the transfers only, ne
 
 import dataclasses
 import io
+import json
 import re
 import uuid
 
@@ -36,8 +42,7 @@ from .._runtime.object_store import (
     put_json,
     read_json,
 )
-from ..exceptions import CorruptStoreError
-from ._bias import intercept_from_json, intercept_to_json
+from ._bias import intercept_to_json
 
 __all__ = ["checkpoint_at", "problem_checkpoints_url", "read_state_url", "write_state_url"]
 
@@ -84,44 +89,77 @@ def _crc(data):
     return int(google_crc32c.value(bytes(data)))
 
 
-def read_state_url(url, fingerprint, storage_options, differences, state_class):
-    """The state committed at ``url`` for the problem ``fingerprint`` (None when there is none), checked against its
-    CRC-32C; ``differences`` names what differs from another problem (:func:`._checkpoint._differences`)."""
+def read_state_url(url, fingerprint, storage_options, differences, state_class, bounds=None):
+    """The state committed at ``url`` for the problem ``fingerprint`` (None when there is none), its manifest and its
+    state object checked against their CRC-32C and its values against ``bounds`` (:func:`._checkpoint.read_state`);
+    ``differences`` names what differs from another problem (:func:`._checkpoint._differences`)."""
+    from ._checkpoint_state import (
+        STATE_ARRAYS,
+        check_kernel_shapes,
+        check_values,
+        check_version,
+        damaged,
+        metadata_crc32c,
+        state_from,
+        unverified,
+    )
+
     url, fs, root, manifest = _open(url, storage_options)
     if not manifest:
         return None
     if "problems" in manifest:
         raise ValueError(f"{url} holds the checkpoints of an estimator's {manifest['problems']} binary problems, "
                          f"not the checkpoint of one solver run; pass the estimator the same checkpoint URL.")
+    outer = _outer_checkpoint(url, fs, root)
+    if "metadata" in manifest and manifest["metadata"] != metadata_crc32c(manifest, record=None):
+        raise damaged(url, f"its manifest ({MANIFEST}) does not match its checksum: edited or altered", outer)
+    if not check_version(url, manifest.get("checkpoint_version"), "metadata" in manifest, outer):
+        # Its state object is checked against its CRC-32C below, as every version's.
+        unverified(url, f"its manifest ({MANIFEST}: the iteration, stop reason and intercept)")
     name = f"{manifest.get('version')}/{STATE}"
     try:
         data = fs.cat_file(f"{root}/{name}")
     except FileNotFoundError:
         data = None
     if data is None or _crc(data) != manifest.get("crc"):
-        raise CorruptStoreError(
-            f"the checkpoint at {url} is damaged: its state object {name} is "
-            f"{'missing' if data is None else 'changed or truncated (it does not match its checksum)'}; it is "
-            f"not read. Remove the checkpoint (or choose another URL) to fit from the start."
-        )
-    with np.load(io.BytesIO(data), allow_pickle=False) as stored:
-        arrays = {key: stored[key] for key in stored.files}
+        raise damaged(url, f"its state object {name} is "
+                           f"{'missing' if data is None else 'changed or truncated (it does not match its checksum)'}",
+                      outer)
+    names = (*STATE_ARRAYS, *fingerprint[1])
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as stored:
+            arrays = {key: stored[key] for key in names}
+    except Exception as exc:  # noqa: BLE001 (an object that matches its checksum but is no state: written wrong)
+        raise damaged(url, f"its state object {name} cannot be read ({type(exc).__name__}: {exc})", outer) from exc
+    check_kernel_shapes(url, manifest.get("problem"), arrays, fingerprint, outer)
     found = differences(url, manifest.get("problem", {}), {k: arrays[k] for k in fingerprint[1]}, *fingerprint)
     if found:
         raise ValueError(
             f"the checkpoint at {url} was written for another problem; these differ: {', '.join(found)}. It is "
             f"left as it is; resume with the same data and parameters, or choose another checkpoint URL."
         )
-    return state_class(
-        iteration=int(manifest["iteration"]), alpha=arrays["alpha"], G=arrays["G"],
-        kept=arrays["kept"].astype(np.intp), kept_slots=arrays["kept_slots"].astype(np.intp),
-        n_kernel_rows=int(manifest["n_kernel_rows"]), stop_reason=manifest.get("stop_reason"),
-        gap=manifest.get("gap"), intercept=intercept_from_json(manifest.get("intercept")),
-    )
+    return check_values(url, state_from(url, manifest, arrays, outer), fingerprint, bounds, outer)
+
+
+def _outer_checkpoint(url, fs, root):
+    """The URL of the estimator's checkpoint holding the problem checkpoint ``url`` (its ``problem-K``), or None."""
+    parent, _, name = root.rpartition("/")
+    if not re.match(r"^problem-\d+$", name):
+        return None
+    try:
+        manifest = read_json(fs, f"{parent}/{MANIFEST}")
+    except Exception:  # noqa: BLE001 (only the wording of an error depends on it)
+        return None
+    if isinstance(manifest, dict) and manifest.get("format") == FORMAT and "problems" in manifest:
+        return url.rpartition("/")[0]
+    return None
 
 
 def write_state_url(url, fingerprint, state, storage_options, version):
-    """Write ``state`` at ``url``: a new state object, then the manifest naming it, then the older states removed."""
+    """Write ``state`` at ``url``: a new state object, then the manifest naming it (with its own checksum), then the
+    older states removed."""
+    from ._checkpoint_state import metadata_crc32c
+
     url, fs, root, manifest = _open(url, storage_options)
     if manifest and "problems" in manifest:
         raise ValueError(f"{url} holds the checkpoints of an estimator's binary problems; it is left as it is.")
@@ -134,12 +172,14 @@ def write_state_url(url, fingerprint, state, storage_options, version):
     write_id = uuid.uuid4().hex
     name = f"v-{write_id}"
     fs.pipe_file(f"{root}/{name}/{STATE}", data)
-    put_json(fs, f"{root}/{MANIFEST}", {
+    committed = json.loads(json.dumps({
         "format": FORMAT, "version": name, "write_id": write_id, "checkpoint_version": version, "problem": attrs,
         "iteration": int(state.iteration), "n_kernel_rows": int(state.n_kernel_rows),
         "stop_reason": state.stop_reason, "gap": None if state.gap is None else float(state.gap),
         "intercept": intercept_to_json(state.intercept), "crc": _crc(data),
-    })
+    }))
+    committed["metadata"] = metadata_crc32c(committed, record=None)
+    put_json(fs, f"{root}/{MANIFEST}", committed)
     # A checkpoint has one writer: every state but the committed one (the previous, one a killed write left) goes.
     for old in entries(fs, root):
         if old.startswith("v-") and old != name:

@@ -242,7 +242,7 @@ def label_constraint_solve(rows, prob, q, *, client, tol, max_iter, shrinking, c
 
         fingerprint = problem_fingerprint(rows, check_provider(rows, prob.n), prob, q=q, tol=tol,
                                           shrinking=shrinking)
-        resume = read_state(checkpoint.path, fingerprint, checkpoint.storage_options)
+        resume = read_state(checkpoint.path, fingerprint, checkpoint.storage_options, bounds=prob.C)
         if resume is not None and resume.solved:
             logger.info("dkernel.solver: the checkpoint %s holds the solution (%s after %d iterations)",
                         checkpoint.path, resume.stop_reason, resume.iteration)
