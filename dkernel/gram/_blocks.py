@@ -64,6 +64,25 @@ class _ZarrBlocks:
             self._done = self._read_flags()
         return self._done
 
+    def present(self, done):
+        """``done`` (block flags) less the blocks whose chunk file of ``K`` is missing: no data is read.
+
+        A block's task writes its chunk (a shard, or a plain chunk) before it
+        flags the block done, and empty chunks are written too, so a flagged
+        block without its file was deleted since. One directory listing per
+        row of blocks (``K/c/<i>/``, the chunk keys the metadata checks).
+        """
+        done = np.array(done, dtype=bool)
+        rows = os.path.join(self.path, "K", "c")
+        for i in np.flatnonzero(done.any(axis=1)).tolist():
+            try:
+                names = set(os.listdir(os.path.join(rows, str(i))))
+            except (FileNotFoundError, NotADirectoryError):
+                names = set()
+            for j in np.flatnonzero(done[i]).tolist():
+                done[i, j] = str(j) in names
+        return done
+
     def _read_flags(self):
         flags = self.group["done"]
         try:

@@ -9,7 +9,8 @@ store, the bad blocks and the call or ``dkernel`` command that rewrites them
 import contextlib
 
 from ..exceptions import CorruptStoreError, DKernelError
-from ._format import _provenance_of, _read_meta
+from ._attributes import trusted_attributes
+from ._format import _provenance_of
 
 __all__ = ["corruption_message", "describe_blocks", "gram_command", "repair_hint"]
 
@@ -44,7 +45,28 @@ def corruption_message(path, blocks, detail, cli=False):
     where = f"in block{'s' if len(blocks) > 1 else ''} {describe_blocks(blocks)}" if blocks else "in its metadata"
     if not blocks and "cannot be repaired" in detail:
         return f"the Gram store {path} is corrupted {where}: {detail}. {replace_hint(path, cli=cli)}"
+    if not blocks and _kernel_unknown(path):
+        return (f"the Gram store {path} is corrupted {where}: {detail}. {_UNKNOWN_KERNEL}. "
+                f"{replace_hint(path, cli=cli)}")
     return f"the Gram store {path} is corrupted {where}: {detail}. {repair_hint(path, cli=cli)}"
+
+
+#: Why a store whose kernel attribute is damaged is replaced: no request can be checked against its values.
+_UNKNOWN_KERNEL = "It cannot be repaired with certainty: the store cannot tell which kernel its values are of"
+
+
+def _trusted(path):
+    """The attributes of the store ``path`` that are not damaged (:func:`._attributes.trusted_attributes`)."""
+    try:
+        return trusted_attributes(str(path))
+    except Exception:  # a store that cannot be examined (a URL, a path gone meanwhile): nothing is known
+        return None
+
+
+def _kernel_unknown(path):
+    """Whether the (readable) root metadata of the store ``path`` no longer tell its kernel with certainty."""
+    trusted = _trusted(path)
+    return trusted is not None and "kernel" not in trusted
 
 
 def replace_hint(path, cli=False):
@@ -64,8 +86,11 @@ def gram_command(attrs, path, data="DATA"):
     """The ``dkernel gram`` command line that writes (or repairs) the store ``path`` of attributes ``attrs``.
 
     ``data`` stands for the data file. None when the command line cannot
-    express the store (a cross Gram K(X, Z), a kernel of its own class).
+    express the store (a cross Gram K(X, Z), a kernel of its own class), or
+    ``attrs`` lack what it needs (a damaged attribute is left out of them).
     """
+    if not all(key in attrs for key in ("kernel", "chunks", "dtype", "symmetric")):
+        return None
     spec = attrs.get("kernel") or {}
     flags = []
     if spec.get("name") == "normalized":
@@ -85,9 +110,11 @@ def gram_command(attrs, path, data="DATA"):
 def repair_hint(path, cli=False):
     """How to rewrite the damaged and missing blocks of the store at ``path``: the API call and the command line.
 
-    With ``cli``, only the ``dkernel`` command.
+    With ``cli``, only the ``dkernel`` command. The command quotes only
+    attributes that are not damaged (:func:`_trusted`): where one it needs is
+    damaged, the advice names the options to give, never a value read from it.
     """
-    attrs = _read_meta(path) or {}
+    attrs = _trusted(path) or {}
     try:
         derived = bool(_provenance_of(attrs)["operators"])
         command = gram_command(attrs, path) if attrs and not derived else None

@@ -21,12 +21,7 @@ from .._runtime.client import resolve_client
 from .._runtime.object_store import is_url
 from .._runtime.options import GramOptions
 from .._runtime.validation import check_data, check_same_features
-from ..exceptions import (
-    CorruptStoreError,
-    IncompleteStoreError,
-    StoreMismatchError,
-    UnverifiedStoreWarning,
-)
+from ..exceptions import CorruptStoreError, IncompleteStoreError, StoreMismatchError, UnverifiedStoreWarning
 from ..kernels._kernels import get_kernel, kernel_from_dict, output_dtype
 from ._blocks import _ClusterBlocks, _MemoryBlocks, _warn_unverified, _ZarrBlocks
 from ._compute import _compute_in_memory, _compute_into_store
@@ -278,10 +273,14 @@ class GramMatrix:
 
     @property
     def n_blocks_done(self):
-        """Blocks written so far (all of them in memory)."""
+        """Blocks written so far (all of them in memory); in a store, those flagged done whose chunk file is there
+        (whether their data are intact is what :meth:`verify` reads)."""
         self._check_store()
         done = self._blocks.done(refresh=True)
-        return self._grid.n_blocks if done is None else int(done.sum())
+        if done is None:
+            return self._grid.n_blocks
+        present = getattr(self._blocks, "present", None)  # a store on disk: the blocks whose chunk file is there
+        return int((done if present is None else present(done)).sum())
 
     @property
     def blocks_repaired(self):

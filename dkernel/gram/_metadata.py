@@ -38,21 +38,20 @@ import zarr
 from zarr.core.metadata import ArrayV3Metadata
 
 from ..exceptions import CorruptStoreError
-from ..kernels._kernels import kernel_from_dict
 from ._checksums import _Checksums
 from ._corruption import corruption_message
 from ._format import MUTABLE_ATTRIBUTES, STORE_FORMAT, STORE_VERSION, _read_root, _value_crc, attribute_checksums
+from ._attributes import _KNOWN, _MISSING, _ROOT_KEYS, _attribute_damage
 from ._grid import _BlockGrid
 
 __all__ = []
 
-_ROOT_KEYS = {"attributes", "zarr_format", "node_type", "consolidated_metadata"}
 _ARRAY_KEYS = {"shape", "data_type", "chunk_grid", "chunk_key_encoding", "fill_value", "codecs", "attributes",
                "zarr_format", "node_type", "storage_transformers", "dimension_names"}
-#: Every attribute a Gram store may hold.
-_KNOWN = {"format", "format_version", "kernel", "shape", "dtype", "chunks", "symmetric", "fingerprint", "provenance",
-          "operator", "n_blocks", "checksums", "write_id", *MUTABLE_ATTRIBUTES}
-_MISSING = object()
+#: Attributes that say what the stored values are of: no block checksum can check them, since the values and
+#: their checksums are the same whatever the kernel or data are named. A damaged one is restored only from a
+#: value whose checksum is the recorded one, never taken because the request names the damaged value.
+_NAMING_ATTRIBUTES = ("kernel", "fingerprint", "provenance")
 
 
 def create_arrays(root, shape, dtype, grid, options, *, sharded, checksums):
@@ -99,55 +98,6 @@ def metadata_error(path, damage, cannot=None):
 # --------------------------------------------------------------------------- #
 # Checking
 # --------------------------------------------------------------------------- #
-
-
-def _pair(value):
-    return isinstance(value, list) and len(value) == 2 and all(
-        isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
-
-
-def _attribute_damage(attrs, has_checksum_array):
-    """``[(key, what)]``: the attributes of a store that are damaged, missing or unknown."""
-    damage = []
-    sums = attrs.get("attribute_checksums")
-    if sums is not None or "write_id" in attrs:
-        if not isinstance(sums, dict) or not all(isinstance(v, int) for v in sums.values()):
-            damage.append(("attribute 'attribute_checksums'", "is missing or not a table of checksums"))
-            sums = {}
-        for key, crc in sums.items():
-            if key not in attrs:
-                damage.append((f"attribute {key!r}", "is missing"))
-            elif _value_crc(attrs[key]) != crc:
-                damage.append((f"attribute {key!r}", "does not match its checksum"))
-        for key in attrs:
-            if key not in sums and key not in MUTABLE_ATTRIBUTES:
-                damage.append((f"attribute {key!r}", "is unknown (not recorded when the store was written)"))
-        if damage:
-            return damage
-    version = attrs.get("format_version")
-    if version not in (1, 2, STORE_VERSION):
-        return [("attribute 'format_version'", f"is {version!r}, not a format version this dkernel reads (1 to "
-                                              f"{STORE_VERSION})")]
-    spec = attrs.get("checksums")
-    if version == STORE_VERSION or has_checksum_array or spec is not None:
-        if version != STORE_VERSION:
-            damage.append(("attribute 'format_version'", f"is {version}, a version without checksums, but the store "
-                                                         f"holds checksums"))
-        if not (isinstance(spec, dict) and spec.get("algorithm") == "crc32c" and set(spec) == {
-                "algorithm", "segment_columns"} and isinstance(spec.get("segment_columns"), int)
-                and spec["segment_columns"] > 0):
-            damage.append(("attribute 'checksums'", f"is {spec!r}, not a checksum spec (crc32c, segment_columns)"))
-    for key, valid in (("shape", _pair(attrs.get("shape"))), ("chunks", _pair(attrs.get("chunks"))),
-                       ("symmetric", isinstance(attrs.get("symmetric"), bool)),
-                       ("dtype", attrs.get("dtype") in ("float32", "float64")),
-                       ("fingerprint", isinstance(attrs.get("fingerprint"), dict))):
-        if not valid:
-            damage.append((f"attribute {key!r}", f"is {attrs.get(key, 'missing')!r}, not a valid {key}"))
-    try:
-        kernel_from_dict(attrs.get("kernel"))
-    except Exception as exc:  # any damage of the spec: a KeyError, TypeError, an unknown kernel name
-        damage.append(("attribute 'kernel'", f"cannot be read ({type(exc).__name__}: {exc})"))
-    return damage
 
 
 def _root_damage(path):
@@ -277,8 +227,12 @@ def _restored(attrs, expected):
     A value is restored when its CRC-32C is the recorded one: the value
     stored, a value found under a damaged (unknown) name, or the expected
     one. A value equal to the expected one is kept when what is damaged is
-    its recorded checksum (or an older store recorded none). ``write_id`` is
-    an identity only: kept as found.
+    its recorded checksum (or an older store recorded none), except for the
+    attributes that name what the values are of (kernel, fingerprint,
+    provenance): with a recorded checksum that neither the value nor the
+    request has, the store cannot tell whether the value or its checksum is
+    damaged, and no block checksum would catch a relabelled store.
+    ``write_id`` is an identity only: kept as found.
     """
     sums = attrs.get("attribute_checksums")
     sums = {k: v for k, v in sums.items() if k in _KNOWN} if isinstance(sums, dict) else {}
@@ -294,7 +248,10 @@ def _restored(attrs, expected):
             if match is _MISSING and value is not _MISSING and wanted is _MISSING:
                 match = value  # an attribute nothing determines (the identity, a view's description)
         if match is _MISSING and value is not _MISSING and (value == wanted or key == "write_id"):
-            match = value
+            # What is damaged may be the recorded checksum, not the value: the value is kept, but not for an
+            # attribute that names what the values are of (the request may name a damaged value).
+            if crc is None or key not in _NAMING_ATTRIBUTES:
+                match = value
         if match is not _MISSING:
             restored[key] = match
         elif crc is not None or value is not _MISSING or key not in ("provenance", "n_blocks", "write_id"):
@@ -341,8 +298,9 @@ def repair_metadata(path, requested, grid, options):
             attrs = found[0] if len(found) == 1 else {}
         attrs, lost = _restored(attrs, _expected_attributes(requested, grid, options))
         if lost:
+            why = " (the store cannot tell which kernel its values are of)" if "kernel" in lost else ""
             raise metadata_error(path, damage, f"It cannot be repaired from this request: the recorded "
-                                               f"{', '.join(lost)} cannot be restored with certainty")
+                                               f"{', '.join(lost)} cannot be restored with certainty{why}")
         _rewrite_json(os.path.join(path, "zarr.json"), {"attributes": attrs, "zarr_format": 3,
                                                         "node_type": "group"})
     _, damage = metadata_damage(path)

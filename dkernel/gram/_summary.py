@@ -72,7 +72,8 @@ def verification_report(gram, bad):
     rewrites exactly them.
     """
     total = gram.n_blocks[0] * gram.n_blocks[1]
-    done = gram.n_blocks_done
+    flags = gram._blocks.done(refresh=True)  # the blocks verify read: a deleted chunk file is among ``bad``
+    done = total if flags is None else int(flags.sum())
     if not bad and done == total:
         return True, [f"{gram.path}: all {total} blocks intact"]
     if bad:
