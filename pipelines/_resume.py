@@ -7,6 +7,13 @@ interruption (Ctrl-C, a kill) runs only the tasks without saved records
 (:class:`ResumableTask`). Records are saved as JSON, and every record of a run
 goes through the same JSON round trip, saved or not, so that a resumed run
 gives the results of an uninterrupted one.
+
+Each saved record carries the CRC-32C of its content (``crc32c``: the
+canonical JSON of the task and its records, keys sorted, as the checksums of
+dkernel's model files), verified when it is read: a record that was changed,
+cut short or saved without a checksum (by an earlier dkernel) is never taken
+as results; :meth:`TaskRecords.inspect` says what is wrong with it, and its
+task runs again.
 """
 
 import hashlib
@@ -19,7 +26,7 @@ import numpy as np
 
 from dkernel.exceptions import DKernelError
 
-__all__ = ["PARTIAL_FORMAT", "PipelineInterrupted", "ResumableTask", "TaskRecords", "json_default"]
+__all__ = ["PARTIAL_FORMAT", "PipelineInterrupted", "ResumableTask", "TaskRecords", "json_default", "record_checksum"]
 
 
 def json_default(value):
@@ -93,23 +100,57 @@ class TaskRecords:
                           default=_task_value)
         return text, hashlib.sha256(text.encode()).hexdigest()[:32]
 
-    def load(self, task):
-        """The records saved for ``task``, or None."""
+    def path(self, task):
+        """Where the records of ``task`` are saved."""
+        return self.folder / "tasks" / f"{self.fingerprint(task)[1]}.json"
+
+    def inspect(self, task):
+        """``(records, problem)`` of the record saved for ``task``.
+
+        ``(records, None)`` for a verified record; ``(None, None)`` where none
+        was saved; ``(None, problem)`` for a record that cannot be used (a few
+        words: damaged, changed, without a checksum): its task must run again.
+        """
         text, digest = self.fingerprint(task)
+        path = self.folder / "tasks" / f"{digest}.json"
         try:
-            saved = json.loads((self.folder / "tasks" / f"{digest}.json").read_text())
-        except (OSError, ValueError):
-            return None
-        return saved["records"] if isinstance(saved, dict) and saved.get("task") == text else None
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None, None
+        except OSError as exc:
+            return None, f"cannot be read ({exc})"
+        try:
+            saved = json.loads(raw)
+        except ValueError:
+            return None, "is damaged (not complete JSON: cut short or changed)"
+        if not isinstance(saved, dict) or "task" not in saved or not isinstance(saved.get("records"), list):
+            return None, "is damaged (not a task record)"
+        if "crc32c" not in saved:
+            return None, "has no checksum (saved by an earlier dkernel) and cannot be verified"
+        if saved["crc32c"] != record_checksum({k: v for k, v in saved.items() if k != "crc32c"}):
+            return None, "is damaged (its checksum does not match its content: changed or cut short)"
+        if saved["task"] != text:
+            return None, "belongs to another task"
+        return saved["records"], None
+
+    def load(self, task):
+        """The verified records saved for ``task``, or None (none saved, or a record that fails its checks)."""
+        return self.inspect(task)[0]
+
+    def discard(self, task):
+        """Delete the record saved for ``task`` (one that failed its checks: its task runs again)."""
+        self.path(task).unlink(missing_ok=True)
 
     def save(self, task, records):
-        """Save the records of ``task`` (written whole, then renamed into place); return them as saved."""
+        """Save the records of ``task`` with their checksum (written whole, then renamed into place); return them
+        as saved."""
         text, digest = self.fingerprint(task)
         folder = self.folder / "tasks"
         if not folder.is_dir():
             folder.mkdir(parents=True, exist_ok=True)
             (self.folder / "partial.json").write_text(json.dumps({"format": PARTIAL_FORMAT, "pipeline": self.name}))
-        payload = json.dumps({"task": text, "records": records}, default=json_default)
+        body = {"task": text, "records": json.loads(json.dumps(records, default=json_default))}
+        payload = json.dumps({**body, "crc32c": record_checksum(body)})
         tmp = folder / f".{digest}.json.tmp-{os.getpid()}-{time.monotonic_ns()}"
         tmp.write_text(payload)
         tmp.replace(folder / f"{digest}.json")
@@ -133,6 +174,15 @@ class TaskRecords:
                 path.unlink()
         if self.folder.is_dir() and not any(self.folder.iterdir()):
             self.folder.rmdir()
+
+
+def record_checksum(body):
+    """The CRC-32C of a saved task record ``body`` (without its own ``crc32c``) as canonical JSON: keys sorted,
+    no spaces, ASCII (as ``dkernel.svm._persist`` checks the metadata of a model file)."""
+    import google_crc32c
+
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return int(google_crc32c.value(text.encode("ascii")))
 
 
 def _task_value(value):

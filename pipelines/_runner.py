@@ -24,10 +24,12 @@ address, a scheduler file, a SLURM/PBS/SSH/Kubernetes YAML file), shows a progre
 ``results.csv`` and ``results.json`` (the tidy records plus a ``summary`` of
 means and standard errors). The results folder ``out/NAME`` is written under
 the rules of :mod:`dkernel._runtime.artifacts`: checked before any task runs (an
-existing folder that is not this kind of results is refused; earlier results
+existing folder that is not this kind of results is refused; full results
 are replaced only with ``overwrite``, and only when the folder holds nothing
-but the files their run wrote), built beside its target and moved into place
-when complete. ``results.json`` records ``format: "dkernel-results"`` and the
+but the files their run wrote; a quick preview in the default
+``results/quick`` is replaced at each quick run, and a quick run never
+replaces full results, even with ``overwrite``), built beside its target and
+moved into place when complete. ``results.json`` records ``format: "dkernel-results"`` and the
 list of files the run wrote. Each task draws its randomness from
 ``numpy.random.SeedSequence(seed).spawn`` by task index, so that the same seed
 gives the same results wherever the tasks run.
@@ -36,7 +38,9 @@ A run resumes: the records of each finished task are saved as it finishes
 (:mod:`pipelines._resume`), so that the same command run again after an
 interruption (Ctrl-C, a kill) runs only the tasks without saved records and
 gives the results of an uninterrupted run. They are deleted once the results
-are in place.
+are in place. Each saved record carries a checksum verified when the run
+resumes: a record that was changed, cut short or saved without one is
+reported (one line per task) and its task computed again.
 """
 
 import argparse
@@ -162,7 +166,8 @@ def build_parser(name, description):
             "\nData sets are read from $DKERNEL_DATA (or downloaded into the cache when online)."
         ),
     )
-    parser.add_argument("--quick", action="store_true", help="reduced run for smoke tests (under a minute)")
+    parser.add_argument("--quick", action="store_true",
+                        help="reduced run for smoke tests (under a minute); a quick run never replaces full results")
     _add_cluster_arguments(parser, "local; 'threads' runs the tasks in this process")
     parser.add_argument("--out", type=Path, default=None,
                         help="output folder (default: results/, and results/quick/ with --quick)")
@@ -171,8 +176,9 @@ def build_parser(name, description):
     parser.add_argument("--workers", type=int, default=None, help="LocalCluster workers (default: cores)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument("--overwrite", action="store_true",
-                        help="replace the results of an earlier run in OUT/NAME (a folder holding other files is "
-                        "never replaced)")
+                        help="replace the results of an earlier run in OUT/NAME: quick previews under results/quick "
+                        "are replaced at each quick run; full results only with --overwrite (and never by a quick "
+                        "run; a folder holding other files is never replaced)")
     return parser
 
 
@@ -396,6 +402,48 @@ def _record_files(folder):
     json_path.write_text(results_json(payload))
 
 
+def _refuse_full_results(outdir):
+    """Refuse to let a quick run replace the full results at ``outdir`` (``overwrite`` or not)."""
+    from dkernel._runtime import artifacts
+
+    path = Path(artifacts.target_path(outdir))
+    if artifacts.artifact_kind(path) != "results":
+        return  # nothing there, or not results: artifacts.check_target decides
+    try:
+        quick = json.loads((path / "results.json").read_text()).get("config", {}).get("quick")
+    except (OSError, ValueError, AttributeError):
+        quick = None
+    if quick is not True:  # full results (or results that do not say): never replaced by a quick run
+        said = '"quick": false' if quick is False else 'not marked "quick": true'
+        raise ArtifactPathError(
+            f"{path} holds the full results of an earlier run (results.json: {said}); a quick run never "
+            f"replaces full results, even with overwrite: choose another --out for the quick run (by default it "
+            f"writes {default_out(quick=True)}/).")
+
+
+def _describe_task(task):
+    """A task in a few words: its plain parameters (``dataset=cmc, kernel=rbf, repeat=0``)."""
+    words = [f"{key}={value}" for key, value in task.items()
+             if key != "seed" and isinstance(value, (str, int, float, bool)) and value != ""]
+    text = ", ".join(words)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _check_saved(name, saved, tasks):
+    """How many ``tasks`` have verified saved records; a saved record that fails its checks (changed, cut short,
+    without a checksum) is reported on one line, deleted, and its task runs again."""
+    n_saved = 0
+    for index, task in enumerate(tasks):
+        records, problem = saved.inspect(task)
+        if problem is not None:
+            path = saved.path(task)
+            print(f"{name}: the record saved for task {index + 1} of {len(tasks)} ({_describe_task(task)}) "
+                  f"{problem}; that task is recomputed (record {path})", file=sys.stderr)
+            saved.discard(task)
+        n_saved += records is not None
+    return n_saved
+
+
 def run_pipeline(module, config):
     """Run a pipeline module end to end and write its results; returns a :class:`PipelineResult`.
 
@@ -411,15 +459,18 @@ def run_pipeline(module, config):
     start = time.perf_counter()
     outdir = Path(config.out) / module.NAME
     # A quick run in the default results/quick/ is a preview: it replaces the previous preview of the
-    # same pipeline (results only, never other files); elsewhere replacing needs --overwrite.
+    # same pipeline (results only, never other files); elsewhere replacing needs --overwrite. A quick
+    # run never replaces full results, even with --overwrite.
     replace = config.overwrite or (config.quick and Path(config.out) == default_out(quick=True))
+    if config.quick:
+        _refuse_full_results(outdir)
     artifacts.check_target(outdir, "results", replace)
     saved = TaskRecords(outdir, module.NAME)
     tasks = module.make_tasks(config)
     for index, task in enumerate(tasks):
         task.setdefault("seed_index", index)
         task.setdefault("seed", config.seed)
-    n_saved = sum(saved.load(task) is not None for task in tasks)
+    n_saved = _check_saved(module.NAME, saved, tasks)
     if n_saved:
         print(f"{module.NAME}: resuming: {n_saved} of {len(tasks)} tasks have their records in {saved.folder}",
               file=sys.stderr)
@@ -428,6 +479,8 @@ def run_pipeline(module, config):
         # The records as results.json holds them (the JSON round trip of the saved ones), saved or not.
         records = json.loads(json.dumps([rec for recs in results for rec in recs], default=_json_default))
         summary = summarize(records)
+        if config.quick:  # full results written there while the tasks ran are not replaced either
+            _refuse_full_results(outdir)
         with artifacts.writing(outdir, "results", replace) as tmp:
             tmp = Path(tmp)
             files = write_tables(module.NAME, config, records, summary, tmp, fidelity_of(module, records, config))
