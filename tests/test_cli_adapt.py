@@ -51,13 +51,15 @@ def test_adapt_randomized_rank(files):
 
 @pytest.mark.parametrize("argv, message", [
     (["--labels", "y.npy", "--rank", "121", "--out", "G.zarr"], "--rank 121 must lie in [1, 120]"),
-    (["--labels", "outputs.npy", "--out", "G.zarr"], "Use --target 'regression' for real outputs"),
+    (["--labels", "outputs.npy", "--out", "G.zarr"], "--target classification needs labels of two classes; "
+     "--labels outputs.npy holds 120. For more classes see 'dkernel align --target one-vs-rest'; for real outputs "
+     "--target regression"),
     (["--labels", "y.npy", "--mass", "2", "--out", "G.zarr"], "--mass must be a fraction"),
     (["--labels", "y_train.npy", "--out", "G.zarr"], "--labels has 80 labels but the Gram store K.zarr has 120"),
     (["--labels", "y.npy"], "pass --out PATH"),
     (["--labels", "y.npy", "--rank", "0", "--out", "G.zarr"], "--rank 0 must lie in [1, 120]"),
     (["--labels", "y.npy", "--target", "regression", "--out", "G.zarr"],
-     "--target 'regression' needs real outputs, but y holds only two values (-1 and 1)"),
+     "--target regression needs real outputs, but --labels y.npy holds only two values (-1 and 1)"),
     (["--labels", "missing.npy", "--out", "G.zarr"], "--labels missing.npy: no such file"),
     (["--labels", "y.pkl", "--out", "G.zarr"], "--labels y.pkl: cannot read labels"),
     (["--labels", "y.npy", "--factors", "G.txt"], "--factors G.txt: dkernel adapt writes the factors of an adapted "

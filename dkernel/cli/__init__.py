@@ -27,13 +27,18 @@ traceback; a damaged store is reported with the ``dkernel gram`` command that
 repairs it. Ctrl-C exits with status 130 after one line saying what was saved
 and what running the same command again does (each command says it: ``gram``
 resumes from its blocks, ``fit --checkpoint`` from its checkpoint, ``run``
-from its saved tasks; elsewhere the command starts over).
+from its saved tasks; elsewhere the command starts over), from the very start
+of :func:`main` (a Ctrl-C while the options are added says that nothing was
+written). A reader of the output that goes away (``dkernel info K.zarr | head
+-1``) ends the command quietly with status 141, as a Unix tool killed by SIGPIPE.
 
 Every single-file output (``predict --out``, ``adapt --factors``) is written
 under the rule of :mod:`dkernel._runtime.outputs`: a file of the user is never
 replaced. A store, model, checkpoint or results folder refused at its output
 path is told with the flag and the path as typed (``--out K.zarr: ...``);
-nothing at the path is changed. ``dkernel --help`` imports no command's
+nothing at the path is changed. Two output flags of one command at one path,
+or one inside the other (``fit --store same.zarr --model same.zarr``), are
+refused before any work. ``dkernel --help`` imports no command's
 dependencies (NumPy, Dask, scikit-learn): each command's options are added
 when it runs.
 """
@@ -70,42 +75,73 @@ def build_parser():
 
 def _error_line(exc, command, args=None):
     """The one line that reports the error ``exc`` of ``command`` (run with ``args``), in flags."""
-    from ..exceptions import ArtifactPathError, CorruptStoreError
-    from ._arguments import _FLAG_NAMES, OUTPUT_FLAGS, _in_flags, _output_named
+    from ..exceptions import ArtifactPathError, CorruptStoreError, DKernelError
+    from ._arguments import _FLAG_NAMES, OUTPUT_FLAGS, _in_flags, _output_named, _write_failure
 
     if isinstance(exc, CorruptStoreError) and exc.path:
         from ..gram import corruption_message
 
         return " ".join(corruption_message(exc.path, exc.blocks, exc.detail, cli=True).split())
+    outputs = [(flag, getattr(args, flag[2:].replace("-", "_"), None)) for flag in OUTPUT_FLAGS.get(command, ())]
+    if isinstance(exc, OSError) and not isinstance(exc, DKernelError):  # the system's, on a path we write?
+        failure = _write_failure(exc, outputs)
+        if failure is not None:
+            return failure
     message = _in_flags(" ".join(str(exc).split()), _FLAG_NAMES.get(command, {}))
     if isinstance(exc, ArtifactPathError):  # a path the user named: told with the flag that named it
-        message = _output_named(message, [(flag, getattr(args, flag[2:].replace("-", "_"), None))
-                                          for flag in OUTPUT_FLAGS.get(command, ())])
+        message = _output_named(message, outputs)
     return message
 
 
 def main(argv=None):
-    """Run ``dkernel`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
-    args = build_parser().parse_args(argv)
+    """Run ``dkernel`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code.
+
+    Ctrl-C at any point, the building of the parser included, is one line and status 130; a reader of the output
+    that went away (``dkernel info K.zarr | head -1``) ends the command quietly with status 141, as a Unix tool
+    killed by SIGPIPE.
+    """
+    args = None
+    try:
+        args = build_parser().parse_args(argv)
+        return _run(args)
+    except KeyboardInterrupt:
+        return _interrupted(args)
+    except BrokenPipeError:  # from a line of dkernel itself (_run reports the command's own) to a closed pipe
+        return _closed_pipe()
+
+
+def _run(args):
+    """Check the options of ``args`` and run its command; an error is one line ``dkernel: error: ...``."""
     from ..exceptions import DKernelError
     from ._arguments import _check_options
 
     try:
         _check_options(args)
-        return args.run(args)
+        status = args.run(args)
+        if sys.stdout is not None:  # (None: the command was started with stdout closed)
+            sys.stdout.flush()  # a closed pipe is found here, not at exit (Python's note on SIGPIPE)
+        return status
     except KeyboardInterrupt:
         return _interrupted(args)
+    except BrokenPipeError as exc:
+        if _stdout_is_closed():
+            return _closed_pipe()
+        return _report(exc, args)
     except (DKernelError, ValueError, OSError) as exc:
-        if _from_an_interrupt(exc):
-            return _interrupted(args)
-        print(f"dkernel: error: {_error_line(exc, args.command, args)}", file=sys.stderr)
-        return 2
+        return _report(exc, args)
     except Exception as exc:  # noqa: BLE001 (a defect of dkernel: still one line, and a status of its own)
         if _from_an_interrupt(exc):
             return _interrupted(args)
         print(f"dkernel: error: unexpected {type(exc).__name__}: {' '.join(str(exc).split())} (a defect of dkernel; "
               f"please report it with the command that gave it).", file=sys.stderr)
         return 3
+
+
+def _report(exc, args):
+    if _from_an_interrupt(exc):
+        return _interrupted(args)
+    print(f"dkernel: error: {_error_line(exc, args.command, args)}", file=sys.stderr)
+    return 2
 
 
 def _from_an_interrupt(exc):
@@ -120,5 +156,45 @@ def _from_an_interrupt(exc):
 
 
 def _interrupted(args):
-    print(f"dkernel: interrupted; {args.interrupted(args)}", file=sys.stderr)
+    """The line of a Ctrl-C: what was saved and what the same command does; nothing yet before the options are
+    parsed (``args`` None)."""
+    said = "nothing was written; run the same command again to start over." if args is None else \
+        args.interrupted(args)
+    print(f"dkernel: interrupted; {said}", file=sys.stderr)
     return 130
+
+
+#: The exit status of a command whose output pipe was closed: 128 + SIGPIPE, as a shell reports a tool it killed.
+CLOSED_PIPE_STATUS = 141
+
+
+def _stdout_is_closed():
+    """Whether the reader of stdout went away (a pipe whose other end is closed).
+
+    Where that cannot be told (stdout is no file of the system, e.g. replaced in a test), a ``BrokenPipeError`` is
+    taken to come from it, as in Python's note on SIGPIPE.
+    """
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return True
+    if not hasattr(select, "poll"):
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poller.poll(0))
+
+
+def _closed_pipe():
+    """End quietly after the reader of stdout went away: what is left to write goes to devnull (Python's note on
+    SIGPIPE, https://docs.python.org/3/library/signal.html#note-on-sigpipe), so that the exit writes nothing."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):  # stdout is no file of the system: nothing is flushed to it
+        pass
+    return CLOSED_PIPE_STATUS

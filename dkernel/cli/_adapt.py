@@ -8,8 +8,11 @@ from ._arguments import (
     _add_command,
     _add_storage_option_argument,
     _announce_cluster,
+    _check_target_labels,
     _cluster_choice,
     _is_url,
+    _open_gram,
+    _overlap,
     _storage_options,
 )
 
@@ -117,9 +120,12 @@ def _check_outputs(args, gram, storage_options=None):
 
     if not args.out and not args.factors:
         raise ValueError("pass --out PATH (a Gram store) or --factors FILE (the low-rank factors), or both.")
+    _check_not_the_input(args, gram)
     if args.out:
-        check_output_store(args.out, args.overwrite, gram, storage_options)
+        # Whether the store at --out may be replaced at all first: the advice of check_output_store (pass
+        # --overwrite) holds only for an adapted store.
         _check_replaces_an_adapted_store(args.out, storage_options)
+        check_output_store(args.out, args.overwrite, gram, storage_options)
     if args.factors:
         outputs.check_output(args.factors, suffix=".npz", overwrite=args.overwrite, **_FACTORS)
     if args.rank is not None and not 1 <= args.rank <= gram.n:
@@ -128,10 +134,43 @@ def _check_outputs(args, gram, storage_options=None):
         raise ValueError(f"--mass must be a fraction of the spectrum in (0, 1]; got {args.mass}.")
 
 
+def _store_kind(operators):
+    """What a Gram store of the operator chain ``operators`` is, in words, against an adapted one."""
+    if not operators:
+        return "a raw Gram store, not an adapted one"
+    if operators[-1].get("name") != "alignment-adapted":
+        return f"a Gram store derived by {operators[-1].get('name')!r}, not an adapted one"
+    return "an adapted Gram store"
+
+
+def _check_not_the_input(args, gram):
+    """--out and --factors neither at the input store (PATH) nor inside it, nor around it: adapt never replaces,
+    nor writes into, the store it reads."""
+    for flag, value in (("--out", args.out), ("--factors", args.factors)):
+        found = None if value is None else _overlap(value, args.store)
+        if found == "same" and flag == "--out":
+            raise ValueError(f"--out {value} holds {_store_kind(gram.operators)}: it is the store dkernel adapt "
+                             f"reads (the PATH argument), and it is not replaced, even with --overwrite; choose "
+                             f"another --out for G.")
+        if found == "same":
+            raise ValueError(f"{flag} {value} is the Gram store dkernel adapt reads (the PATH argument); choose "
+                             f"another {flag}.")
+        if found == "inside":
+            raise ValueError(f"{flag} {value} lies inside the Gram store {args.store} that dkernel adapt reads; "
+                             f"choose a path outside it.")
+        if found == "contains":
+            raise ValueError(f"{flag} {value} holds the Gram store {args.store} that dkernel adapt reads; choose "
+                             f"another {flag}.")
+
+
 def _check_replaces_an_adapted_store(path, storage_options=None):
-    """``--overwrite`` replaces only a store written by ``dkernel adapt``, never another Gram (the input's included)."""
+    """``--overwrite`` replaces only a store written by ``dkernel adapt``, never another Gram (the input's included).
+
+    A path that holds no Gram store is left to :func:`~dkernel.gram.check_output_store`, which tells it.
+    """
     import os
 
+    from ..exceptions import CorruptStoreError, StoreMismatchError
     from ..gram import GramMatrix
     from ..gram._remote import has_manifest
 
@@ -140,11 +179,13 @@ def _check_replaces_an_adapted_store(path, storage_options=None):
             return
     elif not os.path.isdir(path) or not os.listdir(path):
         return
-    operators = GramMatrix.open(path, storage_options=storage_options).operators
+    try:
+        operators = GramMatrix.open(path, storage_options=storage_options).operators
+    except (StoreMismatchError, CorruptStoreError):  # not a Gram store (or a damaged one): told by the next check
+        return
     if not operators or operators[-1].get("name") != "alignment-adapted":
-        kind = "a raw Gram store" if not operators else f"a Gram store derived by {operators[-1].get('name')!r}"
-        raise ValueError(f"--out {path} holds {kind}, not an adapted one; --overwrite replaces only a store written "
-                         f"by dkernel adapt. Choose another path for G.")
+        raise ValueError(f"--out {path} holds {_store_kind(operators)}; it is not replaced, even with --overwrite, "
+                         f"which replaces only a store written by dkernel adapt. Choose another path for G.")
 
 
 def _read_labels(args):
@@ -176,22 +217,20 @@ def _inductive(gram, y, rows, args, client):
 
 
 def _run_adapt(args):
-    import os
-
     from .._runtime import outputs
     from ..alignment import transductive_adaptation
     from ..alignment._reweighting import adaptation_target
-    from ..gram import GramMatrix
 
-    if not _is_url(args.store) and not os.path.exists(args.store):
-        raise ValueError(f"no Gram store at {args.store} (the PATH argument); compute one with "
-                         f"'dkernel gram --input X.npy --out {args.store}'.")
+    if args.rank is not None and args.mass is not None:
+        raise ValueError(f"--rank and --mass are alternatives; give one: --rank {args.rank} keeps the top "
+                         f"{args.rank} eigenpairs, --mass {args.mass:g} those that carry that fraction of the trace.")
     storage_options = _storage_options(args)
-    gram = GramMatrix.open(args.store, storage_options=storage_options)
+    gram = _open_gram(args)
     _check_outputs(args, gram, storage_options)
     y = _read_labels(args)
     rows = _labelled_rows(args, gram.n, len(y))
     y = y[rows] if len(y) == gram.n and len(rows) != gram.n else y
+    _check_target_labels(y, args.target, args.labels, "adapt")  # in the words of dkernel align
     adaptation_target(y, args.target)  # the labels fit --target, before the cluster and the eigensolver
     spec, flag = _cluster_choice(args)
     from .._runtime.client import scheduler_client

@@ -112,7 +112,8 @@ _POSITIVE = {"fit": ("C", "tol")}
 
 
 def _check_options(args):
-    """Refuse out-of-range numeric options and misused kernel options with a message that names the flag."""
+    """Refuse out-of-range numeric options, misused kernel options, options that would be ignored and two outputs
+    at one path, with a message that names the flags, before any work."""
     if args.command in ("gram", "fit"):
         _kernel_args(args)
         _check_cluster(args)
@@ -125,6 +126,74 @@ def _check_options(args):
         value = getattr(args, name)
         if value is not None and not (0 < value < float("inf")):
             raise ValueError(f"--{name} must be a finite number > 0; got {value:g}.")
+    if args.command == "gram":
+        _check_workers(args)
+    _check_distinct_outputs([(flag, getattr(args, flag[2:].replace("-", "_"), None))
+                             for flag in OUTPUT_FLAGS.get(args.command, ())])
+
+
+def _check_workers(args):
+    """--workers N is the size of the cluster that --cluster local starts; with any other choice it is refused."""
+    if args.workers is None:
+        return
+    spec, flag = _cluster_choice(args)
+    spec = None if spec is None else str(spec).strip()
+    if spec == "local":
+        return
+    if spec is not None and re.fullmatch(r"local:\d+", spec):
+        raise ValueError(f"{flag} {spec} already sets the number of worker processes; give one of --workers "
+                         f"{args.workers} and {flag} {spec}.")
+    where = ("without --cluster the work runs in threads of this process" if spec is None else
+             f"the workers of {flag} {spec} are that cluster's own")
+    raise ValueError(f"--workers {args.workers} sets the worker processes of --cluster local; {where}. Add "
+                     f"--cluster local, or leave out --workers.")
+
+
+def _where(path):
+    """``(kind, place)`` of a path flag's value to compare with another: a URL without its trailing ``/``, or the
+    absolute path with links resolved."""
+    import os
+
+    path = os.fspath(path)
+    if _is_url(path):
+        return "url", path.rstrip("/")
+    return "local", os.path.realpath(path)
+
+
+def _overlap(a, b):
+    """``"same"`` when the paths ``a`` and ``b`` name one place, ``"inside"`` when ``a`` lies inside ``b``,
+    ``"contains"`` when ``b`` lies inside ``a``, else None."""
+    import os
+
+    (kind_a, a), (kind_b, b) = _where(a), _where(b)
+    if kind_a != kind_b:
+        return None
+    if a == b:
+        return "same"
+    sep = "/" if kind_a == "url" else os.sep
+    if a.startswith(b.rstrip(sep) + sep):
+        return "inside"
+    if b.startswith(a.rstrip(sep) + sep):
+        return "contains"
+    return None
+
+
+def _check_distinct_outputs(outputs):
+    """Refuse two output flags (``(flag, value)`` pairs, value None when not given) at one path, or one inside the
+    other: each is written as a whole (a store, a model, a file), and one would be refused, or damaged, by the other."""
+    given = [(flag, value) for flag, value in outputs if value is not None]
+    for i, (flag, value) in enumerate(given):
+        for other, other_value in given[i + 1:]:
+            found = _overlap(value, other_value)
+            if found == "same":
+                shown = value if str(value) == str(other_value) else f"{value} and {other_value}"
+                raise ValueError(f"{flag} and {other} name the same path ({shown}); give each its own path.")
+            if found is not None:
+                (inner, inner_value), (outer, outer_value) = (((flag, value), (other, other_value))
+                                                              if found == "inside" else
+                                                              ((other, other_value), (flag, value)))
+                raise ValueError(f"{inner} {inner_value} lies inside {outer} {outer_value}; give each its own "
+                                 f"path, neither inside the other.")
 
 
 def _kernel_from_args(args, X):
@@ -136,13 +205,32 @@ def _kernel_from_args(args, X):
     return NormalizedKernel(kernel) if args.normalize else kernel
 
 
+#: The library's words for the block side of a stored Gram, ``chunks (store: [30, 30], requested: [20, 20])``.
+_CHUNKS = re.compile(r"\bchunks \(store: \[(\d+)(?:, \d+)*\], requested: \[(\d+)(?:, \d+)*\]\)")
+
 #: Per command, the library parameters that a flag sets, so that an error raised by the library names the flag.
+#: ``"*"``: the phrases of the library that every command tells in its own words (the API calls its advice names
+#: become the ``dkernel`` command that does the same); a key that is a compiled pattern is replaced by its ``sub``.
 _FLAG_NAMES = {
+    "*": {
+        re.compile(r"no Gram store at (.+?); compute one with GramMatrix\.compute\(\.\.\., store=(?:path|url)\)\."):
+            r"no Gram store at \1; compute one with 'dkernel gram --input X.npy --out \1'.",
+        "re-run GramMatrix.compute (or `dkernel gram`)": "re-run `dkernel gram`",
+        "re-run GramMatrix.compute with the same data and kernel":
+            "re-run `dkernel gram` with the same data and kernel options",
+        "(GramMatrix.compute with the same data and kernel, or the same view's to_zarr)":
+            "(the same `dkernel gram`, `dkernel center` or `dkernel adapt` command)",
+        "recompute it (GramMatrix.compute(..., overwrite=True), or `dkernel gram ... --overwrite`)":
+            "recompute it (`dkernel gram ... --overwrite`)",
+        "open it again with GramMatrix.open(path).": "run the command again.",
+    },
+    "gram": {_CHUNKS: r"--chunk (store: \1, requested: \2)", re.compile(r"\bdtype \(store: "): "--dtype (store: "},
     "center": {"n_sample": "--sample", "random_state": "--seed", "Centering.multiclass(y)": "--scheme multiclass"},
     "align": {"n_sample": "--sample", "n_repeats": "--repeats", "random_state": "--seed"},
     "fit": {"centering_sample": "--centering-sample", "n_sample": "--centering-sample",
             "working_set_size": "--working-set-size", "normalize_bias_correction": "--graf-correction",
-            "normalize": "--normalize", "random_state": "--seed"},
+            "normalize": "--normalize", "random_state": "--seed",
+            _CHUNKS: r"block side (store: \1 rows, requested: \2)"},
 }
 
 
@@ -150,11 +238,15 @@ def _in_flags(message, names):
     """``message`` with the library parameter names of ``names`` replaced by flags (``n_sample=5``: ``--sample 5``).
 
     ``name=True`` becomes the flag alone (``normalize=True``: ``--normalize``). A key of ``names`` that is not
-    a name (``Centering.multiclass(y)``) is a phrase of the library replaced as written. A library message that
-    names both forms (``overwrite=True (CLI: --overwrite)``) keeps the flag only.
+    a name (``Centering.multiclass(y)``) is a phrase of the library replaced as written; a compiled pattern is
+    replaced by its ``sub``. A library message that names both forms (``overwrite=True (CLI: --overwrite)``) keeps
+    the flag only. The phrases of every command (``_FLAG_NAMES["*"]``) are replaced first.
     """
     message = re.sub(r"\b\w+=\w+ \(CLI: (--[\w-]+)\)", r"\1", message)
-    for name, flag in names.items():
+    for name, flag in [*_FLAG_NAMES["*"].items(), *names.items()]:
+        if isinstance(name, re.Pattern):
+            message = name.sub(flag, message)
+            continue
         if not name.isidentifier():
             message = message.replace(name, flag)
             continue
@@ -163,10 +255,12 @@ def _in_flags(message, names):
     return message
 
 
-#: The flags of each command whose value is a path where a dkernel artifact is written (a Gram store, a model, a
-#: solver checkpoint, pipeline results): a refusal to write there is told with the flag (:func:`_output_named`).
-OUTPUT_FLAGS = {"gram": ("--out",), "center": ("--out",), "adapt": ("--out",),
-                "fit": ("--model", "--store", "--checkpoint"), "run": ("--out",)}
+#: The flags of each command whose value is a path where it writes: a dkernel artifact (a Gram store, a model, a
+#: solver checkpoint, pipeline results) or an output file (``predict --out``, ``adapt --factors``). A refusal to
+#: write there, or a failed write, is told with the flag (:func:`_output_named`, :func:`_write_failure`); two of
+#: them at one path, or one inside the other, are refused before any work (:func:`_check_distinct_outputs`).
+OUTPUT_FLAGS = {"gram": ("--out",), "center": ("--out",), "adapt": ("--out", "--factors"),
+                "fit": ("--store", "--model", "--checkpoint"), "predict": ("--out", "--decision"), "run": ("--out",)}
 
 #: The library's words for its ``overwrite`` parameter in a refused write, and the flag that sets it.
 _OVERWRITE_WORDS = (("even with overwrite", "even with --overwrite"),
@@ -196,6 +290,72 @@ def _output_named(message, outputs):
                     found is None or len(path) > found[0]):
                 found = (len(path), flag, os.fspath(value))
     return message if found is None else f"{found[1]} {found[2]}: {message}"
+
+
+def _write_failure(exc, outputs):
+    """The message of ``exc``, an :class:`OSError` of the system on a file that the output ``(flag, value)`` of
+    ``outputs`` writes (the path, a file inside it, or a temporary file beside it), told with the flag and the
+    value as typed; None when it is about no output."""
+    import os
+
+    filename = getattr(exc, "filename", None)
+    if not filename or not isinstance(filename, (str, bytes, os.PathLike)):
+        return None
+    filename = os.path.abspath(os.fsdecode(filename))
+    for flag, value in outputs:
+        if value is None or _is_url(value):
+            continue
+        for path in {os.path.abspath(os.fspath(value)), os.path.realpath(os.fspath(value))}:
+            parent, base = os.path.split(path)
+            reason = exc.strerror or type(exc).__name__
+            if filename == path or (os.path.dirname(filename) == parent
+                                    and os.path.basename(filename).startswith(f".{base}.")):  # it, or its temporary
+                return (f"{flag} {os.fspath(value)}: cannot write it there ({reason}); choose a path in a folder "
+                        f"this process can write into.")
+            if filename.startswith(path + os.sep):  # a file of the store or model there (written, or read back)
+                return f"{flag} {os.fspath(value)}: {reason} ({os.path.relpath(filename, path)} in it)."
+    return None
+
+
+def _open_gram(args):
+    """The Gram store of the PATH argument; a path where nothing is is told with the command that computes a store."""
+    import os
+
+    from ..gram import GramMatrix
+
+    if not _is_url(args.store) and not os.path.lexists(args.store):
+        raise ValueError(f"no Gram store at {args.store} (the PATH argument); compute one with "
+                         f"'dkernel gram --input X.npy --out {args.store}'.")
+    return GramMatrix.open(args.store, storage_options=_storage_options(args))
+
+
+def _check_target_labels(y, target, labels, command):
+    """Refuse labels that do not fit --target, in the same words for ``align`` and ``adapt`` (``command``).
+
+    ``labels`` is the --labels file, for the messages. ``classification`` and ``uneven`` need two classes,
+    ``multiclass`` and ``one-vs-rest`` two or more, ``regression`` real outputs: numbers of more than two values
+    (two values are class labels, whose centred target would be a classification target in disguise).
+    """
+    import numpy as np
+
+    values = np.unique(y)
+    shown = f"--labels {labels}"
+    if target in ("classification", "uneven") and len(values) != 2:
+        more = ("For more classes use --target multiclass or --target one-vs-rest; for" if command == "align" else
+                "For more classes see 'dkernel align --target one-vs-rest'; for")
+        raise ValueError(f"--target {target} needs labels of two classes; {shown} holds {len(values)}. {more} real "
+                         f"outputs --target regression.")
+    if target in ("multiclass", "one-vs-rest") and len(values) < 2:
+        raise ValueError(f"--target {target} needs labels of two classes or more; {shown} holds one.")
+    if target == "regression":
+        if y.dtype.kind not in "biuf":
+            raise ValueError(f"--target regression needs real outputs (numbers); {shown} holds text. For class "
+                             f"labels use --target classification or --target uneven.")
+        if len(values) <= 2:
+            held = (f"only two values ({values[0].item()!r} and {values[1].item()!r}): class labels" if len(values) == 2
+                    else f"one value ({values[0].item()!r}): outputs that do not vary have no alignment")
+            raise ValueError(f"--target regression needs real outputs, but {shown} holds {held}. Use --target "
+                             f"classification (+-1) or --target uneven (eq. 9) for two classes.")
 
 
 def _read_data(path, labels=None):

@@ -157,8 +157,10 @@ def load_labels(path, name="--labels"):
     Raises
     ------
     InputFileError
-        If the file is missing or unreadable, holds no labels, or holds an
-        array that is not one label per row (e.g. of shape (400, 2)).
+        If the file is missing or unreadable, holds no labels, holds an
+        array that is not one label per row (e.g. of shape (400, 2)), or
+        holds NaN or infinite labels (the message names ``name`` and the
+        first such row).
     """
     import numpy as np
 
@@ -186,4 +188,11 @@ def load_labels(path, name="--labels"):
     y = y.ravel()
     if y.size == 0:
         raise InputFileError(f"{label} holds no labels.")
+    if y.dtype.kind == "f" and not np.isfinite(y).all():
+        bad = np.flatnonzero(~np.isfinite(y))
+        n_nan = int(np.isnan(y[bad]).sum())
+        what = " and ".join(part for part in (f"{n_nan} NaN" if n_nan else "",
+                                             f"{len(bad) - n_nan} infinite" if len(bad) > n_nan else "") if part)
+        raise InputFileError(f"{label} holds {what} label{'s' if len(bad) > 1 else ''} (first in row {bad[0]}); "
+                             f"give every row a label, or remove the rows without one (and their rows of the data).")
     return y

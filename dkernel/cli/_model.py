@@ -144,14 +144,27 @@ def _check_fit_options(args):
         raise ValueError("--checkpoint-seconds must be > 0 and --checkpoint-iterations an integer >= 1.")
 
 
+def _check_finite_data(args, X, what):
+    """Refuse --data with NaN or infinite values, naming the flag (the library would name its parameter X)."""
+    from .._runtime.validation import check_finite
+
+    check_finite(X, name=f"--data {args.data}", what=what)
+
+
 def _read_training_data(args):
-    """``(X, y)`` of --data and --labels; refused without labels or with a label count other than the rows."""
+    """``(X, y)`` of --data and --labels; refused without labels, with a label count other than the rows, or with
+    NaN or infinite values in either."""
     X, y = _read_data(args.data, args.labels)
     if y is None:
         raise ValueError(f"--data {args.data} has no labels; pass --labels FILE.")
     if len(y) != X.shape[0]:
         raise ValueError(f"--labels {args.labels} has {len(y)} labels but --data {args.data} has {X.shape[0]} rows; "
                          f"pass one label per row.")
+    _check_finite_data(args, X, "fitting")
+    if args.labels is None:  # the labels of the data file (--labels are checked as they are read)
+        from .._runtime.validation import check_labels
+
+        check_labels(y, name=f"the labels of --data {args.data}")
     return X, y
 
 
@@ -267,13 +280,10 @@ _PREDICT_OUTPUTS = {"--out": ("labels", "the predicted labels"), "--decision": (
 
 def _predict_outputs(args):
     """``{flag: path}`` of the output files, each checked before any work (:mod:`dkernel._runtime.outputs`)."""
-    import os
-
     from .._runtime import outputs
 
+    # (--out and --decision at one path are refused with the options: _arguments._check_distinct_outputs.)
     paths = {flag: path for flag, path in (("--out", args.out), ("--decision", args.decision)) if path}
-    if len(paths) == 2 and os.path.abspath(paths["--out"]) == os.path.abspath(paths["--decision"]):
-        raise ValueError(f"--out and --decision name the same file {args.out}; give each its own path.")
     for flag, path in paths.items():
         kind, what = _PREDICT_OUTPUTS[flag]
         outputs.check_output(path, kind, what=what, suffix=".npy", name=flag, writer="dkernel predict",
@@ -323,6 +333,7 @@ def _run_predict(args):
     paths = _predict_outputs(args)
     model = _load_model(args.model, _storage_options(args))
     X, y = _read_data(args.data, args.labels)
+    _check_finite_data(args, X, "predicting")
     if X.shape[1] != model.n_features_in_:
         raise ValueError(f"--data {args.data} has {X.shape[1]} features but the model {args.model} was trained on "
                          f"{model.n_features_in_}.")

@@ -35,7 +35,8 @@ def _add_run_parser(subparsers):
         description="Run a reproduction pipeline: its tasks go to Dask (a local cluster by default) and its "
         "results, report and figures to results/NAME/ (results/quick/NAME/ with --quick). Options after NAME "
         "belong to the pipeline: [--quick] [--cluster SPEC|threads] [--out DIR] [--repeats R] [--seed S] "
-        "[--overwrite] (--out DIR writes DIR/NAME/; --overwrite replaces the results of an earlier run).",
+        "[--overwrite] (--out DIR writes DIR/NAME/; quick previews under results/quick are replaced at each quick "
+        "run; full results only with --overwrite, never by a quick run).",
         epilog=_RUN_EPILOG,
     )
 

@@ -1,7 +1,8 @@
 """The ``dkernel`` commands of a Gram store: ``gram`` computes one, ``info`` describes it, ``verify`` checks it."""
 
 from ._arguments import (_add_cluster_arguments, _add_command, _add_kernel_arguments, _add_storage_option_argument,
-                         _announce_cluster, _cluster_choice, _is_url, _kernel_from_args, _read_data, _storage_options)
+                         _announce_cluster, _cluster_choice, _is_url, _kernel_from_args, _open_gram, _read_data,
+                         _storage_options)
 
 DEMO_SHAPE = (4000, 16)
 
@@ -73,7 +74,8 @@ def _gram_arguments(p):
                    help="compression of the stored chunks (default: none, fastest)")
     _add_cluster_arguments(e, "threads in this process")
     e.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="number of worker processes with --cluster local (default: one per core)")
+                   help="number of worker processes of --cluster local (default: one per core); refused with "
+                        "any other --cluster, and without one")
     e.add_argument("--overwrite", action="store_true",
                    help="replace a Gram store built from other data, kernel or provenance (never another folder)")
     _add_storage_option_argument(e)
@@ -150,10 +152,9 @@ def _info_arguments(p):
 def _run_info(args):
     import json
 
-    from ..gram import GramMatrix
     from ..gram._summary import store_summary
 
-    info = GramMatrix.open(args.store, storage_options=_storage_options(args)).info()
+    info = _open_gram(args).info()
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
@@ -198,13 +199,13 @@ def _run_verify(args):
     import warnings
 
     from ..exceptions import CorruptStoreError, UnverifiedStoreWarning
-    from ..gram import GramMatrix, corruption_message
+    from ..gram import corruption_message
     from ..gram._summary import verification_report
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnverifiedStoreWarning)  # verify() says it, as an error
         try:
-            gram = GramMatrix.open(args.store, storage_options=_storage_options(args))
+            gram = _open_gram(args)
         except CorruptStoreError as exc:  # damaged metadata: a finding of verify, reported as damage
             if exc.blocks or not exc.path:
                 raise

@@ -5,7 +5,9 @@
 from ._arguments import (
     _add_command,
     _add_storage_option_argument,
+    _check_target_labels,
     _is_url,
+    _open_gram,
     _storage_options,
 )
 
@@ -91,11 +93,11 @@ def _run_center(args):
     import numpy as np
 
     from ..centering._origins import Centering
-    from ..gram import GramMatrix, check_output_store
+    from ..gram import check_output_store
     from ..views._centered import CenteredGram
 
     storage_options = _storage_options(args)
-    gram = GramMatrix.open(args.store, storage_options=storage_options)
+    gram = _open_gram(args)
     if args.out:
         check_output_store(args.out, args.overwrite, gram, storage_options)  # before h = K gamma, a pass over it
     y = _read_labels(args)
@@ -164,33 +166,18 @@ def _align_arguments(p):
                         "standard error")
 
 
-def _check_target_classes(y, target):
-    """Two classes for the binary targets; a word on the targets that take more."""
-    import numpy as np
-
-    if target in ("classification", "uneven"):
-        classes = np.unique(y)
-        if len(classes) != 2:
-            raise ValueError(f"--target {target} needs labels of two classes; --labels holds {len(classes)}. "
-                             f"For more classes use --target multiclass or --target one-vs-rest; for real "
-                             f"outputs --target regression.")
-    if target == "one-vs-rest" and len(np.unique(y)) < 2:
-        raise ValueError("--target one-vs-rest needs labels of two classes or more; --labels holds one.")
-
-
 def _run_align(args):
     from ..alignment._measures import (
         one_vs_rest_alignment,
         sampled_target_alignment,
         target_alignment,
     )
-    from ..gram import GramMatrix
 
-    gram = GramMatrix.open(args.store, storage_options=_storage_options(args))
+    gram = _open_gram(args)
     y = _read_labels(args)
     _check_label_count(y, gram.n, args.store)
     _check_sample(args.sample, gram.n, args.store)
-    _check_target_classes(y, args.target)
+    _check_target_labels(y, args.target, args.labels, "align")
     if args.target == "one-vs-rest":
         if args.sample is not None:
             raise ValueError("--sample estimates one alignment; with --target one-vs-rest the exact values of "
