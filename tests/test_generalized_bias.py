@@ -183,7 +183,7 @@ def test_constant_feature_is_the_ordinary_svm(n_classes):
     X = rng.normal(size=(90, 3))
     y = np.digitize(X[:, 0] + 0.3 * rng.normal(size=90), np.quantile(X[:, 0], np.linspace(0, 1, n_classes + 1)[1:-1]))
     kwargs = dict(C=2.0, kernel="rbf", gamma=0.4, tol=1e-10)
-    gb = GeneralizedBiasSVC(**kwargs).fit(X, y)
+    gb = GeneralizedBiasSVC(decision_function_shape="ovo", **kwargs).fit(X, y)
     svc = SVC(decision_function_shape="ovo", **kwargs).fit(X, y)
     X_test = rng.normal(size=(50, 3))
     np.testing.assert_allclose(gb.decision_function(X_test), svc.decision_function(X_test), atol=1e-6)

@@ -256,3 +256,38 @@ def test_a_symmetric_block_evaluated_into_a_buffer_is_exactly_symmetric(kernel, 
     np.testing.assert_allclose(out, kernel.block(X, X), rtol=1e-12, atol=1e-12)
     if layout == "view":
         assert np.isnan(whole[:5]).all() and np.isnan(whole[:, 135:]).all()  # nothing written around the view
+
+
+# ------------------------------------------------------------------ scikit-learn's nested parameters
+def test_a_grid_search_reaches_the_parameters_of_a_kernel_object():
+    """``kernel__gamma`` of ``SVC(kernel=RBFKernel())`` searches what ``gamma`` of ``SVC(kernel="rbf")`` does."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.preprocessing import StandardScaler
+
+    import dkernel
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    by_object = GridSearchCV(dkernel.SVC(kernel=RBFKernel()), {"kernel__gamma": [0.001, 0.01, 0.1]}).fit(X, y)
+    by_name = GridSearchCV(dkernel.SVC(kernel="rbf"), {"gamma": [0.001, 0.01, 0.1]}).fit(X, y)
+    assert by_object.best_params_ == {"kernel__gamma": by_name.best_params_["gamma"]}
+    np.testing.assert_allclose(by_object.cv_results_["mean_test_score"], by_name.cv_results_["mean_test_score"])
+
+
+def test_set_params_checks_as_the_constructor_and_clone_copies():
+    from sklearn.base import clone
+
+    import dkernel
+
+    normalized = NormalizedKernel(RBFKernel(gamma=0.2))
+    assert normalized.get_params() == {"kernel": RBFKernel(gamma=0.2), "kernel__gamma": 0.2}
+    svc = dkernel.SVC(kernel=normalized)
+    copy = clone(svc).set_params(kernel__kernel__gamma=0.5)
+    assert copy.kernel == NormalizedKernel(RBFKernel(gamma=0.5))
+    assert svc.kernel == NormalizedKernel(RBFKernel(gamma=0.2))  # the original kernel is left as it was
+    assert PolynomialKernel(degree=2).set_params(degree=3, coef0=0.0) == PolynomialKernel(degree=3, coef0=0.0)
+    with pytest.raises(InvalidKernelParameterError, match="RBFKernel has no parameter 'gama'"):
+        RBFKernel().set_params(gama=1.0)
+    with pytest.raises(InvalidKernelParameterError, match="gamma must be"):
+        RBFKernel().set_params(gamma=-1.0)

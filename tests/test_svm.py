@@ -230,6 +230,20 @@ def test_dask_input_stays_lazy_in_prediction():
     np.testing.assert_array_equal(pred.compute(), clf.predict(X_te))
 
 
+@pytest.mark.parametrize("method", ["predict", "decision_function", "predict_proba"])
+def test_nan_in_a_lazy_test_block_is_reported_at_its_row_of_the_whole_array(method):
+    """Each block of a Dask array is checked alone: its error names the block's rows and the row of the whole
+    array (row 350 of X, not row 50 of the block starting at row 300)."""
+    da = pytest.importorskip("dask.array")
+    X, y = load_breast_cancer(return_X_y=True)
+    clf = SVC(kernel="rbf", gamma=1e-6, probability=True, random_state=0).fit(X, y)
+    X_bad = X.copy()
+    X_bad[350, 2] = np.nan
+    lazy = getattr(clf, method)(da.from_array(X_bad, chunks=(100, 30)))
+    with pytest.raises(NonFiniteInputError, match=r"X has 1 NaN value in its rows 300 to 399 \(first in row 350\)"):
+        lazy.compute(scheduler="sync")
+
+
 def test_one_vs_rest_winner_take_all():
     X, y = load_digits(return_X_y=True)
     X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, random_state=7, stratify=y)

@@ -9,7 +9,7 @@ to one thread for the length of a ``with`` block and restores it after.
 Finding the BLAS libraries of a process takes threadpoolctl 6 to 8 ms in a
 fit's process: it resolves the path of every library loaded (over 200),
 though on Linux the kernel lists them resolved. :func:`blas_controller` hands
-it only those whose file name is a BLAS library's (1 to 2 ms). A fit that
+it only those whose file name is a BLAS library's (2 to 3 ms). A fit that
 limits BLAS several times (once per binary problem) holds one
 :class:`BlasThreads` for its length, which finds them once. Nothing is kept
 from one fit to the next.

@@ -21,6 +21,7 @@ __all__ = [
     "check_new_points",
     "check_same_features",
     "first_nonfinite",
+    "nonfinite_in_rows",
     "random_generator",
 ]
 
@@ -51,16 +52,32 @@ def first_nonfinite(values):
     return n_nan, n_inf, int(bad_rows[0])
 
 
-def _describe_nonfinite(name, n_nan, n_inf, first_row, what):
+def _describe_nonfinite(name, n_nan, n_inf, first_row, what, rows=None):
     parts = []
     if n_nan:
         parts.append(f"{n_nan} NaN value{'s' if n_nan != 1 else ''}")
     if n_inf:
         parts.append(f"{n_inf} infinite value{'s' if n_inf != 1 else ''}")
+    where = f" in its rows {rows[0]} to {rows[1] - 1}" if rows is not None else ""
     return (
-        f"{name} has {' and '.join(parts)} (first in row {first_row}); "
+        f"{name} has {' and '.join(parts)}{where} (first in row {first_row}); "
         f"remove or impute them before {what}."
     )
+
+
+def _nonfinite_error(name, n_nan, n_inf, first_row, what, rows=None):
+    """The :class:`NonFiniteInputError` of these counts, which keeps them (``error.nonfinite``) for
+    :func:`nonfinite_in_rows`."""
+    error = NonFiniteInputError(_describe_nonfinite(name, n_nan, n_inf, first_row, what, rows))
+    error.nonfinite = (name, n_nan, n_inf, first_row, what)
+    return error
+
+
+def nonfinite_in_rows(error, start, stop):
+    """``error``, raised by :func:`check_finite` on the rows ``start:stop`` of a larger matrix (a block of a Dask
+    array), as the error of that matrix: its rows numbered in the whole, the counts said to be of those rows."""
+    name, n_nan, n_inf, first_row, what = error.nonfinite
+    return _nonfinite_error(name, n_nan, n_inf, start + first_row, what, rows=(start, stop))
 
 
 def check_data(X, *, name="X", what="computing a Gram matrix", dtype=None, allow_sparse=True):
@@ -116,10 +133,10 @@ def check_finite(X, *, name="X", what="computing a Gram matrix"):
         bad = ~np.isfinite(data)
         rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
         n_nan = int(np.isnan(data).sum())
-        raise NonFiniteInputError(_describe_nonfinite(name, n_nan, int(bad.sum()) - n_nan, int(rows[bad][0]), what))
+        raise _nonfinite_error(name, n_nan, int(bad.sum()) - n_nan, int(rows[bad][0]), what)
     bad = first_nonfinite(np.asarray(X))
     if bad is not None:
-        raise NonFiniteInputError(_describe_nonfinite(name, *bad, what))
+        raise _nonfinite_error(name, *bad, what)
 
 
 def check_gram(K):

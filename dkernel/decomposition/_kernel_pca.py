@@ -166,8 +166,10 @@ def centered_test_rows(operator, X_new, precomputed, rows):
 class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Kernel principal component analysis with the centering in feature space chosen (Meilă 2002).
 
-    A drop-in for :class:`sklearn.decomposition.KernelPCA` (same parameters,
-    attributes, signs and zero-eigenvalue handling) whose Gram is any dkernel
+    A drop-in for :class:`sklearn.decomposition.KernelPCA` (its parameters but
+    ``fit_inverse_transform``, ``alpha``, ``kernel_params``, ``copy_X`` and
+    ``n_jobs``: no ``inverse_transform``; its attributes, signs and
+    zero-eigenvalue handling) whose Gram is any dkernel
     source (a :class:`~dkernel.gram.GramMatrix` store, a kernel evaluated on
     the fly) and whose centering is an origin of :class:`~dkernel.centering.Centering`,
     applied lazily (:class:`~dkernel.views.CenteredGram`), never as a second

@@ -123,6 +123,31 @@ class Kernel:
     def _validate(self):
         pass
 
+    def get_params(self, deep=True):
+        """The parameters, as a scikit-learn estimator's: ``SVC(kernel=RBFKernel()).set_params(kernel__gamma=0.5)``
+        and ``GridSearchCV(svc, {"kernel__gamma": [...]})`` reach them (``deep``: those of a kernel it holds, too)."""
+        params = self.params
+        if deep:
+            for key, value in self.params.items():
+                if isinstance(value, Kernel):
+                    params.update({f"{key}__{name}": sub for name, sub in value.get_params().items()})
+        return params
+
+    def set_params(self, **params):
+        """Set parameters (``name`` or ``kernel__name`` of a kernel it holds), checked as the constructor checks
+        them; returns the kernel. As a scikit-learn estimator's, this changes the kernel in place: set it on a copy
+        (``sklearn.base.clone``), not on a kernel a fitted model or a Gram store uses."""
+        merged = dict(self._params)
+        for key, value in sorted(params.items()):  # a kernel before its own parameters
+            name, _, sub = key.partition("__")
+            if name not in self._param_names:
+                raise InvalidKernelParameterError(
+                    f"{type(self).__name__} has no parameter {name!r}; its parameters are {list(self._param_names)}.")
+            inner = merged[name]
+            merged[name] = type(inner)(**inner.get_params(deep=False)).set_params(**{sub: value}) if sub else value
+        self._params = type(self)(**merged)._params
+        return self
+
     def resolve(self, n_features):
         """Return a copy with data-dependent defaults (``gamma=None``) made concrete."""
         return self

@@ -137,7 +137,8 @@ class SVC(PlattProbabilityMixin, BaseSVM):
         when centered), so a fit from it gives the model of a fit without it.
         A path that is itself a Gram store (``dkernel gram --out``,
         :meth:`GramMatrix.compute`) is used directly when it holds the Gram of
-        this data and kernel, and refused otherwise. The path used is
+        this data and kernel, in its own blocks and precision, and refused
+        otherwise. The path used is
         ``store_path_``. An fsspec URL (``"s3://bucket/gram"``) is used the
         same way, as a prefix of stores or a store itself, written without
         rename (:mod:`dkernel.gram._remote`).

@@ -37,7 +37,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._runtime.client import client_for, is_dask_array
-from .._runtime.validation import materialize
+from .._runtime.validation import check_finite, materialize
 from ..gram._sources import row_provider
 from ..views._conformal import METHODS, ConformalFactor, ConformalGram
 from . import _multiclass
@@ -148,6 +148,11 @@ class ConformalSVC(BaseSVM):
         self.client = client
         self.verbose = verbose
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False  # binary only: fit refuses more than two classes
+        return tags
+
     def _shared(self):
         return {name: getattr(self, name) for name in _SHARED}
 
@@ -167,10 +172,13 @@ class ConformalSVC(BaseSVM):
         """
         self._check_kernel_object("needs a kernel to evaluate D(x) at new points (with a Gram matrix of your own, "
                                   "train SVC(kernel='precomputed') on a dkernel.views.ConformalGram instead)")
-        X, y = validate_data(self, materialize(X), y, dtype=[np.float64, np.float32], order="C")
+        X, y = validate_data(self, materialize(X), y, dtype=[np.float64, np.float32], order="C",
+                             ensure_all_finite=False)
+        check_finite(X, name="X", what="fitting or predicting")
         classes, _ = self._training_classes(y)
         if classes.shape[0] != 2:
-            raise ValueError(f"ConformalSVC is a binary classifier (D is built from one decision function f); "
+            raise ValueError(f"Only binary classification is supported: ConformalSVC is a binary classifier (D is "
+                             f"built from one decision function f); "
                              f"y has {classes.shape[0]} classes.")
         with client_for(self.client) as client:
             first = SVC(kernel=self.kernel, degree=self.degree, gamma=self.gamma, coef0=self.coef0,
@@ -187,7 +195,9 @@ class ConformalSVC(BaseSVM):
         :class:`~sklearn.exceptions.NotFittedError` for an unfitted first pass.
         """
         ConformalFactor.from_svc(first_pass, self.conformal, 1.0)  # refuses an unfitted or multiclass first pass
-        X, y = validate_data(self, materialize(X), y, dtype=[np.float64, np.float32], order="C")
+        X, y = validate_data(self, materialize(X), y, dtype=[np.float64, np.float32], order="C",
+                             ensure_all_finite=False)
+        check_finite(X, name="X", what="fitting or predicting")
         if X.shape[0] != first_pass.shape_fit_[0]:
             raise ValueError(f"X has {X.shape[0]} rows but the first pass was fitted on {first_pass.shape_fit_[0]}.")
         with client_for(self.client) as client:
@@ -264,7 +274,8 @@ class ConformalSVC(BaseSVM):
     def conformal_kernel(self, X):
         """``K̃(x, x_s) = D(x) K(x, x_s) D(x_s)`` between the rows of ``X`` and the second-pass support vectors."""
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=False)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=False, ensure_all_finite=False)
+        check_finite(X, name="X", what="fitting or predicting")
         K = np.asarray(self.first_pass_._kernel.block(X, self.support_vectors_), dtype=np.float64)
         return self.factor_(X)[:, None] * K * self._d_support[None, :]
 
@@ -285,7 +296,8 @@ class ConformalSVC(BaseSVM):
     def _second_pass_decision(self, X, coef):
         """``f̃`` at the rows of ``X``: ``D(x) Σ α̃_s y_s K(x, x_s) D(x_s)`` plus ``b̃`` (``"free"``, ``"none"``:
         ``b̃ = 0``) or ``D(x) b̃`` (``"scaled"``)."""
-        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=False)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=False, ensure_all_finite=False)
+        check_finite(X, name="X", what="fitting or predicting")
         K = np.asarray(self.first_pass_._kernel.block(X, self.support_vectors_), dtype=np.float64)
         d = self.factor_(X)
         kernel_part = d * ((K * self._d_support[None, :]) @ coef)

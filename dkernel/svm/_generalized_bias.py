@@ -28,7 +28,7 @@ import scipy.linalg
 import scipy.sparse as sp
 from scipy.optimize import nnls
 from sklearn.base import clone
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._runtime.client import client_for
@@ -335,7 +335,8 @@ class GeneralizedBiasSVC(BaseSVM):
     the dual of eqs. (23)–(24), with ``C = 1 / (2 γ m)`` in the paper's
     notation and one equality row per feature; λ as in
     :func:`feature_coefficients`. Several classes: one-vs-one (libsvm's
-    scheme), as in the paper.
+    scheme), as in the paper; :meth:`decision_function` gives one column per
+    class by default (``decision_function_shape="ovr"``), as scikit-learn's SVC.
 
     Parameters
     ----------
@@ -357,6 +358,15 @@ class GeneralizedBiasSVC(BaseSVM):
         Solver tolerance (maximal KKT violation).
     max_iter : int, default=100000
         Solver outer iterations per binary problem; -1 for libsvm's limit, as :class:`dkernel.SVC`.
+    decision_function_shape : {"ovo", "ovr"}, default="ovr"
+        Shape of :meth:`decision_function` for more than two classes, as in
+        scikit-learn's SVC: ``"ovr"`` one column per class, scikit-learn's
+        transform of the one-vs-one values (the votes plus a confidence below
+        1/3), whose argmax is :meth:`predict`'s class (but for a tie of the
+        votes, which :meth:`predict` gives to the first class); ``"ovo"`` the
+        decision values of the one-vs-one problems, one column per pair
+        ``i < j`` of classes, positive for class ``i``. Training and
+        :meth:`predict` do not depend on it; two classes give one column either way.
     store, storage_options, cache_size, client
         Where the training Gram lives and where the solver runs, as
         :class:`dkernel.SVC`.
@@ -396,15 +406,16 @@ class GeneralizedBiasSVC(BaseSVM):
         # Finite: C weighs the slacks of the linear program of eq. (25), which an infinite weight leaves undefined.
         "C": [Interval(Real, 0.0, None, closed="neither")],
         "features": "no_validation",  # a transformer, a callable or None, checked when fitting
+        "decision_function_shape": [StrOptions({"ovo", "ovr"})],
     }
     # The solver of the equality-constrained dual (eqs. 23-24) has neither shrinking nor a working-set setting.
     _parameter_constraints.pop("shrinking")
     _parameter_constraints.pop("working_set_size")
 
     def __init__(self, C=1.0, kernel="rbf", degree=ESTIMATOR_DEFAULTS["degree"], gamma=ESTIMATOR_DEFAULTS["gamma"],
-                 coef0=ESTIMATOR_DEFAULTS["coef0"], features=None, tol=1e-3, max_iter=100_000, store=None,
-                 storage_options=None,
-                 cache_size=None, client=None, verbose=False):
+                 coef0=ESTIMATOR_DEFAULTS["coef0"], features=None, tol=1e-3, max_iter=100_000,
+                 decision_function_shape="ovr", store=None, storage_options=None, cache_size=None, client=None,
+                 verbose=False):
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -413,6 +424,7 @@ class GeneralizedBiasSVC(BaseSVM):
         self.features = features
         self.tol = tol
         self.max_iter = max_iter
+        self.decision_function_shape = decision_function_shape
         self.store = store
         self.storage_options = storage_options
         self.cache_size = cache_size
@@ -466,7 +478,8 @@ class GeneralizedBiasSVC(BaseSVM):
         """
         self._validate_params()
         self._check_kernel_object("evaluates its kernel between test points and support vectors")
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C", ensure_all_finite=False)
+        check_finite(X, name="X", what="fitting or predicting")
         classes, y_index = self._training_classes(y)
         self.classes_ = classes
         self.features_, F = self._fit_features(X, y)
@@ -501,16 +514,29 @@ class GeneralizedBiasSVC(BaseSVM):
     # ----------------------------------------------------------- prediction
     def _pairwise_decision(self, X):
         """f of every binary problem (eq. 7), shape (n_test, n_problems)."""
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False,
+                          ensure_all_finite=False)
+        check_finite(X, name="X", what="fitting or predicting")
         K = np.asarray(self._kernel.block(X, self.support_vectors_), dtype=np.float64) if self.support_.size \
             else np.zeros((X.shape[0], 0))
         return K @ self.pair_coef_.T + self.predefined_features(X) @ self.feature_coef_.T
 
     def decision_function(self, X):
-        """Decision values ``Σ c_i y_i Φ(x_i, x) + Σ λ_k φ_k(x)``: (n,) for two classes, else one per pair."""
+        """Decision values ``Σ c_i y_i Φ(x_i, x) + Σ λ_k φ_k(x)`` of the binary problems (eq. 7).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) for two classes (positive for ``classes_[1]``); (n_samples, n_classes) for
+        ``decision_function_shape="ovr"``, scikit-learn's one-vs-rest transform of the one-vs-one values;
+        (n_samples, n_classes * (n_classes - 1) / 2) for ``"ovo"``, the one-vs-one values themselves.
+        """
         check_is_fitted(self)
         dec = self._pairwise_decision(X)
-        return dec[:, 0] if self.classes_.shape[0] == 2 else dec
+        return _multiclass.decision_values(dec, self.classes_.shape[0], True, self.decision_function_shape)
 
     def predict(self, X):
         """Class labels: the sign for two classes, the one-vs-one votes otherwise (first class wins a tie)."""

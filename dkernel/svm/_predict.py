@@ -10,7 +10,8 @@ dask array stays lazy and is evaluated blockwise over its row chunks.
 
 import numpy as np
 
-from .._runtime.validation import check_finite
+from .._runtime.validation import check_finite, nonfinite_in_rows
+from ..exceptions import NonFiniteInputError
 from ..gram._in_memory import empty_gram
 from ._inputs import is_gram_source
 
@@ -60,9 +61,20 @@ def map_row_blocks(X, fn, n_out, label_dtype):
     """Apply ``fn`` to each row block of a dask array, keeping it lazy.
 
     ``n_out=None``: ``fn`` returns one label of ``label_dtype`` per row;
-    otherwise ``n_out`` float64 values per row.
+    otherwise ``n_out`` float64 values per row. A block's NaN or infinite values are reported with their rows
+    numbered in the whole array.
     """
     X = X.rechunk({1: -1})
+
+    def on_block(block, block_info=None):
+        try:
+            return fn(block)
+        except NonFiniteInputError as error:
+            if not hasattr(error, "nonfinite") or block_info is None:
+                raise
+            start, stop = block_info[0]["array-location"][0]
+            raise nonfinite_in_rows(error, start, stop) from None
+
     if n_out is None:
-        return X.map_blocks(fn, drop_axis=1, dtype=label_dtype)
-    return X.map_blocks(fn, chunks=(X.chunks[0], (n_out,)), dtype=np.float64)
+        return X.map_blocks(on_block, drop_axis=1, dtype=label_dtype)
+    return X.map_blocks(on_block, chunks=(X.chunks[0], (n_out,)), dtype=np.float64)

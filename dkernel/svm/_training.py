@@ -188,9 +188,10 @@ def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progre
         from ..gram import GramMatrix
         from ..gram._store import kept_store_error
 
-        dtype = solver_precision(X.shape[0], single_precision)
+        chunk, dtype = stored_layout(store_path, storage_options) or (None, solver_precision(X.shape[0],
+                                                                                           single_precision))
         try:
-            return GramMatrix.compute(X, kernel=kernel, store=store_path, dtype=dtype, client=client,
+            return GramMatrix.compute(X, kernel=kernel, store=store_path, chunk=chunk, dtype=dtype, client=client,
                                       progress=progress, storage_options=storage_options), "store"
         except StoreMismatchError as exc:  # a fit never replaces a store: its own advice, not "pass overwrite"
             raise kept_store_error(exc) from None
@@ -210,6 +211,22 @@ def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progre
     # On a cluster without a store, each worker computes the kernel columns of its own
     # row range from X (shipped once), so no Gram matrix travels over the network.
     return KernelGram(X, kernel, cache_bytes=row_cache_bytes(cache_size)), "on-the-fly"
+
+
+def stored_layout(path, storage_options=None):
+    """``(chunk, dtype)`` of the Gram store at ``path``, None where there is none (or none that opens).
+
+    A fit reads a store that is there (written by ``dkernel gram`` or :meth:`GramMatrix.compute`, with any
+    ``chunk`` and ``dtype``) in its own blocks and precision: only its data and kernel must be the fit's.
+    """
+    from ..exceptions import CorruptStoreError, StoreMismatchError
+    from ..gram import GramMatrix
+
+    try:
+        with GramMatrix.open(path, storage_options=storage_options) as stored:
+            return int(stored.chunks[0]), np.dtype(stored.dtype)
+    except (FileNotFoundError, StoreMismatchError, CorruptStoreError):
+        return None
 
 
 def row_cache_bytes(cache_size):
