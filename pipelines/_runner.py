@@ -50,6 +50,7 @@ import json
 import math
 import os
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -231,6 +232,42 @@ def command_line(name, config):
 
 
 # ------------------------------------------------------------------ execution
+class _SynchronousInsideTasks:
+    """Dask's scheduler set to ``"synchronous"`` while a task of this process runs, restored after the last one.
+
+    Dask's configuration is one per process. Tasks run in threads (``--cluster
+    threads``) that each set it on entering and restored it on leaving would
+    restore one another's values: a task leaving after another that entered
+    later left ``"synchronous"`` behind, and every later computation of the
+    process then ran on one thread. Here the first task to enter sets it and
+    the last to leave restores what was there before.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._running = 0
+        self._setting = None
+
+    def __enter__(self):
+        import dask
+
+        with self._lock:
+            if self._running == 0:
+                self._setting = dask.config.set(scheduler="synchronous")
+            self._running += 1
+
+    def __exit__(self, *exc):
+        with self._lock:
+            self._running -= 1
+            if self._running == 0:
+                self._setting.__exit__(None, None, None)
+                self._setting = None
+
+
+#: The tasks of this process (threads, or the one thread of a worker) share the process's Dask configuration.
+_SYNCHRONOUS_INSIDE_TASKS = _SynchronousInsideTasks()
+
+
 def _run_unit(run_task, task):
     """Run one task with Dask's synchronous scheduler for any computation inside it.
 
@@ -238,9 +275,7 @@ def _run_unit(run_task, task):
     compute small dask graphs; on a worker they would otherwise be sent back
     to the cluster's scheduler from inside a running task.
     """
-    import dask
-
-    with dask.config.set(scheduler="synchronous"):
+    with _SYNCHRONOUS_INSIDE_TASKS:
         return run_task(task)
 
 

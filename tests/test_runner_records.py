@@ -222,3 +222,21 @@ def test_a_quick_run_with_overwrite_leaves_the_committed_full_results_byte_for_b
     comparison = filecmp.dircmp(committed, target)
     assert not comparison.diff_files and not comparison.left_only and not comparison.right_only
     assert sorted(p.name for p in out.iterdir()) == ["meila_centering_real"]  # nothing written beside it
+
+
+def test_a_threaded_run_leaves_the_dask_configuration_as_it_found_it(tmp_path):
+    """Tasks in threads that overlap (the first to end started first) must not leave ``scheduler="synchronous"``
+    behind: every later computation of the process would run on one thread."""
+    def make_tasks(config):
+        return [{"dataset": "toy", "repeat": r} for r in range(4)]
+
+    def run_task(task):
+        time.sleep(0.05 + 0.1 * task["repeat"])
+        return [{"dataset": "toy", "repeat": task["repeat"], "test_error": 0.1}]
+
+    module = toy_pipeline([])
+    module.make_tasks, module.run_task = make_tasks, run_task
+    before = dask.config.get("scheduler", None)
+    with dask.config.set(num_workers=4):
+        run_pipeline(module, config(tmp_path / "out"))
+    assert dask.config.get("scheduler", None) == before
