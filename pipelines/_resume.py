@@ -10,7 +10,7 @@ gives the results of an uninterrupted one.
 
 Each saved record carries the CRC-32C of its content (``crc32c``: the
 canonical JSON of the task and its records, keys sorted, as the checksums of
-dkernel's model files), verified when it is read: a record that was changed,
+dkernel's model files: :func:`dkernel._runtime.integrity.json_crc32c`), verified when it is read: a record that was changed,
 cut short or saved without a checksum (by an earlier dkernel) is never taken
 as results; :meth:`TaskRecords.inspect` says what is wrong with it, and its
 task runs again.
@@ -24,9 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
+from dkernel._runtime.integrity import json_crc32c
 from dkernel.exceptions import DKernelError
 
-__all__ = ["PARTIAL_FORMAT", "PipelineInterrupted", "ResumableTask", "TaskRecords", "json_default", "record_checksum"]
+__all__ = ["PARTIAL_FORMAT", "PipelineInterrupted", "ResumableTask", "TaskRecords", "json_default"]
 
 
 def json_default(value):
@@ -127,7 +128,7 @@ class TaskRecords:
             return None, "is damaged (not a task record)"
         if "crc32c" not in saved:
             return None, "has no checksum (saved by an earlier dkernel) and cannot be verified"
-        if saved["crc32c"] != record_checksum({k: v for k, v in saved.items() if k != "crc32c"}):
+        if saved["crc32c"] != json_crc32c(saved, leave_out="crc32c"):
             return None, "is damaged (its checksum does not match its content: changed or cut short)"
         if saved["task"] != text:
             return None, "belongs to another task"
@@ -150,7 +151,7 @@ class TaskRecords:
             folder.mkdir(parents=True, exist_ok=True)
             (self.folder / "partial.json").write_text(json.dumps({"format": PARTIAL_FORMAT, "pipeline": self.name}))
         body = {"task": text, "records": json.loads(json.dumps(records, default=json_default))}
-        payload = json.dumps({**body, "crc32c": record_checksum(body)})
+        payload = json.dumps({**body, "crc32c": json_crc32c(body)})
         tmp = folder / f".{digest}.json.tmp-{os.getpid()}-{time.monotonic_ns()}"
         tmp.write_text(payload)
         tmp.replace(folder / f"{digest}.json")
@@ -174,15 +175,6 @@ class TaskRecords:
                 path.unlink()
         if self.folder.is_dir() and not any(self.folder.iterdir()):
             self.folder.rmdir()
-
-
-def record_checksum(body):
-    """The CRC-32C of a saved task record ``body`` (without its own ``crc32c``) as canonical JSON: keys sorted,
-    no spaces, ASCII (as ``dkernel.svm._persist`` checks the metadata of a model file)."""
-    import google_crc32c
-
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return int(google_crc32c.value(text.encode("ascii")))
 
 
 def _task_value(value):

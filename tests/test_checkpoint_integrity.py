@@ -278,8 +278,7 @@ def test_a_url_checkpoint_whose_state_matches_its_checksums_but_holds_impossible
     """Defense in depth: values no solver run reaches (alpha far outside [0, C]), committed with valid checksums."""
     import io
 
-    from dkernel.solver._checkpoint import metadata_crc32c
-    from dkernel.solver._checkpoint_remote import _crc
+    from dkernel._runtime.integrity import bytes_crc32c, json_crc32c
 
     rows, y = _rows_and_labels()
     options = dict(tol=1e-6, working_set_size=8)
@@ -295,8 +294,8 @@ def test_a_url_checkpoint_whose_state_matches_its_checksums_but_holds_impossible
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     fs.pipe_file(state_key, buffer.getvalue())
-    manifest["crc"] = _crc(buffer.getvalue())
-    manifest["metadata"] = metadata_crc32c(manifest, record=None)
+    manifest["crc"] = bytes_crc32c(buffer.getvalue())
+    manifest["metadata"] = json_crc32c(manifest, leave_out="metadata")
     fs.pipe_file(key, json.dumps(manifest).encode())
     with pytest.raises(CorruptStoreError, match=r"is damaged: it holds alpha values outside their bounds \[0, C\] "
                                                 r"\(alpha\[7\] = 8.8e\+304, C\[7\] = 10\)"):

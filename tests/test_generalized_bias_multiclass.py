@@ -15,10 +15,10 @@ from sklearn.datasets import load_iris, make_blobs
 from sklearn.metrics.pairwise import rbf_kernel
 
 import dkernel
+from dkernel._runtime.integrity import json_crc32c
 from dkernel.exceptions import UnverifiedModelWarning
 from dkernel.svm import GeneralizedBiasSVC
 from dkernel.svm import _multiclass
-from dkernel.svm._persist import _metadata_crc32c
 
 GAMMA = 0.5
 
@@ -130,7 +130,7 @@ def _rewrite_params(folder, edit, *, unverified=False):
         attrs.pop("checksums")
         attrs["version"] = 1
     else:
-        attrs["checksums"]["metadata"] = _metadata_crc32c(attrs)
+        attrs["checksums"]["metadata"] = json_crc32c(attrs, leave_out="metadata", within="checksums")
     meta_path.write_text(json.dumps(meta))
 
 

@@ -6,6 +6,7 @@
 ``clusters``        cluster specs: one string that says where a computation runs
 ``options``         execution options of a Gram computation, in one object
 ``artifacts``       safe writing of the folders dkernel writes (stores, models, results)
+``integrity``       the CRC-32C checksums of bytes, arrays and JSON records in what dkernel writes
 ``contents``        what dkernel writes inside each kind of folder, and what it did not
 ``memory``          a process's peak memory
 ``buffers``         block buffers owned by a worker process for the length of a run

@@ -58,7 +58,6 @@ import contextlib
 import ctypes
 import errno
 import functools
-import json
 import os
 import re
 import shutil
@@ -126,13 +125,13 @@ def _damaged_format(path, meta):
         except OSError:
             return None
         return found.group(1) if found else None
-    import google_crc32c
+    from .integrity import json_crc32c
 
     for attrs in (v for v in meta.values() if isinstance(v, dict)):
         sums = attrs.get("attribute_checksums")
         recorded = sums.get("format") if isinstance(sums, dict) else None
         for fmt in _FORMATS:
-            if attrs.get("format") == fmt or recorded == google_crc32c.value(json.dumps(fmt).encode()):
+            if attrs.get("format") == fmt or recorded == json_crc32c(fmt):
                 return fmt
     return None
 

@@ -3,8 +3,9 @@ whose values are certain (:func:`trusted_attributes`: what a repair hint may quo
 
 import os
 
+from .._runtime.integrity import json_crc32c
 from ..kernels._kernels import kernel_from_dict
-from ._format import MUTABLE_ATTRIBUTES, STORE_FORMAT, STORE_VERSION, _read_root, _value_crc
+from ._format import MUTABLE_ATTRIBUTES, STORE_FORMAT, STORE_VERSION, _read_root
 
 __all__ = ["trusted_attributes"]
 
@@ -31,7 +32,7 @@ def _attribute_damage(attrs, has_checksum_array):
         for key, crc in sums.items():
             if key not in attrs:
                 damage.append((f"attribute {key!r}", "is missing"))
-            elif _value_crc(attrs[key]) != crc:
+            elif json_crc32c(attrs[key]) != crc:
                 damage.append((f"attribute {key!r}", "does not match its checksum"))
         for key in attrs:
             if key not in sums and key not in MUTABLE_ATTRIBUTES:
@@ -91,7 +92,7 @@ def trusted_attributes(path):
             if key not in _KNOWN or key in MUTABLE_ATTRIBUTES:
                 continue
             match = next((c for c in (attrs.get(key, _MISSING), *strays)
-                          if c is not _MISSING and _value_crc(c) == crc), _MISSING)
+                          if c is not _MISSING and json_crc32c(c) == crc), _MISSING)
             if match is not _MISSING:
                 certain[key] = match
         return certain

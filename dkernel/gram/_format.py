@@ -37,10 +37,10 @@ import hashlib
 import json
 import os
 
-import google_crc32c
 import numpy as np
 import scipy.sparse as sp
 
+from .._runtime.integrity import json_crc32c
 from ..kernels._kernels import describe_kernel
 
 __all__ = [
@@ -108,15 +108,9 @@ def _remove_chunk(path, name, array, coords):
 MUTABLE_ATTRIBUTES = ("blocks_done", "last_run", "writer", "attribute_checksums")
 
 
-def _value_crc(value):
-    """The CRC-32C of an attribute's value, as canonical JSON (sorted keys, no spaces)."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
-    return google_crc32c.value(text.encode("utf-8"))
-
-
 def attribute_checksums(attrs):
     """``{name: CRC-32C}`` of the attributes of a store that never change once it is created."""
-    return {key: _value_crc(value) for key, value in attrs.items() if key not in MUTABLE_ATTRIBUTES}
+    return {key: json_crc32c(value) for key, value in attrs.items() if key not in MUTABLE_ATTRIBUTES}
 
 
 def _read_root(path):

@@ -37,10 +37,11 @@ import numpy as np
 import zarr
 from zarr.core.metadata import ArrayV3Metadata
 
+from .._runtime.integrity import json_crc32c
 from ..exceptions import CorruptStoreError
 from ._checksums import _Checksums
 from ._corruption import corruption_message
-from ._format import MUTABLE_ATTRIBUTES, STORE_FORMAT, STORE_VERSION, _read_root, _value_crc, attribute_checksums
+from ._format import MUTABLE_ATTRIBUTES, STORE_FORMAT, STORE_VERSION, _read_root, attribute_checksums
 from ._attributes import _KNOWN, _MISSING, _ROOT_KEYS, _attribute_damage
 from ._grid import _BlockGrid
 
@@ -242,7 +243,7 @@ def _restored(attrs, expected):
     for key in sorted((_KNOWN - set(MUTABLE_ATTRIBUTES)) & (set(sums) | set(attrs) | set(expected))):
         value, wanted, crc = attrs.get(key, _MISSING), expected.get(key, _MISSING), sums.get(key)
         if crc is not None:
-            match = next((c for c in (value, *strays, wanted) if c is not _MISSING and _value_crc(c) == crc), _MISSING)
+            match = next((c for c in (value, *strays, wanted) if c is not _MISSING and json_crc32c(c) == crc), _MISSING)
         else:
             match = next((c for c in (value, *strays) if c is not _MISSING and c == wanted), _MISSING)
             if match is _MISSING and value is not _MISSING and wanted is _MISSING:

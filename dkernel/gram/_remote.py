@@ -64,9 +64,9 @@ import time
 import uuid
 
 import dask
-import google_crc32c
 import numpy as np
 
+from .._runtime.integrity import array_crc32c
 from .._runtime.object_store import (
     GRAM_FORMAT,
     MANIFEST,
@@ -101,10 +101,6 @@ def has_manifest(url, storage_options):
     return (_read_json(fs, f"{root}/{MANIFEST}") or {}).get("format") == FORMAT
 
 
-def _crc(K):
-    return int(google_crc32c.value(np.ascontiguousarray(K, dtype=K.dtype.newbyteorder("<")).tobytes()))
-
-
 def _check_ours(url, fs, root, fmt=FORMAT, entries=_VERSION, what=None):
     """:func:`dkernel._runtime.object_store.check_ours`, named for a Gram store (``fmt``'s default) or a model."""
     what = what or ("a dkernel Gram store" if fmt == FORMAT else "a dkernel model")
@@ -133,10 +129,10 @@ def _write_block_task(X, Z, kernel, grid, i, j, dtype, version_url, storage_opti
     array = _open_array(version_url, storage_options, "r+")
     rows, cols = grid.rows(i), grid.cols(j)
     array[rows, cols] = K
-    sums = {f"{i}.{j}": _crc(K)}
+    sums = {f"{i}.{j}": array_crc32c(K)}
     if grid.symmetric and i != j:
         array[cols, rows] = K.T
-        sums[f"{j}.{i}"] = _crc(np.ascontiguousarray(K.T))
+        sums[f"{j}.{i}"] = array_crc32c(np.ascontiguousarray(K.T))
     fs, root = _fs(version_url, storage_options)
     _put_json(fs, f"{root}/{FLAGS}/{i}.{j}", sums)  # the flag comes last: only written chunks are done
     return sums
@@ -159,7 +155,7 @@ def _verified(array, grid, sums, read=True):
             K = np.asarray(array[grid.rows(i), grid.cols(j)])
         except (ValueError, TypeError):  # a truncated object cannot be decoded: a damaged block
             continue
-        if _crc(K) == crc:
+        if array_crc32c(K) == crc:
             good.add((i, j))
     return good
 
@@ -382,7 +378,7 @@ class RemoteBlocks:
             raise IncompleteStoreError(f"the Gram store {self.path} has no block ({i}, {j}).")
         try:
             K = np.asarray(self.array[grid.rows(i), grid.cols(j)])
-            ok = _crc(K) == crc
+            ok = array_crc32c(K) == crc
         except (ValueError, TypeError):  # an object that cannot be decoded is a damaged block
             ok = False
         if not ok:
@@ -450,7 +446,7 @@ def _write_view_block_task(block, version_url, storage_options, grid, i, j):
     array = _open_array(version_url, storage_options, "r+")
     K = np.ascontiguousarray(block, dtype=array.dtype)
     array[grid.rows(i), grid.cols(j)] = K
-    sums = {f"{i}.{j}": _crc(K)}
+    sums = {f"{i}.{j}": array_crc32c(K)}
     fs, root = _fs(version_url, storage_options)
     _put_json(fs, f"{root}/{FLAGS}/{i}.{j}", sums)
     return sums

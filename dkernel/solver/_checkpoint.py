@@ -51,6 +51,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .._runtime import artifacts
+from .._runtime.integrity import array_crc32c, json_crc32c
 from .._runtime.object_store import is_url
 from ..exceptions import DKernelError
 from ._bias import intercept_to_json
@@ -60,12 +61,10 @@ from ._checkpoint_state import (  # noqa: F401 (the checkpoint's names, read fro
     KERNEL_RTOL,
     STATE_ARRAYS,
     SolverState,
-    array_crc32c,
     check_kernel_shapes,
     check_values,
     check_version,
     damaged,
-    metadata_crc32c,
     state_from,
     unverified,
 )
@@ -198,7 +197,7 @@ def _verified_arrays(path, attrs, names):
     checks = attrs.get("checksums")
     if checks is not None:
         if not isinstance(checks, dict) or checks.get("algorithm") != "crc32c" \
-                or checks.get("metadata") != metadata_crc32c(attrs):
+                or checks.get("metadata") != json_crc32c(attrs, leave_out="metadata", within="checksums"):
             raise damaged(path, "its attributes (zarr.json) do not match their checksum: edited or altered")
     verified = check_version(path, attrs.get("version"), checks is not None)
     record = checks.get("arrays") if verified else None
@@ -299,7 +298,7 @@ def write_state(path, fingerprint, state, storage_options=None):
         "gap": None if state.gap is None else float(state.gap),
         "intercept": intercept_to_json(state.intercept), "checksums": record,
     }))
-    meta["checksums"]["metadata"] = metadata_crc32c(meta)
+    meta["checksums"]["metadata"] = json_crc32c(meta, leave_out="metadata", within="checksums")
     with artifacts.writing(path, "checkpoint", overwrite=True) as tmp:
         group = zarr.open_group(tmp, mode="w")
         for name, value in arrays.items():

@@ -31,9 +31,9 @@ import json
 import re
 import uuid
 
-import google_crc32c
 import numpy as np
 
+from .._runtime.integrity import bytes_crc32c, json_crc32c
 from .._runtime.object_store import (
     MANIFEST,
     check_ours,
@@ -85,10 +85,6 @@ def checkpoint_at(url, storage_options):
     return True, any(read_json(fs, f"{root}/problem-{k}/{MANIFEST}") for k in range(int(manifest["problems"])))
 
 
-def _crc(data):
-    return int(google_crc32c.value(bytes(data)))
-
-
 def read_state_url(url, fingerprint, storage_options, differences, state_class, bounds=None):
     """The state committed at ``url`` for the problem ``fingerprint`` (None when there is none), its manifest and its
     state object checked against their CRC-32C and its values against ``bounds`` (:func:`._checkpoint.read_state`);
@@ -99,7 +95,6 @@ def read_state_url(url, fingerprint, storage_options, differences, state_class, 
         check_values,
         check_version,
         damaged,
-        metadata_crc32c,
         state_from,
         unverified,
     )
@@ -111,7 +106,7 @@ def read_state_url(url, fingerprint, storage_options, differences, state_class, 
         raise ValueError(f"{url} holds the checkpoints of an estimator's {manifest['problems']} binary problems, "
                          f"not the checkpoint of one solver run; pass the estimator the same checkpoint URL.")
     outer = _outer_checkpoint(url, fs, root)
-    if "metadata" in manifest and manifest["metadata"] != metadata_crc32c(manifest, record=None):
+    if "metadata" in manifest and manifest["metadata"] != json_crc32c(manifest, leave_out="metadata"):
         raise damaged(url, f"its manifest ({MANIFEST}) does not match its checksum: edited or altered", outer)
     if not check_version(url, manifest.get("checkpoint_version"), "metadata" in manifest, outer):
         # Its state object is checked against its CRC-32C below, as every version's.
@@ -121,7 +116,7 @@ def read_state_url(url, fingerprint, storage_options, differences, state_class, 
         data = fs.cat_file(f"{root}/{name}")
     except FileNotFoundError:
         data = None
-    if data is None or _crc(data) != manifest.get("crc"):
+    if data is None or bytes_crc32c(data) != manifest.get("crc"):
         raise damaged(url, f"its state object {name} is "
                            f"{'missing' if data is None else 'changed or truncated (it does not match its checksum)'}",
                       outer)
@@ -158,8 +153,6 @@ def _outer_checkpoint(url, fs, root):
 def write_state_url(url, fingerprint, state, storage_options, version):
     """Write ``state`` at ``url``: a new state object, then the manifest naming it (with its own checksum), then the
     older states removed."""
-    from ._checkpoint_state import metadata_crc32c
-
     url, fs, root, manifest = _open(url, storage_options)
     if manifest and "problems" in manifest:
         raise ValueError(f"{url} holds the checkpoints of an estimator's binary problems; it is left as it is.")
@@ -176,9 +169,9 @@ def write_state_url(url, fingerprint, state, storage_options, version):
         "format": FORMAT, "version": name, "write_id": write_id, "checkpoint_version": version, "problem": attrs,
         "iteration": int(state.iteration), "n_kernel_rows": int(state.n_kernel_rows),
         "stop_reason": state.stop_reason, "gap": None if state.gap is None else float(state.gap),
-        "intercept": intercept_to_json(state.intercept), "crc": _crc(data),
+        "intercept": intercept_to_json(state.intercept), "crc": bytes_crc32c(data),
     }))
-    committed["metadata"] = metadata_crc32c(committed, record=None)
+    committed["metadata"] = json_crc32c(committed, leave_out="metadata")
     put_json(fs, f"{root}/{MANIFEST}", committed)
     # A checkpoint has one writer: every state but the committed one (the previous, one a killed write left) goes.
     for old in entries(fs, root):

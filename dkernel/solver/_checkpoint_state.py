@@ -1,7 +1,7 @@
 """The state a solver checkpoint holds and what a resume verifies before using any of it.
 
 :class:`SolverState` is the outer loop's state; every array of it is written with the CRC-32C of its values and
-the attributes with their own (:func:`array_crc32c`, :func:`metadata_crc32c`, as a saved model's). A resume reads
+the attributes with their own (:mod:`dkernel._runtime.integrity`, as a saved model's). A resume reads
 nothing it has not verified: a damaged checkpoint raises :func:`damaged`'s error, naming the checkpoint the user
 gave and the part damaged, and is left as it is; a checkpoint written before checksums (version 1) is resumed
 with a warning (:func:`unverified`), its values only checked (:func:`check_values`: finite, within ``[0, C]``).
@@ -55,28 +55,6 @@ class SolverState:
     def solved(self):
         """Whether the state is a solution (the loop stopped on the tolerance or could not improve)."""
         return self.stop_reason in FINAL_REASONS
-
-
-def array_crc32c(value):
-    """The CRC-32C of an array's values, little-endian in C order (as a saved model's, :mod:`dkernel.svm._persist`)."""
-    import google_crc32c
-
-    a = np.ascontiguousarray(value)
-    a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
-    return int(google_crc32c.value(a.reshape(-1).view(np.uint8)))
-
-
-def metadata_crc32c(attrs, key="metadata", record="checksums"):
-    """The CRC-32C of the attributes ``attrs`` as canonical JSON (keys sorted), their own checksum ``key`` left out:
-    ``attrs[record][key]``, or ``attrs[key]`` when ``record`` is None."""
-    import google_crc32c
-
-    if record is None:
-        attrs = {k: v for k, v in attrs.items() if k != key}
-    else:
-        attrs = {**attrs, record: {k: v for k, v in attrs[record].items() if k != key}}
-    text = json.dumps(attrs, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return int(google_crc32c.value(text.encode("ascii")))
 
 
 _PROBLEM_NAME = re.compile(r"^problem-\d+$")

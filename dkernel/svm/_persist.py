@@ -10,7 +10,7 @@ that take a fitted estimator apart and put it back together. :func:`save_model` 
 Integrity. The attributes hold ``checksums``: the CRC-32C (the checksum of the Gram stores,
 :mod:`dkernel.gram._checksums`) of each array's values, little-endian in C order, with its shape and dtype; the
 metadata checksum of each nested model; and ``metadata``, the CRC-32C of the attributes themselves as canonical
-JSON (keys sorted), this one number left out. :func:`dkernel.load_model` checks them all before it builds the estimator.
+JSON (keys sorted), this one number left out (both of :mod:`dkernel._runtime.integrity`). :func:`dkernel.load_model` checks them all before it builds the estimator.
 A deleted chunk file (which zarr reads as zeros), a flipped bit in a chunk or in a ``zarr.json``, an edited
 parameter, swapped classes, a truncated or undecodable file, a folder that is not a model: each raises
 :class:`~dkernel.exceptions.CorruptModelError` naming the model and the damage, and nothing damaged is ever used.
@@ -32,11 +32,11 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import google_crc32c
 import numpy as np
 import scipy.sparse as sp
 
 from .._runtime import artifacts
+from .._runtime.integrity import array_crc32c, json_crc32c
 from ..exceptions import (
     CorruptModelError,
     DKernelError,
@@ -370,21 +370,6 @@ def format_of(model):
                     f"{', '.join(fmt.estimator.partition(':')[2] for fmt in FORMATS.values())}.")
 
 
-# --------------------------------------------------------------------------- checksums
-def _array_crc32c(value):
-    """The CRC-32C of an array's values, little-endian in C order."""
-    a = np.ascontiguousarray(value)
-    a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
-    return int(google_crc32c.value(a.reshape(-1).view(np.uint8)))
-
-
-def _metadata_crc32c(attrs):
-    """The CRC-32C of the attributes as canonical JSON, their own ``checksums.metadata`` left out."""
-    record = {k: v for k, v in attrs["checksums"].items() if k != "metadata"}
-    text = json.dumps({**attrs, "checksums": record}, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return int(google_crc32c.value(text.encode("ascii")))
-
-
 # --------------------------------------------------------------------------- writing
 def save_model(model, path, overwrite=False):
     """Write the fitted ``model`` (any estimator of :data:`FORMATS`) to the folder ``path``; return its absolute path.
@@ -422,11 +407,11 @@ def _write(group, tree):
     record = {"algorithm": "crc32c", "arrays": {}, "parts": {}}
     for name, value in arrays.items():
         group.create_array(name, data=value)
-        record["arrays"][name] = {"shape": list(value.shape), "dtype": value.dtype.str, "crc32c": _array_crc32c(value)}
+        record["arrays"][name] = {"shape": list(value.shape), "dtype": value.dtype.str, "crc32c": array_crc32c(value)}
     for name, part in parts.items():
         record["parts"][name] = _write(group.create_group(name), part)
     attrs = json.loads(json.dumps({"format": fmt.name, "version": MODEL_VERSION, **attributes, "checksums": record}))
-    attrs["checksums"]["metadata"] = _metadata_crc32c(attrs)
+    attrs["checksums"]["metadata"] = json_crc32c(attrs, leave_out="metadata", within="checksums")
     group.attrs.update(attrs)
     return attrs["checksums"]["metadata"]
 
@@ -499,8 +484,9 @@ def _check_format(path, attrs, part=None):
     if name in other and name not in FORMATS:
         raise _not_a_model(path, f"it holds {other[name]}")
     checks = attrs.get("checksums")
-    if checks is not None and (not isinstance(checks, dict) or checks.get("algorithm") != "crc32c"
-                               or checks.get("metadata") != _metadata_crc32c(attrs)):
+    if checks is not None and (
+            not isinstance(checks, dict) or checks.get("algorithm") != "crc32c"
+            or checks.get("metadata") != json_crc32c(attrs, leave_out="metadata", within="checksums")):
         raise _damaged(path, part, "its parameters and attributes (zarr.json) do not match their checksum")
     fmt = FORMATS.get(name)
     if fmt is None:
@@ -544,7 +530,7 @@ def _read_arrays(path, node, part, attrs):
         if list(value.shape) != expected["shape"] or value.dtype.str != expected["dtype"]:
             raise _damaged(path, part, f"array {name} has shape {value.shape} and dtype {value.dtype.str}, not "
                                        f"{tuple(expected['shape'])} and {expected['dtype']} as saved")
-        if _array_crc32c(value) != expected["crc32c"]:
+        if array_crc32c(value) != expected["crc32c"]:
             raise _damaged(path, part, f"array {name} does not match its checksum, a chunk file of it is missing "
                                        f"or altered")
     return arrays

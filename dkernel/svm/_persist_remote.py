@@ -21,8 +21,7 @@ import os
 import tempfile
 import uuid
 
-import google_crc32c
-
+from .._runtime.integrity import bytes_crc32c
 from .._runtime.object_store import (
     GRAM_FORMAT,
     MANIFEST,
@@ -70,10 +69,6 @@ def load_model(path, storage_options=None):
     return read_model(path, storage_options=storage_options)
 
 
-def _crc(data):
-    return int(google_crc32c.value(bytes(data)))
-
-
 def check_model_url(url, kind, overwrite, storage_options):
     """Raise :class:`ArtifactPathError` unless a model of artifact ``kind`` may be saved at ``url``; return
     ``(fs, root, manifest)`` (the manifest of the model it replaces, or None)."""
@@ -112,7 +107,7 @@ def save_model_url(model, url, overwrite, storage_options):
                 path = os.path.join(folder, name)
                 rel = os.path.relpath(path, local).replace(os.sep, "/")
                 with open(path, "rb") as fh:
-                    files[rel] = _crc(fh.read())
+                    files[rel] = bytes_crc32c(fh.read())
                 fs.put_file(path, f"{root}/{version}/{rel}")
     put_json(fs, f"{root}/{MANIFEST}", {"format": FORMAT, "model": fmt.name, "version": version,
                                          "write_id": write_id, "metadata": metadata, "objects": files})
@@ -149,7 +144,7 @@ def read_model_url(url, estimator_class, storage_options):
                 data = fs.cat_file(f"{root}/{version}/{rel}")
             except FileNotFoundError:
                 raise _persist._damaged(url, None, f"the object {version}/{rel} is missing") from None
-            if _crc(data) != crc:
+            if bytes_crc32c(data) != crc:
                 raise _persist._damaged(url, None, f"the object {version}/{rel} does not match its checksum "
                                                    f"(changed or truncated)")
             path = os.path.join(local, *rel.split("/"))
