@@ -29,10 +29,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._runtime.validation import check_data, check_labels
 from ..kernels._kernels import get_kernel
+from ..kernels._parameters import check_kernel_object_parameters
 from ._reweighting import alignment_weights, keep_significant, optimal_alignment
 from ._spectrum import check_finite_gram, top_eigenpairs
 
 __all__ = ["AdaptedKernel", "KernelAligner"]
+
+#: KernelAligner's kernel parameters' defaults (``None``: the kernel's own); other values beside a kernel object
+#: are refused.
+_KERNEL_DEFAULTS = {"gamma": None, "coef0": None, "degree": None}
 
 #: The default threshold of Algorithm 2's "threshold small eigenvalues", whose value the paper does not give:
 #: eigenvalues below ``INDUCTIVE_TOL · λ_max`` are dropped before projecting new points. ``v_i(x)`` divides by
@@ -135,6 +140,8 @@ class KernelAligner(TransformerMixin, BaseEstimator):
     def _base_kernel(self, X):
         if self.kernel == "precomputed":
             return None
+        check_kernel_object_parameters(self.kernel, gamma=self.gamma, coef0=self.coef0, degree=self.degree,
+                                       defaults=_KERNEL_DEFAULTS)
         return get_kernel(self.kernel, **{k: v for k, v in (("gamma", self.gamma), ("coef0", self.coef0), ("degree", self.degree)) if v is not None}).resolve(X.shape[1])
 
     def _training_gram(self, X, kernel):

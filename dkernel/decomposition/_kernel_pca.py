@@ -62,6 +62,9 @@ from ..svm._kernel import resolve_kernel
 from ..views._centered import CenteredGram
 from ._eigensolvers import arpack_eigenpairs, dense_eigenpairs, lobpcg_eigenpairs, randomized_eigenpairs
 
+#: KernelPCA's own kernel parameter defaults (scikit-learn's KernelPCA): what a kernel object may come with.
+_KERNEL_DEFAULTS = {"gamma": None, "coef0": 1, "degree": 3}
+
 __all__ = ["KernelPCA", "centered_operator", "centered_test_rows", "finished_eigenpairs", "projection_coefficients"]
 
 #: Bytes of one batch of test-kernel rows in :meth:`KernelPCA.transform` (m × n float64 values at a time).
@@ -346,8 +349,10 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         check_finite(X, name="X", what="fitting")
         if callable(self.kernel) and not isinstance(self.kernel, Kernel):
             return KernelGram(X, self.kernel)
-        kernel = resolve_kernel(self.kernel, X, gamma="auto" if self.gamma is None else self.gamma,
-                                coef0=self.coef0, degree=self.degree)
+        # gamma=None is 1 / n_features for a kernel name; beside a kernel object, only the defaults are no conflict.
+        gamma = "auto" if self.gamma is None and not isinstance(self.kernel, (Kernel, dict)) else self.gamma
+        kernel = resolve_kernel(self.kernel, X, gamma=gamma, coef0=self.coef0, degree=self.degree,
+                                defaults=_KERNEL_DEFAULTS)
         return KernelGram(X, kernel)
 
     def _n_components(self, n):

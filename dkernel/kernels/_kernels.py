@@ -529,7 +529,8 @@ def get_kernel(kernel, **params):
     **params
         Kernel parameters. Parameters that a kernel does not take and whose
         value is ``None`` are ignored, so that an estimator can pass its full
-        ``gamma/coef0/degree`` set.
+        ``gamma/coef0/degree`` set. None with a kernel instance; none but
+        ``None`` values with a dict spec (it carries its own).
 
     Examples
     --------
@@ -539,15 +540,13 @@ def get_kernel(kernel, **params):
     >>> get_kernel({"name": "poly", "params": {"gamma": 1.0, "coef0": 1.0, "degree": 2}})
     PolynomialKernel(gamma=1.0, coef0=1.0, degree=2)
     """
-    if isinstance(kernel, Kernel):
-        if params:
-            raise InvalidKernelParameterError(
-                f"parameters {sorted(params)} were given with a kernel instance {kernel!r}; "
-                f"set them on the instance instead."
-            )
-        return kernel
-    if isinstance(kernel, dict):
-        return kernel_from_dict(kernel)
+    if isinstance(kernel, (Kernel, dict)):
+        given = sorted(params) if isinstance(kernel, Kernel) else sorted(k for k, v in params.items() if v is not None)
+        if given:
+            where = "on the instance" if isinstance(kernel, Kernel) else "in its 'params'"
+            raise InvalidKernelParameterError(f"parameters {given} were given with a kernel {kernel!r}, which "
+                                              f"carries its own parameters; set them {where} instead.")
+        return kernel if isinstance(kernel, Kernel) else kernel_from_dict(kernel)
     if not isinstance(kernel, str):
         raise InvalidKernelParameterError(
             f"kernel must be a name, a dict spec or a Kernel instance; got {type(kernel).__name__}."

@@ -8,9 +8,8 @@
 
 from ..exceptions import InvalidKernelParameterError
 from ..kernels._kernels import Kernel, get_kernel
+from ..kernels._parameters import KERNEL_PARAMS, check_kernel_object_parameters
 
-#: The parameters each named kernel takes.
-KERNEL_PARAMS = {"linear": (), "rbf": ("gamma",), "sigmoid": ("gamma", "coef0"), "poly": ("gamma", "coef0", "degree")}
 
 #: Kernel parameter defaults of :class:`dkernel.SVC` and of the ``dkernel gram`` and ``dkernel fit`` commands:
 #: scikit-learn's SVC conventions (``gamma="scale"`` is ``1 / (n_features * X.var())``).
@@ -54,10 +53,15 @@ def estimator_kernel(name, X, gamma=ESTIMATOR_DEFAULTS["gamma"], coef0=ESTIMATOR
     return get_kernel(name, **{param: values[param] for param in KERNEL_PARAMS[name]})
 
 
-def resolve_kernel(kernel, X, *, gamma, coef0, degree):
-    """The kernel object of the estimator's ``kernel`` parameters on ``X``; ``None`` for ``"precomputed"``."""
+def resolve_kernel(kernel, X, *, gamma, coef0, degree, defaults=ESTIMATOR_DEFAULTS):
+    """The kernel object of the estimator's ``kernel`` parameters on ``X``; ``None`` for ``"precomputed"``.
+
+    With a kernel object or dict spec, ``gamma``, ``coef0`` and ``degree`` must be the estimator's
+    ``defaults`` (:func:`check_kernel_object_parameters`): the kernel's own parameters are used.
+    """
     if isinstance(kernel, str) and kernel == "precomputed":
         return None
     if isinstance(kernel, (Kernel, dict)):
+        check_kernel_object_parameters(kernel, gamma=gamma, coef0=coef0, degree=degree, defaults=defaults)
         return get_kernel(kernel).resolve(X.shape[1])
     return estimator_kernel(kernel, X, gamma=gamma, coef0=coef0, degree=degree)

@@ -23,10 +23,14 @@ from .._runtime.validation import check_finite, materialize
 from ..alignment._measures import alignment_target
 from ..exceptions import InvalidLabelsError
 from ..kernels._kernels import Kernel, get_kernel
+from ..kernels._parameters import check_kernel_object_parameters
 from ._base import KERNEL_PARAMETER_RANGES
 from ._inputs import class_weights
 
 __all__ = ["ParzenWindowClassifier"]
+
+#: Its kernel parameters' defaults (``None``: the kernel's own); other values beside a kernel object are refused.
+_KERNEL_DEFAULTS = {"gamma": None, "coef0": None, "degree": None}
 
 
 class ParzenWindowClassifier(ClassifierMixin, BaseEstimator):
@@ -126,6 +130,8 @@ class ParzenWindowClassifier(ClassifierMixin, BaseEstimator):
             self.X_fit_ = None
             self._kernel = None
         else:
+            check_kernel_object_parameters(self.kernel, gamma=self.gamma, coef0=self.coef0, degree=self.degree,
+                                           defaults=_KERNEL_DEFAULTS)
             self.X_fit_ = X
             self._kernel = (self.kernel if self._is_kernel_function()
                             else get_kernel(self.kernel, **{k: v for k, v in (("gamma", self.gamma), ("coef0", self.coef0), ("degree", self.degree)) if v is not None}).resolve(X.shape[1]))
