@@ -75,6 +75,7 @@ __all__ = [
     "artifact_kind",
     "check_replaceable",
     "check_target",
+    "creation_refused",
     "discard",
     "foreign_files",
     "identity",
@@ -316,16 +317,39 @@ def check_target(path, kind, overwrite=False, *, reuse=False):
     return "same"
 
 
+def creation_refused(folder, name):
+    """Why the existing ``folder`` cannot take the new entry ``name`` (the system's words), or None when it can.
+
+    Tried, not guessed from the permissions alone: :func:`os.access` says yes to root everywhere, and to anyone
+    for a folder whose filesystem refuses new entries (``/proc``, a read-only bind mount seen from a
+    container), where a write would fail only at its end, after the work. An empty hidden folder
+    ``.NAME.dkernel-probe-XXXXXXXX`` is made in ``folder`` and removed at once; nothing else is touched.
+    """
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return "permission denied"
+    probe = os.path.join(folder, f".{name}.dkernel-probe-{uuid.uuid4().hex[:8]}")
+    try:
+        os.mkdir(probe, 0o700)
+    except FileExistsError:  # a name taken meanwhile: entries can be made there
+        return None
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    with contextlib.suppress(OSError):
+        os.rmdir(probe)
+    return None
+
+
 def _check_parent_folder(path, what):
     """The nearest existing path above ``path`` must be a folder that can take it (else the write fails at the end)."""
-    parent = os.path.dirname(path)
+    parent, entry = os.path.dirname(path), os.path.basename(path)
     while not os.path.lexists(parent):
-        parent = os.path.dirname(parent)
+        parent, entry = os.path.dirname(parent), os.path.basename(parent)
     if not os.path.isdir(parent):
         raise ArtifactPathError(f"{parent} is a file, so {what} cannot be written at {path}: choose another path.")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ArtifactPathError(f"{parent} is not writable, so {what} cannot be written at {path}: choose another "
-                                f"path.")
+    reason = creation_refused(parent, entry)
+    if reason is not None:
+        raise ArtifactPathError(f"{parent} is not writable ({reason}), so {what} cannot be written at {path}: "
+                                f"choose another path.")
 
 
 def _check_not_nested(path, kind):

@@ -46,6 +46,7 @@ import uuid
 import zipfile
 
 from ..exceptions import ArtifactPathError
+from .artifacts import creation_refused
 
 __all__ = ["MARK_FORMAT", "SUFFIXES", "check_output", "output_kind", "save_npy", "save_npz", "writing"]
 
@@ -167,12 +168,13 @@ def check_output(path, kind, *, what, suffix, name, writer, overwrite=False):
             raise ArtifactPathError(f"{label} holds {what} written by an earlier {found[1]}; pass overwrite=True "
                                     f"(CLI: --overwrite) to replace it, or choose another path.")
         return path
-    parent = os.path.dirname(path)
+    parent, entry = os.path.dirname(path), os.path.basename(path)
     while not os.path.lexists(parent):
-        parent = os.path.dirname(parent)
-    if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
-        raise ArtifactPathError(f"{label}: {parent} is not a folder this process can write into; choose another "
-                                f"path.")
+        parent, entry = os.path.dirname(parent), os.path.basename(parent)
+    reason = "not a folder" if not os.path.isdir(parent) else creation_refused(parent, entry)
+    if reason is not None:
+        raise ArtifactPathError(f"{label}: {parent} is not a folder this process can write into ({reason}); "
+                                f"choose another path.")
     return path
 
 
