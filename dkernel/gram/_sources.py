@@ -42,6 +42,8 @@ The functions :func:`source_n`, :func:`source_dask`, :func:`source_columns`,
 a dask array or a small ndarray alike.
 """
 
+import inspect
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -58,6 +60,8 @@ __all__ = [
     "RowCache",
     "SubsetGram",
     "as_gram",
+    "chain_root",
+    "held_in_process",
     "principal_submatrix",
     "row_provider",
     "source_columns",
@@ -132,12 +136,22 @@ def principal_submatrix(source, indices):
     return np.asarray(source_dask(source)[indices][:, indices].compute(), dtype=np.float64)
 
 
+_MISSING = object()
+
+
+def _has_attribute(source, name):
+    """``hasattr`` that does not evaluate a property: ``dask`` builds a task graph (a matrix in memory hashed whole)."""
+    if inspect.getattr_static(source, name, _MISSING) is not _MISSING:
+        return True
+    return inspect.getattr_static(type(source), "__getattr__", None) is not None and hasattr(source, name)
+
+
 def as_gram(source):
     """A Gram-protocol object for ``source`` (an ndarray becomes a :class:`DenseGram`)."""
     if isinstance(source, np.ndarray):
         return DenseGram(source)
     for attr in ("n", "rows", "diag", "dask"):
-        if not hasattr(source, attr):
+        if not _has_attribute(source, attr):
             raise TypeError(
                 f"{type(source).__name__} is not a Gram matrix: it has no '{attr}'. Pass a GramMatrix, a "
                 f"lazy view, a KernelGram(X, kernel) or a square ndarray."
@@ -423,7 +437,8 @@ def weighted_column_sums(source, weights, indices=None, *, compute=True, client=
 
     A matrix held whole in this process (an ndarray, a :class:`DenseGram`)
     is multiplied here, by BLAS on row blocks, and gives an ndarray even
-    without ``compute``. Any other source is read one row block per task,
+    without ``compute``; so is a view or a subset over one
+    (:func:`held_in_process`), its rows read in bands. Any other source is read one row block per task,
     ``K[I, S] w``, summed over its column blocks: computed on ``client``
     (:func:`~dkernel._runtime.client.client_for`; a ``KernelGram``'s ``X``
     and ``X_S`` sent to the workers once), the row blocks finished shown
@@ -433,7 +448,9 @@ def weighted_column_sums(source, weights, indices=None, *, compute=True, client=
     """
     in_memory = _in_memory_matrix(source)
     if in_memory is not None:
-        return _in_memory_products(in_memory, weights, indices)
+        return _in_memory_products(in_memory, *_dense_weights(in_memory.shape[0], weights, indices))
+    if not is_dask_array(source) and held_in_process(source):
+        return _row_band_products(source, *_dense_weights(source_n(source), weights, indices))
     if not compute:
         import dask.array as da
 
@@ -445,11 +462,39 @@ def weighted_column_sums(source, weights, indices=None, *, compute=True, client=
     return np.concatenate(parts).astype(np.float64, copy=False)
 
 
+def chain_root(source):
+    """The raw Gram at the bottom of a chain of views and subsets, each holding the next as ``base``."""
+    while not isinstance(source, np.ndarray) and getattr(source, "base", None) is not None:
+        source = source.base
+    return source
+
+
+def held_in_process(source):
+    """Whether the raw Gram under ``source`` (:func:`chain_root`) lies in this process's memory: an ndarray, or a
+    source whose rows are there (``rows_in_memory``: a :class:`DenseGram`, an on-demand Gram)."""
+    root = chain_root(source)
+    return isinstance(root, np.ndarray) or bool(getattr(root, "rows_in_memory", False))
+
+
 def _in_memory_matrix(source):
     """The ndarray of a Gram held whole in this process (an ndarray, a :class:`DenseGram`), else None."""
     if isinstance(source, np.ndarray):
         return source
     return source.K if isinstance(source, DenseGram) else None
+
+
+#: A share of the columns from which ``K[:, S] w`` is read as ``K w'`` in this process (``w'``: ``w`` spread over
+#: all ``n`` columns, zero elsewhere): contiguous rows multiplied by BLAS cost less than gathering those columns.
+DENSE_WEIGHTS_SHARE = 1 / 8
+
+
+def _dense_weights(n, weights, indices):
+    """``(weights, indices)`` of :func:`weighted_column_sums` as a product in this process reads them best: the
+    columns ``indices`` of at least :data:`DENSE_WEIGHTS_SHARE` of ``n`` (all of them, in a multiclass origin) as
+    one weight per column (a column named twice takes both weights), without indices."""
+    if indices is None or len(indices) < DENSE_WEIGHTS_SHARE * n:
+        return weights, indices
+    return np.bincount(np.asarray(indices, dtype=np.intp), weights=weights, minlength=n), None
 
 
 def _in_memory_products(K, weights, indices):
@@ -463,6 +508,28 @@ def _in_memory_products(K, weights, indices):
         if indices is not None:
             block = block[:, indices]
         h[start : start + block.shape[0]] = np.asarray(block, dtype=np.float64) @ weights
+    return h
+
+
+#: Bytes of float64 rows per product of :func:`_row_band_products` (a band of a view's rows, corrected when read).
+ROW_BAND_PRODUCT_BYTES = 2**27
+
+
+def _row_band_products(source, weights, indices):
+    """``K[:, S] w`` of a view or subset over a Gram held in this process: its rows read in bands, here.
+
+    The rows come through the source's own ``rows`` (a view corrects them as it reads them, its one block
+    formula); a band takes at most :data:`ROW_BAND_PRODUCT_BYTES`. No task graph: building one over a matrix
+    already in memory would cost more than the product (the matrix hashed whole to name its tasks).
+    """
+    n = source_n(source)
+    band = max(1, ROW_BAND_PRODUCT_BYTES // (8 * n))
+    h = np.empty(n)
+    for start in range(0, n, band):
+        block = np.asarray(source.rows(np.arange(start, min(start + band, n))), dtype=np.float64)
+        if indices is not None:
+            block = block[:, indices]
+        h[start : start + block.shape[0]] = block @ weights
     return h
 
 

@@ -55,6 +55,7 @@ from ._grid import _BlockGrid
 from ._identity import WRITE_ID, held, new_write_id
 from ._metadata import create_arrays, metadata_damage, read_store_meta, repair_metadata
 from ._remote import check_derived_url, write_view_into_url
+from ._sources import chain_root
 
 __all__ = ["check_output_store", "check_store_path", "kept_store_error", "write_view_store"]
 
@@ -315,7 +316,7 @@ def check_output_store(path, overwrite=False, source=None, storage_options=None)
         check_derived_url(path, overwrite, storage_options)
         return reader
     path = os.path.abspath(os.fspath(path))
-    root = _chain_root(source) if source is not None else None
+    root = chain_root(source) if source is not None else None
     root_path = getattr(root, "path", None)
     same = root_path and artifacts.target_path(root_path) == artifacts.target_path(path)
     reader = root if same else None
@@ -340,13 +341,6 @@ class _ReplacedStore:
             f"the Gram store {self.path} was replaced by the derived store written there, so this object no longer "
             f"reads the matrix it was opened on; open the new store with GramMatrix.open(path)."
         )
-
-
-def _chain_root(source):
-    """The Gram at the root of a chain of lazy views: each view keeps the Gram source it reads in ``base``."""
-    while getattr(source, "base", None) is not None:
-        source = source.base
-    return source
 
 
 def write_view_store(view, path, *, operators, dtype=None, overwrite=False, storage_options=None):
@@ -376,7 +370,7 @@ def write_view_store(view, path, *, operators, dtype=None, overwrite=False, stor
     url = is_url(path)
     path = path.rstrip("/") if url else os.path.abspath(os.fspath(path))
     reader = _url_reader(path, overwrite, view) if url else check_output_store(path, overwrite, view)
-    root_base = _chain_root(view)
+    root_base = chain_root(view)
     dtype = np.dtype(dtype or getattr(root_base, "dtype", np.float64))
     grid = _BlockGrid((view.n, view.n), view.chunks, symmetric=True)
     fingerprint = getattr(root_base, "fingerprint", None)
@@ -406,7 +400,7 @@ def write_view_store(view, path, *, operators, dtype=None, overwrite=False, stor
 
 def _url_reader(url, overwrite, source):
     """The stored Gram at the root of ``source`` when it reads the store at ``url`` (then only with ``overwrite``)."""
-    root = _chain_root(source)
+    root = chain_root(source)
     if getattr(root, "path", None) is None or str(root.path).rstrip("/") != url:
         return None
     if not overwrite:

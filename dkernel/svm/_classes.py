@@ -35,6 +35,7 @@ from ._inputs import upper_bounds as _upper_bounds  # noqa: F401 (its former hom
 from ._probability import PlattProbabilityMixin
 from ._predict import map_row_blocks, pairwise_decision
 from ._training import (
+    centered_whole,
     centering_for,
     estimator_gram,
     fit_binary,
@@ -382,6 +383,8 @@ class SVC(PlattProbabilityMixin, BaseSVM):
 
                 base = NormalizedGram(base)
             whole = whole_data_origin(self.centering, self.centering_sample, y_index, keep, rng)
+            if whole is not None:
+                base = centered_whole(base, whole)
             fits = self._fit_problems(base, problems, C_i, client, blas, rng, checkpoints, whole)
             self._probA, self._probB = (self._platt_parameters(base, problems, C_i, client, blas, rng, whole)
                                         if self._wants_probability else (np.empty(0), np.empty(0)))

@@ -32,7 +32,7 @@ from .._runtime import artifacts
 from .._runtime.threads import BlasThreads
 from ..gram._in_memory import dense_symmetric_gram
 from ..gram._in_memory import ON_DEMAND_MIN_SAMPLES, OnDemandGram, product_cost
-from ..gram._sources import DenseGram, KernelGram, row_provider, subset_gram
+from ..gram._sources import KernelGram, chain_root, held_in_process, row_provider, subset_gram
 from ..centering._origins import Centering, delta_b
 from ..views._normalized import graf_intercept
 from ._kernel import resolve_kernel  # noqa: F401 (the estimators import it from here)
@@ -234,13 +234,6 @@ def row_cache_bytes(cache_size):
     return DEFAULT_ROW_CACHE_BYTES if cache_size is None else int(cache_size * 2**20)
 
 
-def _gram_root(source):
-    """The raw Gram at the bottom of a chain of views and subsets."""
-    while hasattr(source, "base") and not isinstance(source, np.ndarray):
-        source = source.base
-    return source
-
-
 def solver_client(rows, client):
     """The client to solve ``rows`` on: ``client``, or None with a :class:`UserWarning` when the workers cannot read it.
 
@@ -251,7 +244,7 @@ def solver_client(rows, client):
     """
     if client is None:
         return None
-    root = _gram_root(rows)
+    root = chain_root(rows)
     if getattr(root, "held_by_cluster", False):
         warnings.warn(
             f"the solver runs in this process, not on the Dask workers: the blocks of {root!r} are held in the "
@@ -301,6 +294,14 @@ def whole_data_origin(scheme, n_sample, y_index, keep, rng):
     origin = Centering.sampled(y, n_sample, scheme="multiclass", random_state=seed)
     return Centering.from_weights(origin.weights, indices=keep[origin.indices], n=y_index.shape[0],
                                   scheme="multiclass")
+
+
+def centered_whole(base, origin):
+    """``base`` centered once at the ``origin`` every binary problem shares (:func:`whole_data_origin`, Meilă
+    eq. 14): ``h = Kγ`` is computed once, and each problem reads its principal submatrix (:func:`problem_gram`)."""
+    from ..views._centered import CenteredGram  # imported when used: the operators bring in the zarr store
+
+    return CenteredGram(row_provider(base), origin)
 
 
 #: Samples up to which a binary problem is solved in one working set (the solver's default ``q``).
@@ -406,7 +407,8 @@ def solve_qp(rows, y, C, *, client=None, blas=None, **options):
             return result
     from ..solver import solve_qp as solve
 
-    with (blas or BlasThreads()).single(enabled=solved_in_memory(rows, client)):
+    in_memory = solved_in_memory(rows, client)
+    with (blas or BlasThreads()).single(enabled=in_memory):
         return solve(rows, y, C, client=client, **options)
 
 
@@ -480,7 +482,7 @@ def solved_in_memory(rows, client):
     more than they gain, 2-4x on a busy machine. Kernel rows computed on the fly keep them.
     """
     return (client is None and rows.n > SMALL_PROBLEM_SIZE
-            and isinstance(_gram_root(rows), (np.ndarray, DenseGram, OnDemandGram)))
+            and held_in_process(rows))
 
 
 def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, tol, working_set_size, max_iter,
@@ -506,10 +508,11 @@ def fit_binary(base, index, y_pm, C, *, centering, normalized, bias_correction, 
     ``uncorrected``, ``delta_b``, ``objective``, ``n_iter``, ``converged``.
     """
     rows, h = problem_gram(base, index, centering, client)
+    client = solver_client(rows, client)
     max_iter = outer_iteration_cap(rows.n, working_set_size) if max_iter == -1 else max_iter
     kwargs = dict(tol=tol, working_set_size=working_set_size, max_iter=max_iter, verbose=bool(verbose),
                   shrinking=bool(shrinking))
-    result = solve_qp(rows, y_pm, C, client=solver_client(rows, client), checkpoint=checkpoint, blas=blas, **kwargs)
+    result = solve_qp(rows, y_pm, C, client=client, checkpoint=checkpoint, blas=blas, **kwargs)
     coef = result.alpha * y_pm
     b = float(result.intercept)
     db = delta_b(coef, h) if h is not None else 0.0

@@ -131,9 +131,13 @@ def centered_submatrix(base, index, centering):
     An origin of all the samples of ``base`` (as ``centering="multiclass"``
     of an SVM) centers the whole Gram once; the problem reads its principal
     submatrix, and its part of ``h`` (Δb, eq. 19, sums over the problem's
-    samples). An origin of the problem's own samples centers its principal
-    submatrix (an in-memory ``base`` copied). Returns ``(rows, h)``.
+    samples); a ``base`` already centered at that origin (the one view every
+    problem shares) is read as it is. An origin of the problem's own samples
+    centers its principal submatrix (an in-memory ``base`` copied). Returns
+    ``(rows, h)``.
     """
+    if isinstance(base, CenteredGram) and base.centering is centering:  # centered once, shared by the problems
+        return subset_gram(base, index, copy=False), base.h[index]
     if centering.n == source_n(base) and index.shape[0] != centering.n:
         whole = CenteredGram(row_provider(base), centering)
         return SubsetGram(whole, index), whole.h[index]
