@@ -108,7 +108,12 @@ def dual_coef(pair_coef, n_support, ovo):
 
 
 def ovr_decision(dec, n_classes):
-    """One-vs-rest shaped decision values from one-vs-one values (scikit-learn's transform)."""
+    """One-vs-rest shaped decision values from one-vs-one values (scikit-learn's transform).
+
+    scikit-learn's ``_ovr_decision_function(dec < 0, -dec, n_classes)``: a value of 0 counts as a vote for the
+    first class of the pair here (``dec >= 0``), whereas :func:`predicted_class` follows libsvm's vote (0 for the
+    second class), as scikit-learn's ``decision_function`` and ``predict`` do.
+    """
     votes = np.zeros((dec.shape[0], n_classes))
     confidence = np.zeros((dec.shape[0], n_classes))
     k = 0
@@ -116,8 +121,8 @@ def ovr_decision(dec, n_classes):
         for j in range(i + 1, n_classes):
             confidence[:, i] += dec[:, k]
             confidence[:, j] -= dec[:, k]
-            votes[dec[:, k] > 0, i] += 1
-            votes[dec[:, k] <= 0, j] += 1
+            votes[dec[:, k] >= 0, i] += 1
+            votes[dec[:, k] < 0, j] += 1
             k += 1
     return votes + confidence / (3 * (np.abs(confidence) + 1))
 
@@ -145,9 +150,14 @@ def decision_width(n_classes, ovo, shape):
 
 
 def predicted_class(dec, n_classes, multiclass):
-    """The class index of each test point: the sign (two classes), the largest value (ovr) or the most votes (ovo)."""
+    """The class index of each test point: the sign (two classes), the largest value (ovr) or the most votes (ovo).
+
+    Ties as libsvm's ``svm_predict_values``: a pair's (libsvm-signed, +1 for its first class) value ``> 0`` votes
+    for its first class, else for its second, and the first class with the most votes wins. Two classes' values
+    are scikit-learn's, the negation of libsvm's, so a value of 0 (or -0) gives the second class, ``classes_[1]``.
+    """
     if n_classes == 2:
-        return (dec[:, 0] > 0).astype(np.intp)
+        return (dec[:, 0] >= 0).astype(np.intp)
     if multiclass == "ovr":
         return np.argmax(dec, axis=1)
     votes = np.zeros((dec.shape[0], n_classes), dtype=np.int64)

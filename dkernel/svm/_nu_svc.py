@@ -23,6 +23,7 @@ Meilă's origin (eq. 14); since ``yᵀα = 0`` the expansion is the same and onl
 ``Δb = cᵀh`` (eq. 19) with ``c = α y / r``, so prediction uses the original kernel (eq. 16).
 """
 
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -69,6 +70,26 @@ def check_nu_feasible(nu, problems, weights):
             raise ValueError(f"{INFEASIBLE_NU}: nu={nu} needs nu * (n1 + n2) / 2 <= min(n1, n2) for each pair of "
                              f"classes, and a pair has weighted sizes {n1:g} and {n2:g}; lower nu to at most "
                              f"{2 * min(n1, n2) / (n1 + n2):.6g}.")
+
+
+def _finite_end(alpha, G, y, C):
+    """``(ρ, r)`` with each infinite level replaced by the finite end of its interval.
+
+    A label whose variables all sit at their upper bound (none free, none at 0) leaves its level ``r₁`` (``r₂``)
+    anywhere in ``[max G, ∞)``: every such level meets the KKT conditions, and libsvm's midpoint is infinite
+    (``ρ = ∞ − ∞``, NaN). The finite end, ``max G`` over the label's variables, is the one finite choice.
+    """
+    from ..solver._bias import BOUND_RTOL, label_levels
+
+    levels = list(label_levels(alpha, G, y, C))
+    for k, label in enumerate((1, -1)):
+        if not np.isfinite(levels[k]):
+            mask = y == label
+            at_upper = alpha[mask] >= C[mask] * (1 - BOUND_RTOL)
+            g = G[mask]
+            levels[k] = float(g[at_upper].max() if levels[k] > 0 else g[~at_upper].min())
+    r1, r2 = levels
+    return (r1 - r2) / 2, (r1 + r2) / 2
 
 
 def _check_weighted_classes(nu, y, sample_weight):
@@ -208,14 +229,18 @@ class NuSVC(SVC):
         finally:
             del self._sample_weight
 
-    def _fit_problems(self, base, problems, C_i, client, blas, rng, checkpoints, whole=None):
+    def _fit_problems(self, base, problems, C_i, client, blas, rng, checkpoints, whole=None, labels=None):
         """libsvm's feasibility check of ``ν`` on every pair of classes, then the problems as :class:`SVC`'s."""
         n = C_i.shape[0]
         weights = (np.ones(n) if self._sample_weight is None
                    else np.maximum(np.asarray(self._sample_weight, dtype=np.float64).reshape(-1), 0.0))
         check_nu_feasible(float(self.nu), problems, weights)
         self._nu_weights = weights
-        return super()._fit_problems(base, problems, C_i, client, blas, rng, checkpoints, whole)
+        self._nu_final_fit = True  # the model's own problems, not the probability's cross-validation folds
+        try:
+            return super()._fit_problems(base, problems, C_i, client, blas, rng, checkpoints, whole, labels)
+        finally:
+            del self._nu_final_fit
 
     def _fit_binary(self, base, index, y_pm, C, client, blas, rng, origin=None, checkpoint=None):
         """libsvm's ``solve_nu_svc`` on the samples ``index``: bounds ``w``, one equality row per class, then the
@@ -237,8 +262,32 @@ class NuSVC(SVC):
                           max_iter=max_iter, verbose=bool(self.verbose), shrinking=bool(self.shrinking),
                           checkpoint=checkpoint)
         rho, r = nu_rho(result.alpha, result.gradient, y_pm, upper)
-        if not (np.isfinite(r) and r > 0):
-            r = 1.0  # w = 0: no margin to rescale by (libsvm would divide by zero)
+        final = getattr(self, "_nu_final_fit", False)
+        if not np.isfinite(r):
+            # Every variable of a class at its upper bound: libsvm's r is infinite, its α / r and ρ / r are 0 and
+            # NaN, and scikit-learn refuses the fit. A cross-validation fold of the probability model (a class
+            # short of ν Σw / 2) takes the finite end of the level's interval instead.
+            if final:
+                raise ValueError(
+                    f"nu={self.nu} puts every sample of a class at its upper bound (α_i = w_i) in the ν-SVC of a "
+                    f"pair of classes of weighted sizes {upper[y_pm > 0].sum():g} and {upper[y_pm < 0].sum():g}: "
+                    f"the problem's only feasible point leaves libsvm's scale r infinite, so the dual coefficients "
+                    f"and intercept would not be finite (scikit-learn raises as well). Use a smaller nu.")
+            rho, r = _finite_end(result.alpha, result.gradient, y_pm, upper)
+        if not r > 0:
+            # r ≥ αᵀQα / (ν Σw) = ‖w‖² / (ν Σw) ≥ 0, with r = 0 exactly when the optimum has w = 0 (the two
+            # classes' reduced convex hulls meet); then Qα = 0, ρ = 0 and libsvm's α / r, ρ / r are 0 / 0: no C
+            # corresponds (C = 1/r = ∞) and no margin is there to rescale by. A computed r ≤ 0 is that case within
+            # the solver's tolerance; the unscaled solution is kept (r = 1) and the fit warns.
+            if final:
+                warnings.warn(
+                    f"NuSVC(nu={self.nu}): the optimum of the ν-SVC of a pair of classes has w = 0 (libsvm's scale "
+                    f"r = {r:.3g} <= 0, the classes' reduced convex hulls overlap), so the model carries no "
+                    f"separating direction and its decision values are about constant. Use a larger nu (ν-SVC "
+                    f"with a small nu tends to the hard margin) or other kernel parameters.",
+                    UserWarning, stacklevel=2,
+                )
+            r = 1.0
         coef = result.alpha * y_pm / r
         uncorrected = -rho / r
         db = delta_b(coef, h) if h is not None else 0.0
