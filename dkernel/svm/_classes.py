@@ -385,7 +385,7 @@ class SVC(PlattProbabilityMixin, BaseSVM):
             whole = whole_data_origin(self.centering, self.centering_sample, y_index, keep, rng)
             if whole is not None:
                 base = centered_whole(base, whole)
-            fits = self._fit_problems(base, problems, C_i, client, blas, rng, checkpoints, whole)
+            fits = self._fit_problems(base, problems, C_i, client, blas, rng, checkpoints, whole, classes[y_index])
             self._probA, self._probB = (self._platt_parameters(base, problems, C_i, client, blas, rng, whole)
                                         if self._wants_probability else (np.empty(0), np.empty(0)))
         self._store_fits(X, problems, fits, y_index)
@@ -399,10 +399,13 @@ class SVC(PlattProbabilityMixin, BaseSVM):
         """The Gram source of the training data, before views; records how it is held in ``gram_dtype_``."""
         return estimator_gram(self, X, kernel, client, blas, on_demand=on_demand and not self.normalize)
 
-    def _fit_problems(self, base, problems, C_i, client, blas, rng, checkpoints, whole=None):
+    def _fit_problems(self, base, problems, C_i, client, blas, rng, checkpoints, whole=None, labels=None):
         """Every binary problem, in threads over the shared Gram in this process; origins drawn first, in order
-        (``whole``: the one origin of the whole training set that every problem shares, else one per problem)."""
-        origins = [whole or centering_for(self.centering, self.centering_sample, y_pm, rng) for _, y_pm in problems]
+        (``whole``: the one origin of the whole training set that every problem shares, else one per problem;
+        ``labels``: the class of each training sample, which names a problem an origin does not fit)."""
+        origins = [whole or centering_for(self.centering, self.centering_sample, y_pm, rng,
+                                          labels=None if labels is None else labels[index])
+                   for index, y_pm in problems]
 
         def solve(k):
             index, y_pm = problems[k]

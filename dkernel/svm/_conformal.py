@@ -43,8 +43,9 @@ from ..views._conformal import METHODS, ConformalFactor, ConformalGram
 from . import _multiclass
 from ._base import BaseSVM
 from ._classes import SVC
+from ._inputs import validate_predict_data
 from ._kernel import ESTIMATOR_DEFAULTS
-from ._predict import PREDICT_BLOCK_ROWS
+from ._predict import PREDICT_BLOCK_ROWS, map_row_blocks
 from ._training import outer_iteration_cap, solver_client
 
 __all__ = ["BIASES", "ConformalSVC", "load_conformal_model"]
@@ -111,6 +112,11 @@ class ConformalSVC(BaseSVM):
         ``intercept_`` is ``b̃`` as ``bias`` reads it).
     fit_status_ : int
         0 when the solvers of both passes converged, 1 otherwise.
+    n_iter_ : ndarray of shape (1,), dtype int32
+        Solver iterations of the one binary problem, both passes summed: the
+        first pass's (on ``K``) plus the second pass's (on ``K̃``); each pass's
+        own count is its ``n_iter_`` (``first_pass_.n_iter_``,
+        ``second_pass_.n_iter_``).
 
     References
     ----------
@@ -268,6 +274,8 @@ class ConformalSVC(BaseSVM):
         self.dual_coef_ = second.dual_coef_
         self.intercept_ = second.intercept_
         self.fit_status_ = int(bool(self.first_pass_.fit_status_ or second.fit_status_))
+        # Both passes' solver iterations, summed (each pass's own: first_pass_.n_iter_, second_pass_.n_iter_).
+        self.n_iter_ = np.asarray(self.first_pass_.n_iter_ + second.n_iter_, dtype=np.int32)
         self._d_support = self.conformal_factor_[second.support_]
 
     # ----------------------------------------------------------- prediction
@@ -284,8 +292,10 @@ class ConformalSVC(BaseSVM):
         blockwise over the rows of ``X``."""
         check_is_fitted(self)
         if is_dask_array(X):
-            return X.rechunk({1: -1}).map_blocks(self.decision_function, drop_axis=1, dtype=np.float64)
-        X = np.asarray(X)
+            return map_row_blocks(X, self.decision_function, None, np.float64)
+        # Checked first, as SVC checks it: a DataFrame's column names against those seen in fit (scikit-learn's
+        # ValueError for other or reordered columns), the number of features, no empty X, finite values.
+        X = validate_predict_data(self, X)
         coef = self.second_pass_._pair_coef[0]
         out = np.empty(X.shape[0])
         for start in range(0, X.shape[0], PREDICT_BLOCK_ROWS):
@@ -294,10 +304,8 @@ class ConformalSVC(BaseSVM):
         return out
 
     def _second_pass_decision(self, X, coef):
-        """``f̃`` at the rows of ``X``: ``D(x) Σ α̃_s y_s K(x, x_s) D(x_s)`` plus ``b̃`` (``"free"``, ``"none"``:
-        ``b̃ = 0``) or ``D(x) b̃`` (``"scaled"``)."""
-        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=False, ensure_all_finite=False)
-        check_finite(X, name="X", what="fitting or predicting")
+        """``f̃`` at the rows of ``X`` (validated by :meth:`decision_function`): ``D(x) Σ α̃_s y_s K(x, x_s) D(x_s)``
+        plus ``b̃`` (``"free"``, ``"none"``: ``b̃ = 0``) or ``D(x) b̃`` (``"scaled"``)."""
         K = np.asarray(self.first_pass_._kernel.block(X, self.support_vectors_), dtype=np.float64)
         d = self.factor_(X)
         kernel_part = d * ((K * self._d_support[None, :]) @ coef)
@@ -307,7 +315,7 @@ class ConformalSVC(BaseSVM):
         """Class labels of ``X``: ``classes_[1]`` where the decision value is > 0."""
         check_is_fitted(self)
         if is_dask_array(X):
-            return X.rechunk({1: -1}).map_blocks(self.predict, drop_axis=1, dtype=self.classes_.dtype)
+            return map_row_blocks(X, self.predict, None, self.classes_.dtype)
         return self.classes_[(self.decision_function(X) > 0).astype(np.intp)]
 
 

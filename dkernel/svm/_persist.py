@@ -199,8 +199,30 @@ def _kernel_model_state(model):
             f"fit with kernel='precomputed' on its Gram matrix, or with a dkernel Kernel, to save it.")
     sv_attrs, sv_arrays = _support_vectors_state(model.support_vectors_)
     attributes = {"params": _json_params(model), "kernel": _kernel_spec(model._kernel),
-                  "shape_fit": list(model.shape_fit_), **sv_attrs}
+                  "shape_fit": list(model.shape_fit_), **sv_attrs, **_optional_state(model)}
     return attributes, sv_arrays
+
+
+#: Fitted attributes that a model saves when the estimator has them, and that models written before they were saved
+#: lack (left unset then: none can be derived from what such a model holds): saved attribute -> fitted attribute.
+#: ``gram_dtype_`` and ``store_path_`` tell how the training Gram was held; ``epsilon_`` is the tube width a NuSVR
+#: found (libsvm's ``-r``, from the solver's gradient, which depends on the training targets: not kept in a model).
+_OPTIONAL_ATTRIBUTES = {"gram_dtype": "gram_dtype_", "store_path": "store_path_", "epsilon": "epsilon_"}
+
+
+def _optional_state(model):
+    out = {}
+    for name, attribute in _OPTIONAL_ATTRIBUTES.items():
+        value = getattr(model, attribute, None)
+        if value is not None:
+            out[name] = float(value) if isinstance(value, (float, np.floating)) else str(value)
+    return out
+
+
+def _restore_optional(model, attrs):
+    for name, attribute in _OPTIONAL_ATTRIBUTES.items():
+        if attrs.get(name) is not None:
+            setattr(model, attribute, attrs[name])
 
 
 def _svc_state(model):
@@ -222,6 +244,7 @@ def _svc_restore(cls, attrs, arrays, parts):
     model.support_vectors_ = _support_vectors_from(attrs, arrays)
     model._set_dual_coef()
     model.fit_status_ = int(attrs.get("fit_status", 0))  # not recorded by the first models: 0, as reported
+    _restore_optional(model, attrs)
     return model
 
 
@@ -306,6 +329,7 @@ def _single_restore(cls, attrs, arrays, parts):
     model.dual_coef_ = _sparse_coef(model._coef) if model._sparse else model._coef
     if hasattr(cls, "score_samples"):
         model.offset_ = -model.intercept_
+    _restore_optional(model, attrs)
     return model
 
 

@@ -256,18 +256,49 @@ def solver_client(rows, client):
     return client
 
 
-def centering_for(scheme, n_sample, y_pm, rng):
+def centering_for(scheme, n_sample, y_pm, rng, labels=None):
     """The origin of one binary problem: ``None``, an explicit :class:`Centering`, or ``scheme`` on its labels.
 
     With ``n_sample``, the origin is represented by a sample of that many
-    points (Meilă §5), drawn with a seed taken from ``rng``.
+    points (Meilă §5) of this problem, drawn with a seed taken from ``rng``.
+    A ``n_sample`` larger than the problem raises
+    :class:`~dkernel.centering._origins.SampleSizeError` naming the problem:
+    by its classes when ``labels`` (the class labels of its samples, in the
+    order of ``y_pm``) are given, else by its ``+1`` and ``-1`` sides.
     """
+    def sample_too_large():
+        """The message for a ``n_sample`` larger than this problem: which problem, and what size works."""
+        n, n_pos = y_pm.shape[0], int(np.count_nonzero(y_pm > 0))
+        if labels is not None:
+            given = np.asarray(labels)
+
+            def side(mask):
+                names = [repr(v.item() if isinstance(v, np.generic) else v) for v in np.unique(given[mask])]
+                return f"class {names[0]}" if len(names) == 1 else f"the rest (classes {', '.join(names)})"
+
+            pos, neg = side(y_pm > 0), side(y_pm <= 0)
+            problem = f"the binary problem of {pos} against {neg}"
+            sizes = f"{n} points: {n_pos} of {pos} and {n - n_pos} of {neg}"
+        else:
+            problem = "a binary problem"
+            sizes = f"{n} points: {n_pos} on its +1 side and {n - n_pos} on its -1 side"
+        return (
+            f"centering_sample={n_sample} is larger than {problem}, which has {sizes}. The centering sample is "
+            f"drawn per binary problem, from that problem's points only (in a multiclass fit, a one-vs-one problem "
+            f"has the points of its two classes, not the whole training set); use centering_sample <= {n} (at most "
+            f"the size of the smallest binary problem), or centering_sample=None for the exact centering."
+        )
+
     if scheme is None:
         return None
     if isinstance(scheme, Centering):
         return scheme
     if n_sample is not None:
         seed = int(rng.integers(2**31 - 1))
+        if isinstance(n_sample, (int, np.integer)) and not isinstance(n_sample, bool) and n_sample > y_pm.shape[0]:
+            from ..centering._origins import SampleSizeError
+
+            raise SampleSizeError(sample_too_large())
         return Centering.sampled(y_pm, n_sample, scheme=scheme, random_state=seed)
     if scheme == "standard":
         return Centering.standard(y_pm.shape[0])
@@ -452,10 +483,13 @@ def _check_problem_count(where, found, n_problems, kind="path"):
     """Refuse the checkpoint at ``where``, started for ``found`` binary problems (None: one solver run), for a fit
     of ``n_problems``; ``kind`` names what the user gave (``"path"`` or ``"URL"``)."""
     if found != n_problems:
-        what = "one solver run" if found is None else f"{found} binary problems"
+        def problems(count):
+            return f"{count} binary problem{'' if count == 1 else 's'}"
+
+        what = "one solver run" if found is None else problems(found)
         raise ValueError(
-            f"the checkpoint at {where} holds the state of {what}, but this fit has {n_problems} binary "
-            f"problems (other classes or multiclass scheme); it is left as it is: choose another checkpoint {kind}."
+            f"the checkpoint at {where} holds the state of {what}, but this fit has {problems(n_problems)} "
+            f"(other classes or multiclass scheme); it is left as it is: choose another checkpoint {kind}."
         )
 
 
