@@ -301,8 +301,7 @@ def test_randomized_solver_on_workers_equals_the_in_process_one(tmp_path):
 
 def test_bad_input_is_refused_with_the_fix():
     X = _data(50)
-    with pytest.raises(ValueError, match=r"n_components=60 exceeds the 50 training samples"):
-        KernelPCA(n_components=60).fit(X)
+    assert KernelPCA(n_components=60).fit(X).eigenvalues_.shape[0] <= 50  # clipped to n_samples, as scikit-learn
     with pytest.raises(InvalidLabelsError, match=r"center='class-balanced' needs the class labels"):
         KernelPCA(n_components=2, center="class-balanced").fit(X)
     with pytest.raises(ValueError, match=r"y has 10 labels but there are 50"):

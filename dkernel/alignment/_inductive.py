@@ -25,9 +25,10 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils import ClassifierTags
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from .._runtime.validation import check_data, check_labels
+from .._runtime.validation import check_data, check_finite, check_labels, materialize
 from ..kernels._kernels import get_kernel
 from ..kernels._parameters import check_kernel_object_parameters
 from ._reweighting import alignment_weights, keep_significant, optimal_alignment
@@ -121,6 +122,17 @@ class KernelAligner(TransformerMixin, BaseEstimator):
         The training alignment of ``G`` (eq. 6).
     adapted_kernel_ : AdaptedKernel
     n_features_in_ : int
+        Features seen in ``fit`` (the number of training points with ``kernel="precomputed"``).
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined only when ``X`` has feature names that are all strings (a pandas DataFrame).
+
+    Notes
+    -----
+    It follows scikit-learn's estimator conventions (``check_estimator``): data are checked by scikit-learn's
+    ``validate_data`` (its messages for complex, object, empty or wrongly shaped input; CSR/CSC/COO input is
+    accepted except with a precomputed kernel), NaN and infinities by dkernel's :class:`NonFiniteInputError`.
+    ``y`` is required; the ``"classification"`` and ``"uneven"`` targets take exactly two classes, which the
+    tags declare (``classifier_tags.multi_class=False``). At least two training points are needed.
     """
 
     def __init__(self, kernel="rbf", *, gamma=None, coef0=None, degree=None, target="classification", rank=None,
@@ -138,7 +150,7 @@ class KernelAligner(TransformerMixin, BaseEstimator):
         self.client = client
 
     def _base_kernel(self, X):
-        if self.kernel == "precomputed":
+        if self._is_precomputed():
             return None
         check_kernel_object_parameters(self.kernel, gamma=self.gamma, coef0=self.coef0, degree=self.degree,
                                        defaults=_KERNEL_DEFAULTS)
@@ -158,6 +170,43 @@ class KernelAligner(TransformerMixin, BaseEstimator):
             return KernelGram(X, kernel)
         return np.asarray(kernel.block(X, X, symmetric=True), dtype=np.float64)
 
+    def _is_precomputed(self):
+        return isinstance(self.kernel, str) and self.kernel == "precomputed"
+
+    def _validate_X(self, X, reset):
+        """``X`` checked as scikit-learn's estimators do; NaN and infinities as dkernel's error.
+
+        A precomputed Gram source (a store's rows, a view: ``rows`` and ``n``) is left to the eigensolver, which
+        reads it blockwise; its NaN are the eigensolver's error, as those of a precomputed array (and, in
+        ``transform``, :class:`AdaptedKernel`'s).
+        """
+        if reset and self._is_precomputed() and hasattr(X, "rows") and hasattr(X, "n"):
+            self.n_features_in_ = int(X.shape[1]) if hasattr(X, "shape") else int(X.n)
+            if hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+            return X
+        X = materialize(X)
+        what = "fitting" if reset else "transforming"
+        if self._is_precomputed():
+            # Converted first, so that NaN are named before a wrong width (as scikit-learn's checks order them).
+            K = check_array(X, accept_sparse=False, dtype=np.float64, ensure_all_finite=False,
+                            ensure_min_samples=2 if reset else 1, input_name="X")
+            if reset:
+                check_finite(K, name="the precomputed Gram matrix", what=what)
+            else:
+                check_finite_gram(K, "the kernel block K(X, X_train)")
+                if K.shape[1] != self.n_features_in_:
+                    # scikit-learn's message, and what a test kernel is.
+                    raise ValueError(f"X has {K.shape[1]} features, but {type(self).__name__} is expecting "
+                                     f"{self.n_features_in_} features as input: with kernel='precomputed' pass "
+                                     f"K(X, X_train) of shape (n, {self.n_features_in_}); got shape {K.shape}.")
+            validate_data(self, X, reset=reset, skip_check_array=True)  # n_features_in_, feature names
+            return K
+        X = validate_data(self, X, reset=reset, accept_sparse="csr", dtype=[np.float64, np.float32],
+                          ensure_all_finite=False, order="C", ensure_min_samples=2 if reset else 1)
+        check_finite(X, name="X", what=what)
+        return X
+
     def fit(self, X, y):
         """Decompose the training Gram, reweight its eigenvectors to the labels ``y`` and keep the projection."""
         from ._reweighting import adaptation_target
@@ -168,7 +217,9 @@ class KernelAligner(TransformerMixin, BaseEstimator):
             raise ValueError(f"tol must be a positive number; got {self.tol!r}. New points are projected through "
                              f"1/λ_i, so eigenvalues at zero must be dropped: pass tol=numerical_rank_tol(n) (only "
                              f"the numerically zero ones) or a larger fraction of λ_max such as 1e-6.")
-        X = X if self.kernel == "precomputed" else check_data(X)
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
+        X = self._validate_X(X, reset=True)
         kernel = self._base_kernel(X)
         y = check_labels(y, X.shape[0])
         t = adaptation_target(y, self.target)
@@ -181,13 +232,12 @@ class KernelAligner(TransformerMixin, BaseEstimator):
         self.alignment_ = optimal_alignment(vectors, t)
         self.adapted_kernel_ = AdaptedKernel(kernel, None if kernel is None else X,
                                              vectors / values * np.sqrt(self.weights_))
-        self.n_features_in_ = X.shape[1]
         return self
 
     def transform(self, X):
         """The features ``φ(X)`` (``G(X, Z) = φ(X) φ(Z)ᵀ``); ``X`` is ``K(X, X_train)`` for a precomputed kernel."""
         check_is_fitted(self, "adapted_kernel_")
-        return self.adapted_kernel_.features(X)
+        return self.adapted_kernel_.features(self._validate_X(X, reset=False))
 
     def gram(self, X, Z=None):
         """``G(X, Z)`` (``G(X, X)`` without ``Z``); kernel blocks against the training set when precomputed."""
@@ -201,5 +251,11 @@ class KernelAligner(TransformerMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.pairwise = self.kernel == "precomputed"
+        tags.input_tags.pairwise = self._is_precomputed()
+        # The kernels take CSR matrices (sparse products); a precomputed Gram is dense.
+        tags.input_tags.sparse = not self._is_precomputed()
+        tags.target_tags.required = True
+        if self.target in ("classification", "uneven"):
+            # Two classes only (the ±1 target); declared as scikit-learn's binary classifiers declare it.
+            tags.classifier_tags = ClassifierTags(multi_class=False)
         return tags

@@ -8,6 +8,8 @@
 ``_eigensolvers``   the k largest eigenpairs of the centered Gram: dense (LAPACK), ARPACK,
                     randomized subspace iteration and LOBPCG, the last two through blockwise
                     products with the base Gram only
+``_inverse``        the pre-image map of ``inverse_transform``: kernel ridge regression from the
+                    training projections back to the training data (scikit-learn's)
 =================== ==========================================================================
 """
 

@@ -61,6 +61,7 @@ from ..svm._inputs import is_gram_source
 from ..svm._kernel import resolve_kernel
 from ..views._centered import CenteredGram
 from ._eigensolvers import arpack_eigenpairs, dense_eigenpairs, lobpcg_eigenpairs, randomized_eigenpairs
+from ._inverse import fit_preimage_map, inverse_transform, refuse_sparse
 
 #: KernelPCA's own kernel parameter defaults (scikit-learn's KernelPCA): what a kernel object may come with.
 _KERNEL_DEFAULTS = {"gamma": None, "coef0": 1, "degree": 3}
@@ -170,9 +171,10 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     """Kernel principal component analysis with the centering in feature space chosen (Meilă 2002).
 
     A drop-in for :class:`sklearn.decomposition.KernelPCA` (its parameters but
-    ``fit_inverse_transform``, ``alpha``, ``kernel_params``, ``copy_X`` and
-    ``n_jobs``: no ``inverse_transform``; its attributes, signs and
-    zero-eigenvalue handling) whose Gram is any dkernel
+    ``kernel_params``, ``copy_X`` and ``n_jobs``; its attributes, signs,
+    zero-eigenvalue handling, ``n_components`` clipped to ``n_samples``,
+    float32 kept, and ``inverse_transform`` learned by kernel ridge regression
+    with ``fit_inverse_transform=True``) whose Gram is any dkernel
     source (a :class:`~dkernel.gram.GramMatrix` store, a kernel evaluated on
     the fly) and whose centering is an origin of :class:`~dkernel.centering.Centering`,
     applied lazily (:class:`~dkernel.views.CenteredGram`), never as a second
@@ -183,8 +185,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     Parameters
     ----------
     n_components : int, default=None
-        Number of components, at most the number of training samples; None
-        keeps all of them (those of a zero eigenvalue removed), as scikit-learn.
+        Number of components; more than the number of training samples is
+        clipped to it, as scikit-learn does. None keeps all of them (those of
+        a zero eigenvalue removed), as scikit-learn.
     kernel : {"linear", "poly", "rbf", "sigmoid", "precomputed"}, Kernel, dict or callable, default="linear"
         With ``"precomputed"``, ``fit`` takes the Gram matrix (a square ndarray
         or a :class:`~dkernel.gram.GramMatrix` / Gram source) and
@@ -196,6 +199,13 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         Of ``poly``.
     coef0 : float, default=1
         Of ``poly`` and ``sigmoid``.
+    alpha : float, default=1.0
+        Ridge of the pre-image map learned with ``fit_inverse_transform``.
+    fit_inverse_transform : bool, default=False
+        Learn the pre-image map (:mod:`._inverse`): kernel ridge regression,
+        with this kernel, from the training projections to the training data,
+        so that :meth:`inverse_transform` is available (not with a precomputed
+        kernel, nor sparse data, as scikit-learn).
     eigen_solver : {"auto", "dense", "arpack", "randomized", "lobpcg"}, default="auto"
         ``"dense"``: LAPACK on the materialized ``K_a``; ``"arpack"``: ARPACK
         on it; ``"randomized"``: subspace iteration through blockwise products
@@ -239,11 +249,16 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     Attributes
     ----------
     eigenvalues_ : ndarray of shape (n_components,)
-        Eigenvalues of ``K_a`` in decreasing order.
+        Eigenvalues of ``K_a`` in decreasing order. Computed in float64; stored, as the eigenvectors, the
+        projections and the pre-image map, in float32 when the data (or the precomputed Gram) are float32.
     eigenvectors_ : ndarray of shape (n_samples, n_components)
         Unit-norm eigenvectors of ``K_a``, signs as ``svd_flip``.
     centering_ : Centering or None
         The origin used.
+    dual_coef_ : ndarray of shape (n_samples, n_features)
+        The pre-image map's coefficients (``fit_inverse_transform=True``).
+    X_transformed_fit_ : ndarray of shape (n_samples, n_components)
+        The training projections, the pre-image map's inputs (``fit_inverse_transform=True``).
     gamma_ : float or None
         The kernel's ``gamma`` (None for kernels without one).
     n_features_in_ : int
@@ -291,6 +306,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         "gamma": [Interval(Real, 0, None, closed="neither"), None],
         "degree": [Interval(Integral, 1, None, closed="left")],
         "coef0": [Interval(Real, None, None, closed="neither")],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "fit_inverse_transform": ["boolean"],
         "eigen_solver": [StrOptions({"auto", "dense", "arpack", "randomized", "lobpcg"})],
         "n_oversamples": [Interval(Integral, 0, None, closed="left")],
         "iterated_power": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
@@ -303,14 +320,17 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         "client": "no_validation",
     }
 
-    def __init__(self, n_components=None, *, kernel="linear", gamma=None, degree=3, coef0=1, eigen_solver="auto",
-                 n_oversamples=10, iterated_power="auto", tol=0, max_iter=None, remove_zero_eig=False,
-                 random_state=None, center="standard", n_sample=None, client=None):
+    def __init__(self, n_components=None, *, kernel="linear", gamma=None, degree=3, coef0=1, alpha=1.0,
+                 fit_inverse_transform=False, eigen_solver="auto", n_oversamples=10, iterated_power="auto", tol=0,
+                 max_iter=None, remove_zero_eig=False, random_state=None, center="standard", n_sample=None,
+                 client=None):
         self.n_components = n_components
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
+        self.alpha = alpha
+        self.fit_inverse_transform = fit_inverse_transform
         self.eigen_solver = eigen_solver
         self.n_oversamples = n_oversamples
         self.iterated_power = iterated_power
@@ -356,12 +376,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         return KernelGram(X, kernel)
 
     def _n_components(self, n):
-        if self.n_components is None:
-            return n
-        if self.n_components > n:
-            raise ValueError(f"n_components={self.n_components} exceeds the {n} training samples; a kernel PCA has "
-                             f"at most n_samples components: pass n_components <= {n}.")
-        return self.n_components
+        # More components than samples are clipped to n_samples, as scikit-learn's KernelPCA does.
+        return n if self.n_components is None else min(n, self.n_components)
 
     def _solver(self, n, k):
         if self.eigen_solver != "auto":
@@ -406,7 +422,14 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         -------
         self
         """
+        if self.fit_inverse_transform and self._precomputed:
+            raise ValueError("Cannot fit_inverse_transform with a precomputed kernel.")
         source = self._training_gram(X)
+        # float32 data give float32 attributes and projections, as scikit-learn's (computed in float64 here).
+        dtype = getattr(source, "X", None).dtype if not self._precomputed else getattr(X, "dtype", None)
+        dtype = np.float32 if dtype == np.float32 else np.float64
+        if self.fit_inverse_transform:
+            refuse_sparse(source.X)
         n = int(source.shape[0])
         k = self._n_components(n)
         solver = self._solver(n, k)
@@ -416,9 +439,16 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             client = client if client is not None else False  # resolved once: a spec opens one cluster per fit
             operator = centered_operator(source, self.centering_, client=client)
             values, vectors = self._eigenpairs(operator, k, solver, client)
-        self.eigenvalues_, self.eigenvectors_ = finished_eigenpairs(
-            values, vectors, remove_zero_eig=self.remove_zero_eig or self.n_components is None)
+        values, vectors = finished_eigenpairs(values, vectors,
+                                              remove_zero_eig=self.remove_zero_eig or self.n_components is None)
         kernel = getattr(source, "kernel", None)
+        if self.fit_inverse_transform:
+            self._inverse_kernel = kernel if kernel is not None else self.kernel  # a Kernel, or f(A, B)
+            X_transformed = vectors * np.sqrt(values)
+            self.dual_coef_ = fit_preimage_map(self._inverse_kernel, X_transformed, source.X,
+                                               self.alpha).astype(dtype, copy=False)
+            self.X_transformed_fit_ = X_transformed.astype(dtype, copy=False)
+        self.eigenvalues_, self.eigenvectors_ = values.astype(dtype, copy=False), vectors.astype(dtype, copy=False)
         self.gamma_ = getattr(kernel, "gamma", None) if isinstance(kernel, Kernel) else None
         self.eigen_solver_ = solver
         self._operator = operator
@@ -455,7 +485,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         n = self.eigenvectors_.shape[0]
         batch = max(1, TEST_BATCH_BYTES // (8 * n))
         m = X.shape[0]
-        out = np.empty((m, coefficients.shape[1]))
+        out = np.empty((m, coefficients.shape[1]), dtype=self.eigenvectors_.dtype)
         for start in range(0, m, batch):
             rows = slice(start, min(start + batch, m))
             out[rows] = centered_test_rows(self._operator, X, self._precomputed, rows) @ coefficients
@@ -478,13 +508,31 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         check_finite(X, name="X", what="transforming")
         return X
 
+    def inverse_transform(self, X):
+        """Map points of the component space back to the input space with the learned pre-image map.
+
+        ``K(X, X_transformed_fit_) @ dual_coef_`` (:mod:`._inverse`), scikit-learn's; needs
+        ``fit_inverse_transform=True`` (``NotFittedError`` otherwise). As in scikit-learn, the centered kernel
+        of the fit keeps no trace of the data's mean in feature space, so a linear kernel does not restore it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_points, n_components)
+
+        Returns
+        -------
+        X_original : ndarray of shape (n_points, n_features)
+        """
+        return inverse_transform(self, X)
+
     @property
     def _n_features_out(self):
         return self.eigenvalues_.shape[0]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = not self._precomputed
+        # The pre-image map regresses onto dense data (scikit-learn refuses sparse data with it, too).
+        tags.input_tags.sparse = not self._precomputed and not self.fit_inverse_transform
         tags.input_tags.pairwise = self._precomputed
-        tags.transformer_tags.preserves_dtype = ["float64"]
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
