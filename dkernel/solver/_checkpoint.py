@@ -7,6 +7,13 @@ state of the outer loop at the start of an iteration:
   continues on the same path as an uninterrupted one);
 * ``kept`` and ``kept_slots``: the half of the last working set kept for the
   next one and the buffer slots its kernel rows held;
+* (version 3) the shrinking state: ``active`` (the active set's mask),
+  ``held`` (the variable whose row each working-set slot holds) and
+  ``upper_sums`` (libsvm's ``G_bar`` as the run accumulated it), ``G`` then
+  being the gradient as the loop holds it (stale over the shrunk variables).
+  Writing a checkpoint only reads the loop's state: a fit that writes
+  checkpoints takes the path of one that writes none, and a resume restores
+  all the next iterations depend on (:data:`._checkpoint_state.SHRINKING_ARRAYS`);
 * the attributes ``iteration`` and ``n_kernel_rows``, and, once the loop has
   stopped, ``stop_reason``, ``gap`` and ``intercept``;
 * the fingerprint of the problem: ``n``, ``q``, ``tol``, ``shrinking``,
@@ -34,7 +41,8 @@ a deleted chunk file (which zarr reads as zeros), an edited attribute, a
 truncated ``zarr.json`` each raise :class:`~dkernel.exceptions.CorruptStoreError`
 naming the checkpoint and the damage. The checkpoint is left as it is: it is
 the user's to delete (or another path to choose) to fit from the start.
-Checkpoints of version 1, written before checksums existed, have the same
+Checkpoints of version 2 (without the shrinking state) are still resumed, every
+variable active. Checkpoints of version 1, written before checksums existed, have the same
 layout without them: they are resumed with an
 :class:`~dkernel.exceptions.UnverifiedStoreWarning` (only their values' ranges
 are checked), and the run's next write adds the checksums. A checkpoint
@@ -61,10 +69,12 @@ from ._checkpoint_state import (  # noqa: F401 (the checkpoint's names, read fro
     KERNEL_RTOL,
     STATE_ARRAYS,
     SolverState,
+    shrinking_arrays,
     check_kernel_shapes,
     check_values,
     check_version,
     damaged,
+    state_arrays,
     state_from,
     unverified,
 )
@@ -259,7 +269,7 @@ def read_state(path, fingerprint, storage_options=None, bounds=None):
     if "problems" in attrs:
         raise ValueError(f"{path} holds the checkpoints of an estimator's {attrs['problems']} binary problems, "
                          f"not the checkpoint of one solver run; pass the estimator the same checkpoint path.")
-    arrays = _verified_arrays(path, attrs, (*STATE_ARRAYS, *fingerprint[1]))
+    arrays = _verified_arrays(path, attrs, (*state_arrays(attrs.get("version")), *fingerprint[1]))
     stored_problem = attrs.get("problem")
     check_kernel_shapes(path, stored_problem, arrays, fingerprint)
     found = _differences(path, stored_problem if isinstance(stored_problem, dict) else {},
@@ -286,7 +296,7 @@ def write_state(path, fingerprint, state, storage_options=None):
 
     attrs, kernel = fingerprint
     arrays = {"alpha": state.alpha, "G": state.G, "kept": np.asarray(state.kept, dtype=np.int64),
-              "kept_slots": np.asarray(state.kept_slots, dtype=np.int64), **kernel}
+              "kept_slots": np.asarray(state.kept_slots, dtype=np.int64), **shrinking_arrays(state), **kernel}
     arrays = {name: np.ascontiguousarray(value) for name, value in arrays.items()}
     record = {"algorithm": "crc32c", "arrays": {
         name: {"shape": list(value.shape), "dtype": value.dtype.str, "crc32c": array_crc32c(value)}

@@ -9,7 +9,8 @@ helpers of every artifact at a URL (:mod:`dkernel._runtime.object_store`)::
         problem-k/              the checkpoint of binary problem k (of one solver run when given to solve_qp):
             dkernel.json        the manifest: the state's version, its attributes (iteration, stop reason, ...),
                                 the fingerprint of its problem and the CRC-32C of its state object. Written last.
-            v-<write id>/state.npz    one state: alpha, G, kept, kept_slots and the fingerprint's kernel values.
+            v-<write id>/state.npz    one state: alpha, G, kept, kept_slots, (version 3) active, held and
+                                upper_sums, and the fingerprint's kernel values.
 
 A write puts the state under a fresh ``v-<id>/`` key, then the manifest (one PUT: the commit), and only then
 removes the states the manifest no longer names, so a process killed at any point leaves the previous state
@@ -43,6 +44,7 @@ from .._runtime.object_store import (
     read_json,
 )
 from ._bias import intercept_to_json
+from ._checkpoint_state import shrinking_arrays
 
 __all__ = ["checkpoint_at", "problem_checkpoints_url", "read_state_url", "write_state_url"]
 
@@ -90,11 +92,11 @@ def read_state_url(url, fingerprint, storage_options, differences, state_class, 
     state object checked against their CRC-32C and its values against ``bounds`` (:func:`._checkpoint.read_state`);
     ``differences`` names what differs from another problem (:func:`._checkpoint._differences`)."""
     from ._checkpoint_state import (
-        STATE_ARRAYS,
         check_kernel_shapes,
         check_values,
         check_version,
         damaged,
+        state_arrays,
         state_from,
         unverified,
     )
@@ -120,7 +122,7 @@ def read_state_url(url, fingerprint, storage_options, differences, state_class, 
         raise damaged(url, f"its state object {name} is "
                            f"{'missing' if data is None else 'changed or truncated (it does not match its checksum)'}",
                       outer)
-    names = (*STATE_ARRAYS, *fingerprint[1])
+    names = (*state_arrays(manifest.get("checkpoint_version")), *fingerprint[1])
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as stored:
             arrays = {key: stored[key] for key in names}
@@ -160,7 +162,7 @@ def write_state_url(url, fingerprint, state, storage_options, version):
     buffer = io.BytesIO()
     np.savez(buffer, alpha=np.asarray(state.alpha), G=np.asarray(state.G),
              kept=np.asarray(state.kept, dtype=np.int64), kept_slots=np.asarray(state.kept_slots, dtype=np.int64),
-             **{k: np.asarray(v) for k, v in kernel.items()})
+             **shrinking_arrays(state), **{k: np.asarray(v) for k, v in kernel.items()})
     data = buffer.getvalue()
     write_id = uuid.uuid4().hex
     name = f"v-{write_id}"

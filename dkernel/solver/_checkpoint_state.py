@@ -21,12 +21,26 @@ from ..exceptions import CorruptStoreError, UnverifiedStoreWarning
 from ._bias import intercept_from_json
 
 CHECKPOINT_FORMAT = "dkernel-checkpoint"
-#: The version of the layout written: 2 adds the checksums to version 1.
-CHECKPOINT_VERSION = 2
+#: The version of the layout written: 2 adds the checksums to version 1, 3 the shrinking state
+#: (:data:`SHRINKING_ARRAYS`) to version 2.
+CHECKPOINT_VERSION = 3
+#: Versions written with checksums, all read (a version 2 state resumes with every variable active).
+VERIFIED_VERSIONS = (2, 3)
 #: Versions written without checksums, resumed unverified (with a warning).
 UNVERIFIED_VERSIONS = (1,)
 #: The arrays of every state, besides the fingerprint's kernel arrays.
 STATE_ARRAYS = ("alpha", "G", "kept", "kept_slots")
+#: The arrays a state of version 3 adds: the loop's shrinking state, so that a resume continues on the path of an
+#: uninterrupted run (each of length 0 where not recorded): ``active`` (int8, ``(n,)``: 1 for the variables of the
+#: active set), ``held`` (int64, ``(q,)``: the variable whose kernel row each working-set slot holds, -1 for none)
+#: and ``upper_sums`` (float64, ``(n,)``: libsvm's ``G_bar``, the gradient's part from the variables at C, as the
+#: run accumulated it).
+SHRINKING_ARRAYS = ("active", "held", "upper_sums")
+
+
+def state_arrays(version):
+    """The names of the arrays of a state of ``version`` (besides the fingerprint's kernel arrays)."""
+    return (*STATE_ARRAYS, *SHRINKING_ARRAYS) if version == 3 else STATE_ARRAYS
 #: The stop reasons a state records (None: the loop had not stopped).
 STOP_REASONS = (None, "max_iter", "callback", "tol", "stalled")
 #: Relative slack of the bounds 0 <= alpha <= C checked in a resumed state.
@@ -50,6 +64,12 @@ class SolverState:
     stop_reason: str = None
     gap: float = None
     intercept: float = None
+    #: The shrinking state (version 3; None where not recorded: every variable active, the kept rows only held,
+    #: ``upper_sums`` summed again from ``alpha``). ``G`` is then the gradient as the loop held it: exact over the
+    #: active variables, as last updated over the others.
+    active: np.ndarray = None
+    held: np.ndarray = None
+    upper_sums: np.ndarray = None
 
     @property
     def solved(self):
@@ -111,9 +131,9 @@ def check_version(path, version, has_checksums, outer=None):
             raise ValueError(f"the solver checkpoint {path} is of version {version}; this dkernel reads versions up "
                              f"to {CHECKPOINT_VERSION}: resume it with the dkernel that wrote it, or choose another "
                              f"checkpoint path to fit from the start. It is left as it is.")
-        if version != CHECKPOINT_VERSION:
+        if version not in VERIFIED_VERSIONS or isinstance(version, bool):
             raise damaged(path, f"its version {version!r} is not one this dkernel writes with checksums "
-                                f"({CHECKPOINT_VERSION})", outer)
+                                f"({', '.join(map(str, VERIFIED_VERSIONS))})", outer)
         return True
     if version in UNVERIFIED_VERSIONS:
         return False
@@ -140,10 +160,33 @@ def state_from(path, attrs, arrays, outer=None):
             n_kernel_rows=_integer(attrs["n_kernel_rows"]), stop_reason=attrs.get("stop_reason"),
             gap=None if attrs.get("gap") is None else float(attrs["gap"]),
             intercept=intercept_from_json(attrs.get("intercept")),
+            active=_optional(arrays.get("active"), "iu"), held=_optional(arrays.get("held"), "iu"),
+            upper_sums=_optional(arrays.get("upper_sums"), "f"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise damaged(path, f"its state cannot be read from its attributes and arrays ({type(exc).__name__}: {exc})",
                       outer) from None
+
+
+def shrinking_arrays(state):
+    """The arrays :data:`SHRINKING_ARRAYS` of ``state`` as written (length 0 where not recorded)."""
+    def written(value, dtype):
+        return np.empty(0, dtype=dtype) if value is None else np.ascontiguousarray(value, dtype=dtype)
+
+    return {"active": written(state.active, np.int8), "held": written(state.held, np.int64),
+            "upper_sums": written(state.upper_sums, np.float64)}
+
+
+def _optional(value, kinds):
+    """A recorded array of the shrinking state (1-D, of the dtype kinds ``kinds``), or None where not recorded."""
+    if value is None:
+        return None
+    value = np.asarray(value)
+    if value.ndim != 1 or value.dtype.kind not in kinds:
+        raise TypeError(f"an array of shape {value.shape} and dtype {value.dtype.str}")
+    if value.size == 0:
+        return None
+    return value.astype(np.intp) if kinds == "iu" else value.astype(np.float64)
 
 
 def _integer(value):
@@ -202,9 +245,27 @@ def check_values(path, state, fingerprint, bounds, outer=None):
     elif state.intercept is not None and not np.all(np.isfinite(np.asarray(state.intercept, dtype=np.float64))) \
             or state.solved and state.intercept is None:
         found = f"it holds the intercept {state.intercept!r}"
+    if found is None:
+        found = _check_shrinking(state, n, q)
     if found:
         raise damaged(path, found, outer)
     return state
+
+
+def _check_shrinking(state, n, q):
+    """What is wrong with the shrinking state of ``state`` (None: nothing, or not recorded)."""
+    active, held, upper = state.active, state.held, state.upper_sums
+    if active is not None and (active.shape != (n,) or not np.all((active == 0) | (active == 1))):
+        return f"it holds an active-set mask of shape {active.shape} that is not ({n},) zeros and ones"
+    if held is not None:
+        # (A row may be held twice: in a slot of the working set and, stale, in a slot of an earlier one.)
+        if held.shape != (q,) or held.min() < -1 or held.max() >= n:
+            return f"it holds held working-set rows that are not ({q},) indices in [0, {n}) or -1"
+        if state.kept.size and not np.array_equal(held[state.kept_slots], state.kept):
+            return "it holds kept working-set rows that are not held in their slots"
+    if upper is not None and (upper.shape != (n,) or not np.all(np.isfinite(upper))):
+        return f"it holds sums at the upper bound (upper_sums) of shape {upper.shape} that are not ({n},) finite"
+    return None
 
 
 # --------------------------------------------------------------------------- reading and writing

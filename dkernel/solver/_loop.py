@@ -117,7 +117,10 @@ def label_constraint_loop(gradients, prob, *, tol, q, max_iter, shrinking, callb
     if resume is not None:
         start, kept, n_rows = resume.iteration, resume.kept, resume.n_kernel_rows
         slot_map.slot_of = dict(zip(kept.tolist(), resume.kept_slots.tolist()))
-        gradients.fill_rows(kept, resume.kept_slots)
+        if hasattr(gradients, "restore"):  # the active set and every slot's row, as the checkpointed run held them
+            gradients.restore(resume)
+        else:
+            gradients.fill_rows(kept, resume.kept_slots)
     stop_reason, gap, it = "max_iter", np.inf, start
     progress = _Progress(verbose, tol, max_iter)
     candidates = gradients.candidates(q)
@@ -163,14 +166,18 @@ def label_constraint_loop(gradients, prob, *, tol, q, max_iter, shrinking, callb
         kept = B[B.size - min(q // 2, B.size) :] if q >= 4 else np.empty(0, dtype=np.intp)
     else:
         it = max(max_iter, start)
+    # A run stopped before its solution (max_iter, the callback) is resumed from the state it stopped in, as it
+    # was before the shrunk variables' gradient is rebuilt for the result.
+    unsolved = _snapshot(gradients) if checkpoint is not None and stop_reason not in ("tol", "stalled") else None
     alpha, G = gradients.state()
     progress.close(it, stop_reason, gap, alpha, C)
     intercept = label_sum_multipliers(alpha, G, y, C, prob.E) if prob.label_sums else svc_intercept(alpha, G, y, C)
     if checkpoint is not None:
         from ._checkpoint import SolverState
 
-        checkpoint.write(SolverState(it, alpha, G, kept, _slots_of(slot_map, kept), n_rows, stop_reason, gap,
-                                     intercept))
+        saved = (alpha, G, None, None, None) if unsolved is None else unsolved
+        checkpoint.write(SolverState(it, *saved[:2], kept, _slots_of(slot_map, kept), n_rows, stop_reason, gap,
+                                     intercept, *saved[2:]))
     return alpha, G, intercept, it, stop_reason, gap, n_rows
 
 
@@ -178,12 +185,29 @@ def _slots_of(slot_map, kept):
     return np.asarray([slot_map.slot_of[i] for i in kept.tolist()], dtype=np.intp)
 
 
+def _snapshot(gradients):
+    """``(alpha, G, active, held, upper_sums)`` of ``gradients``, read without changing them (the gradients of the
+    Dask workers, never shrunk, record no shrinking state)."""
+    snapshot = getattr(gradients, "snapshot", None)
+    if snapshot is not None:
+        return snapshot()
+    alpha, G = gradients.state()
+    return np.array(alpha, copy=True), np.array(G, copy=True), None, None, None
+
+
 def _write_checkpoint(checkpoint, gradients, it, kept, slot_map, n_rows):
-    """Write the state at the start of iteration ``it`` (``alpha``, ``G`` and the kept rows' slots)."""
+    """Write the state at the start of iteration ``it``: ``alpha``, ``G`` as held, the kept rows' slots and the
+    shrinking state (:meth:`~._shrinking.ShrinkingGradients.snapshot`).
+
+    A pure read: the loop goes on exactly as if nothing were written. (It used to take the exact gradient of
+    every variable, :meth:`~._shrinking.ShrinkingGradients.state`, which unshrinks: the next iterations then ran
+    over every variable, and the fit's path depended on when checkpoints were written.)
+    """
     from ._checkpoint import SolverState
 
-    alpha, G = gradients.state()
-    checkpoint.write(SolverState(it, alpha, G, kept, _slots_of(slot_map, kept), n_rows))
+    alpha, G, active, held, upper_sums = _snapshot(gradients)
+    checkpoint.write(SolverState(it, alpha, G, kept, _slots_of(slot_map, kept), n_rows, active=active, held=held,
+                                 upper_sums=upper_sums))
 
 
 def general_equality_loop(rows, prob, *, tol, q, max_iter, callback, verbose):

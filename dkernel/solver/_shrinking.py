@@ -114,9 +114,12 @@ class ShrinkingGradients:
         The gradient at ``prob.alpha0`` (a resumed checkpoint).
     shrinks : bool, default=False
         Whether the loop shrinks the active set (:func:`rows_read_from_memory`).
+    upper_sums : ndarray of shape (n,), optional
+        libsvm's ``G_bar`` at ``prob.alpha0`` as a checkpointed run accumulated it (summed again from ``alpha``
+        when not given).
     """
 
-    def __init__(self, rows, prob, q, G=None, *, shrinks=False):
+    def __init__(self, rows, prob, q, G=None, *, shrinks=False, upper_sums=None):
         self.shrinks = bool(shrinks)
         self.rows, self.n = rows, prob.n
         self.y, self.C, self.p = prob.y, prob.C, prob.p
@@ -146,7 +149,9 @@ class ShrinkingGradients:
             self.G = self._starting_gradient()
         else:
             self.G = np.array(G, dtype=np.float64)
-            if self._upper_sums is not None:
+            if self._upper_sums is not None and upper_sums is not None:  # as the checkpointed run accumulated it
+                self._upper_sums = np.array(upper_sums, dtype=np.float64)
+            elif self._upper_sums is not None:
                 self._upper_sums = self._sum_at_upper(*starting_support(self.y, self.alpha))[0]
 
     @property
@@ -452,6 +457,44 @@ class ShrinkingGradients:
             if not np.isfinite(products).all():
                 raise_nonfinite_rows(idx, block)
         return products
+
+    def snapshot(self):
+        """The state the next iterations depend on, copied and left as it is (a checkpoint's write reads it only).
+
+        Returns ``(alpha, G, active, held, upper_sums)``: ``G`` as held (exact over the active variables, as last
+        updated over the shrunk ones), ``active`` the active set's mask (None when every variable is active),
+        ``held`` the variable whose row each slot holds (-1: none), ``upper_sums`` libsvm's ``G_bar`` (None when
+        not kept). Unlike :meth:`state`, nothing is unshrunk: rebuilding the gradient of the shrunk variables
+        early would change the run's path (the variables active, the rounding of ``G``).
+        """
+        active = None
+        if self.shrunk:
+            active = np.zeros(self.n, dtype=np.int8)
+            active[self.active] = 1
+        upper = None if self._upper_sums is None else self._upper_sums.copy()
+        return self.alpha.copy(), self.G.copy(), active, self.row_in_slot.copy(), upper
+
+    def restore(self, state):
+        """Take up a checkpoint's shrinking state (:meth:`snapshot`): the active set, then the rows held in every
+        slot (only the kept rows where ``state`` does not record them). ``G`` and ``upper_sums`` were given to
+        the constructor."""
+        if state.active is not None and not np.all(state.active):
+            keep = np.flatnonzero(state.active)
+            self.active = keep
+            self.column_of = np.full(self.n, -1, dtype=np.intp)
+            self.column_of[keep] = np.arange(keep.size)
+            self._label_active = None
+            if self.in_place:
+                self._matrix_columns = self._step_plan = None
+            else:
+                self.K = np.zeros((self.K.shape[0], keep.size))
+        if state.held is None:
+            self.fill_rows(state.kept, state.kept_slots)
+        else:
+            slots = np.flatnonzero(state.held >= 0)
+            self.fill_rows(state.held[slots], slots)
+        if not self.shrinks:  # a shrunk state resumed where the loop does not shrink: the exact gradient first
+            self.unshrink()
 
     def state(self):
         """``(alpha, G)`` of all samples, ``G`` exact (shrunk variables rebuilt first)."""

@@ -255,11 +255,14 @@ def label_constraint_solve(rows, prob, q, *, client, tol, max_iter, shrinking, c
         writer = CheckpointWriter(checkpoint, fingerprint, 0 if resume is None else resume.iteration)
     G0 = None if resume is None else resume.G
     if client is None or prob.label_sums:  # the sums of each label: the gradient where the loop runs
-        gradients = ShrinkingGradients(rows, prob, q, G0, shrinks=shrinking and rows_read_from_memory(rows))
+        gradients = ShrinkingGradients(rows, prob, q, G0, shrinks=shrinking and rows_read_from_memory(rows),
+                                       upper_sums=None if resume is None else resume.upper_sums)
     else:
         from ._actors import ActorGradients  # distributed is imported only for a client
 
-        gradients = ActorGradients(client, rows, prob, q, G0)
+        # A state written shrunk holds the gradient of the shrunk variables as last updated: summed again.
+        gradients = ActorGradients(client, rows, prob, q, None if resume is not None and resume.active is not None
+                                   else G0)
     try:
         return label_constraint_loop(
             gradients, prob, tol=tol, q=q, max_iter=max_iter, shrinking=shrinking, callback=callback,

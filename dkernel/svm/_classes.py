@@ -171,9 +171,20 @@ class SVC(PlattProbabilityMixin, BaseSVM):
         problem. When it holds the checkpoints of this fit (same data,
         kernel, views, ``C``, weights, ``tol``, ``working_set_size``), ``fit``
         resumes from them: solved problems are skipped, the others continue
-        on the path of an uninterrupted fit. A checkpoint of another fit
-        raises ``ValueError`` and is left as it is; the folder stays after
-        the fit.
+        on the path of an uninterrupted fit. Writing a checkpoint only reads
+        the solver's state: a fit that writes checkpoints (whenever they
+        fall) gives the same ``dual_coef_``, ``intercept_`` and ``n_iter_``,
+        to the bit, as one that writes none. A checkpoint holds all the next
+        iterations depend on (``alpha``, the gradient as held, the shrunk
+        active set, the working-set rows held, libsvm's ``G_bar``), so a fit
+        resumed without a ``client`` continues on that same path, to the bit.
+        Where a piece is not in the checkpoint it is computed again from
+        ``alpha`` and the result agrees within ``tol`` only: a checkpoint
+        written by dkernel before version 3 of the format (no shrinking
+        state), and a resume with a ``client`` of a checkpoint written
+        shrunk (the workers' gradient is summed again from ``alpha``). A
+        checkpoint of another fit raises ``ValueError`` and is left as it
+        is; the folder stays after the fit.
     verbose : bool, default=False
         Show the solver's progress (gap and free support vectors per outer
         iteration).
