@@ -38,7 +38,11 @@ replaced. A store, model, checkpoint or results folder refused at its output
 path is told with the flag and the path as typed (``--out K.zarr: ...``);
 nothing at the path is changed. Two output flags of one command at one path,
 or one inside the other (``fit --store same.zarr --model same.zarr``), are
-refused before any work. ``dkernel --help`` imports no command's
+refused before any work, as is an option that would do nothing without another
+(``align --repeats`` without ``--sample``: ``_arguments._NEEDS``). Every URL of
+a command (``--out s3://bucket/K.zarr``) is reached once before any work:
+missing credentials, an endpoint that does not answer or a refused access is
+one line with the flag and the URL (status 2), mid-way too. ``dkernel --help`` imports no command's
 dependencies (NumPy, Dask, scikit-learn): each command's options are added
 when it runs.
 """
@@ -132,6 +136,10 @@ def _run(args):
     except Exception as exc:  # noqa: BLE001 (a defect of dkernel: still one line, and a status of its own)
         if _from_an_interrupt(exc):
             return _interrupted(args)
+        failure = _url_failure(exc, args)
+        if failure is not None:  # the object store of a URL flag (credentials, endpoint, access), mid-way
+            print(f"dkernel: error: {failure}", file=sys.stderr)
+            return 2
         print(f"dkernel: error: unexpected {type(exc).__name__}: {' '.join(str(exc).split())} (a defect of dkernel; "
               f"please report it with the command that gave it).", file=sys.stderr)
         return 3
@@ -140,8 +148,20 @@ def _run(args):
 def _report(exc, args):
     if _from_an_interrupt(exc):
         return _interrupted(args)
-    print(f"dkernel: error: {_error_line(exc, args.command, args)}", file=sys.stderr)
+    failure = _url_failure(exc, args)
+    print(f"dkernel: error: {failure or _error_line(exc, args.command, args)}", file=sys.stderr)
     return 2
+
+
+def _url_failure(exc, args):
+    """The line of a failure of the object store of a URL flag (botocore's errors told by their class, without
+    importing it), or None."""
+    from ._arguments import url_failure
+
+    try:
+        return url_failure(exc, args)
+    except Exception:  # noqa: BLE001 (the report of an error never fails on its own)
+        return None
 
 
 def _from_an_interrupt(exc):

@@ -73,7 +73,8 @@ def _adapt_arguments(p):
                    "trace (0 < F <= 1)")
     p.add_argument("--method", choices=("auto", "exact", "randomized", "nystroem"), default="auto",
                    help="eigensolver (default: exact up to 5000 rows, else randomized)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the randomized eigensolver (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the randomized eigensolver (default: 0); refused "
+                   "with --method exact, which uses no randomness")
     p.add_argument("--out", metavar="PATH", help="write G as a derived Gram store (a folder or a URL)")
     p.add_argument("--factors", metavar="FILE", help="write G's factors to an .npz file (never n x n)")
     p.add_argument("--overwrite", action="store_true",
@@ -88,15 +89,15 @@ def _labelled_rows(args, n, n_labels):
 
     if args.labelled is None:
         if n_labels != n:
-            raise ValueError(f"--labels has {n_labels} labels but the Gram store {args.store} has {n} rows; pass "
-                             f"one label per row, or --labelled FILE naming the rows they belong to.")
+            from ._files import header_hint
+
+            raise ValueError(f"--labels has {n_labels} labels but the Gram store {args.store} has {n} rows"
+                             f"{header_hint(args.labels, n_labels, n)}; pass one label per row, or --labelled FILE "
+                             f"naming the rows they belong to.")
         return np.arange(n)
-    try:
-        rows = np.load(args.labelled, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
-        reason = "no such file" if isinstance(exc, FileNotFoundError) else f"not a .npy array ({exc})"
-        raise ValueError(f"--labelled {args.labelled}: {reason}; pass a .npy file of row indices or a boolean "
-                         f"mask of the rows.") from None
+    from ._files import load_npy
+
+    rows = load_npy(args.labelled, "--labelled")
     if rows.ndim != 1 or rows.dtype.kind not in "biu":
         raise ValueError(f"--labelled {args.labelled} holds an array of shape {rows.shape} and dtype {rows.dtype}; "
                          f"pass a 1-D array of row indices or a boolean mask of the rows.")

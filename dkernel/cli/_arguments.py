@@ -25,9 +25,15 @@ class CommandParser(argparse.ArgumentParser):
         if arguments is not None:
             arguments(self)
 
+    #: ``hint(namespace, extras)``: the error line of arguments the command does not know (None: argparse's own).
+    unknown_hint = None
+
     def parse_known_args(self, args=None, namespace=None):
         self._add_arguments_once()
-        return super().parse_known_args(args, namespace)
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras and self.unknown_hint is not None:
+            self.error(self.unknown_hint(namespace, extras))
+        return namespace, extras
 
     def format_help(self):
         self._add_arguments_once()
@@ -118,6 +124,7 @@ def _check_options(args):
         _kernel_args(args)
         _check_cluster(args)
     _storage_options(args)
+    _check_needs(args)
     for name, lowest in _LOWEST.get(args.command, ()):
         value = getattr(args, name)
         if value is not None and value < lowest:
@@ -130,6 +137,150 @@ def _check_options(args):
         _check_workers(args)
     _check_distinct_outputs([(flag, getattr(args, flag[2:].replace("-", "_"), None))
                              for flag in OUTPUT_FLAGS.get(args.command, ())])
+    _check_urls(args)
+
+
+def _sampled(args):
+    return args.sample is not None
+
+
+def _checkpointed(args):
+    return args.checkpoint is not None
+
+
+#: Per command, the options that do nothing without another: ``(option, its default, whether what it needs is
+#: given, what it does, what it needs)``. Such an option given without what it needs is refused before any work,
+#: naming both (:func:`_check_needs`); its attribute is None (False for a switch) when not given, and set to its
+#: default by the check.
+_NEEDS = {
+    "align": (("uniform", False, _sampled, "says how --sample draws its submatrices; without --sample the "
+               "alignment is exact", "--sample N"),
+              ("repeats", 10, _sampled, "is the number of submatrices --sample draws; without --sample the "
+               "alignment is exact", "--sample N"),
+              ("seed", 0, _sampled, "seeds the submatrices --sample draws; without --sample the alignment is "
+               "exact", "--sample N")),
+    "center": (("seed", 0, _sampled, "seeds the points --sample draws; without --sample the centering is exact",
+                "--sample N"),),
+    "fit": (("resume", None, _checkpointed, "requires a checkpoint to resume from; without --checkpoint no solver "
+             "state is read", "--checkpoint DIR, the folder of the checkpoint to resume from"),
+            ("checkpoint_seconds", 30.0, _checkpointed, "says how often --checkpoint DIR is written; without "
+             "--checkpoint no solver state is written", "--checkpoint DIR"),
+            ("checkpoint_iterations", None, _checkpointed, "says how often --checkpoint DIR is written; without "
+             "--checkpoint no solver state is written", "--checkpoint DIR")),
+    "adapt": (("seed", 0, lambda args: args.method != "exact", "seeds the randomized eigensolver; --method exact "
+               "uses no randomness", "--method randomized, nystroem or auto"),),
+}
+
+#: Per command, the flags whose value may be a URL of an object store (``PATH``: the positional store), and the
+#: attribute that holds it: --storage-option is refused where none is a URL, and each URL is checked before any work.
+URL_FLAGS = {"gram": (("--out", "out"),), "info": (("PATH", "store"),), "verify": (("PATH", "store"),),
+             "center": (("PATH", "store"), ("--out", "out")), "align": (("PATH", "store"),),
+             "adapt": (("PATH", "store"), ("--out", "out")),
+             "fit": (("--model", "model"), ("--store", "store"), ("--checkpoint", "checkpoint")),
+             "predict": (("--model", "model"),)}
+
+
+def _urls(args):
+    """``(flag, url)`` of the command's path flags whose value is a URL."""
+    return [(flag, getattr(args, name, None)) for flag, name in URL_FLAGS.get(args.command, ())
+            if _is_url(getattr(args, name, None))]
+
+
+def _check_needs(args):
+    """Refuse an option that would do nothing without another (:data:`_NEEDS`), and --storage-option without a
+    URL, naming both; then set the options not given to their defaults."""
+    for name, default, met, does, needs in _NEEDS.get(args.command, ()):
+        value = getattr(args, name, None)
+        if value is None or value is False:
+            setattr(args, name, default)
+            continue
+        if not met(args):
+            flag = f"--{name.replace('_', '-')}"
+            shown = flag if value is True else f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}"
+            raise ValueError(f"{shown} {does}. Add {needs}, or leave out {flag}.")
+    if getattr(args, "storage_option", None) and args.command in URL_FLAGS and not _urls(args):
+        flags = " or ".join(flag for flag, _ in URL_FLAGS[args.command])
+        raise ValueError(f"--storage-option sets the filesystem of a store or model at a URL (s3://...), and no "
+                         f"{flags} here is one: it would be unused. Give {flags} as a URL, or leave out "
+                         f"--storage-option.")
+
+
+def _check_urls(args):
+    """Reach every URL of the command (one listing of its prefix) before any work: missing credentials, an endpoint
+    that does not answer or a refused access are told with the flag and the URL."""
+    from .._runtime.object_store import entries, filesystem
+
+    for flag, url in _urls(args):
+        options = dict(_storage_options(args) or {})
+        if url.startswith(("s3://", "s3a://")) and "config_kwargs" not in options:
+            options["config_kwargs"] = {"retries": {"max_attempts": 2, "mode": "standard"}}  # a check: fail fast
+        try:
+            fs, root = filesystem(url, options)
+            entries(fs, root)
+        except Exception as exc:  # noqa: BLE001 (what the filesystem raises: told in words, else raised as it is)
+            message = object_store_message(exc, flag, url, _storage_options(args))
+            if message is None:
+                raise
+            raise ValueError(message) from None
+
+
+def _chain(exc):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def object_store_message(exc, flag, url, storage_options=None):
+    """The one line of ``exc``, raised by the filesystem of ``url`` (given with ``flag``), in words with the fix;
+    None when it is no failure of an object store. botocore is not imported: its errors are told by their class."""
+    options = storage_options or {}
+    for error in _chain(exc):
+        name, module = type(error).__name__, type(error).__module__ or ""
+        detail = " ".join(str(error).split())
+        if name in ("NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError"):
+            return (f"{flag} {url}: no credentials for the object store; pass --storage-option key=... "
+                    f"--storage-option secret=..., or set the environment variables AWS_ACCESS_KEY_ID and "
+                    f"AWS_SECRET_ACCESS_KEY.")
+        if module.startswith("aiohttp"):
+            return f"{flag} {url}: cannot reach it ({detail}); check the URL."
+        if name in ("EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectionClosedError",
+                    "ProxyConnectionError"):
+            where = options.get("endpoint_url")
+            where = f"its endpoint {where}" if where else "its endpoint"
+            return (f"{flag} {url}: cannot reach {where} ({detail}); check the URL and --storage-option "
+                    f"endpoint_url=http://HOST:PORT.")
+        if module.startswith(("botocore", "aiobotocore", "s3fs")):
+            return (f"{flag} {url}: the object store refused the request ({name}: {detail}); check the bucket and "
+                    f"the credentials (--storage-option key=... secret=..., or AWS_ACCESS_KEY_ID).")
+    if isinstance(exc, PermissionError):
+        return (f"{flag} {url}: access denied ({' '.join(str(exc).split())}); check the bucket and the credentials "
+                f"(--storage-option key=... secret=..., or AWS_ACCESS_KEY_ID).")
+    if isinstance(exc, ImportError):
+        return f"{flag} {url}: {' '.join(str(exc).split())}"
+    if isinstance(exc, ValueError) and "protocol" in str(exc).lower():
+        return f"{flag} {url}: not a URL of a known filesystem ({' '.join(str(exc).split())})."
+    if isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError):
+        return f"{flag} {url}: cannot reach it ({' '.join(str(exc).split())}); check the URL."
+    return None
+
+
+def url_failure(exc, args):
+    """The line of ``exc`` raised mid-way by the object store of one of the command's URLs; None if it is not one."""
+    if args is None:
+        return None
+    urls = _urls(args)
+    if not urls:
+        return None
+    flag, url = next(((flag, url) for flag, url in urls if url.split("://", 1)[-1].rstrip("/") in str(exc)), urls[0])
+    try:
+        options = _storage_options(args)
+    except ValueError:
+        options = None
+    if not any(type(e).__module__.startswith(("botocore", "aiobotocore", "aiohttp", "s3fs")) for e in _chain(exc)):
+        return None
+    return object_store_message(exc, flag, url, options)
 
 
 def _check_workers(args):
@@ -358,11 +509,12 @@ def _check_target_labels(y, target, labels, command):
                              f"classification (+-1) or --target uneven (eq. 9) for two classes.")
 
 
-def _read_data(path, labels=None):
-    """``(X, y)`` of the data file ``path``; ``y`` read from the file ``labels`` when given, else the file's own."""
+def _read_data(path, labels=None, name="--data"):
+    """``(X, y)`` of the data file ``path`` (given with the flag ``name``); ``y`` read from the file ``labels`` when
+    given, else the file's own."""
     from ._files import load_input, load_labels
 
-    X, y = load_input(path)
+    X, y = load_input(path, name=name)
     if labels is not None:
         y = load_labels(labels)
     return X, y

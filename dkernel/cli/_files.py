@@ -4,7 +4,10 @@ Labels are a NumPy ``.npy`` array, or text with one label per line (``.csv``:
 comma-separated): the labels of a data matrix, or of the rows of a Gram store,
 in the order of the data the Gram was computed from. Labels are numbers or
 text (``cat``, ``dog``) in either form: a text file whose values are all
-numbers is read as numbers, else as text.
+numbers is read as numbers, else as text. A first line that is not numbers
+above lines of numbers is a header, skipped, in a labels file as in a CSV
+data file; in a file of text labels it is read as a label (text cannot tell
+a header from a label), and a label count one too many says so.
 
 Every failure (missing file, unknown extension, unparsable content) raises
 :class:`InputFileError` naming the path (and, for data, the supported formats).
@@ -23,7 +26,7 @@ SUPPORTED_FORMATS = {
     ".svmlight": "svmlight/libsvm text, 'label index:value ...' (read as a sparse CSR matrix)",
     ".libsvm": "svmlight/libsvm text (same as .svmlight)",
     ".svm": "svmlight/libsvm text (same as .svmlight)",
-    ".csv": "comma-separated numbers, one sample per line; a header line is skipped",
+    ".csv": "comma-separated numbers, one sample per line; a first line that is not numbers is a header, skipped",
 }
 
 
@@ -31,7 +34,47 @@ def _formats_text():
     return ", ".join(SUPPORTED_FORMATS)
 
 
-def load_input(path, *, label_column=None):
+def load_npy(path, name=None):
+    """The array of the ``.npy`` file ``path`` (given with the flag ``name``); a file that is no ``.npy`` array, or
+    one of Python objects, is told in those words (never NumPy's advice on pickles)."""
+    import numpy as np
+
+    shown = f"{name} {path}" if name else f"{path}"
+    try:
+        return np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise InputFileError(f"{shown}: no such file.") from None
+    except (OSError, ValueError, EOFError) as exc:
+        try:
+            with open(path, "rb") as fh:
+                npy = fh.read(6) == b"\x93NUMPY"
+        except OSError:
+            npy = False
+        why = (" of numbers or text (it holds Python objects, which dkernel does not read)"
+               if npy and "pickle" in str(exc) else "")
+        said = f"{shown} is not" if name else f"cannot read {path}: it is not"
+        raise InputFileError(f"{said} a .npy array{why}.") from None
+
+
+def header_hint(path, n_labels, n_rows):
+    """``" (its first line 'label' may be a header: remove it)"`` when the text labels file ``path`` has one label
+    more than the ``n_rows`` expected and its first value is one no other line holds; else ``""``.
+
+    A file of text labels cannot tell a header from a label: its first line is read as a label.
+    """
+    if n_labels != n_rows + 1 or str(path).endswith(".npy"):
+        return ""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            values = [line.strip().split(",")[0].strip() for line in fh if line.strip()]
+    except (OSError, UnicodeDecodeError):
+        return ""
+    if not values or values.count(values[0]) != 1:
+        return ""
+    return f" (its first line {values[0]!r} may be a header: remove it)"
+
+
+def load_input(path, *, label_column=None, name=None):
     """Read a data matrix (and labels when the format has them) from a file.
 
     Parameters
@@ -66,7 +109,7 @@ def load_input(path, *, label_column=None):
         raise InputFileError(f"cannot read {path}: no such file.")
     try:
         if ext == ".npy":
-            X, y = np.load(path, allow_pickle=False), None
+            X, y = load_npy(path, name), None
         elif ext == ".npz":
             X, y = _load_npz(path)
         elif ext == ".csv":
@@ -168,18 +211,37 @@ def load_labels(path, name="--labels"):
     label = f"{name} {path}"
     if not os.path.isfile(path):
         raise InputFileError(f"{label}: no such file.")
+    if path.endswith(".npy"):
+        y = load_npy(path, name)
+    else:
+        y = _load_text_labels(path, label)
+    return _checked_labels(y, label)
+
+
+def _load_text_labels(path, label):
+    """The labels of a text file: numbers when every line (but a header line, skipped as in --data) is one, else
+    text, the first line included (text labels cannot tell a header from a label)."""
     try:
-        if path.endswith(".npy"):
-            y = np.load(path, allow_pickle=False)
-        else:
-            delimiter = "," if path.endswith(".csv") else None
-            try:
-                y = _loadtxt(path, delimiter=delimiter, ndmin=1)
-            except ValueError:
-                y = _loadtxt(path, delimiter=delimiter, ndmin=1, dtype=str)  # text labels
+        delimiter = "," if path.endswith(".csv") else None
+        try:
+            return _loadtxt(path, delimiter=delimiter, ndmin=1)
+        except ValueError:
+            pass
+        try:
+            y = _loadtxt(path, delimiter=delimiter, ndmin=1, skiprows=1)  # numbers below a header line
+            if y.size:
+                return y
+        except ValueError:
+            pass
+        return _loadtxt(path, delimiter=delimiter, ndmin=1, dtype=str)  # text labels
     except (OSError, ValueError, EOFError, UnicodeDecodeError) as exc:
         raise InputFileError(f"{label}: cannot read labels (a .npy array, or text with one label per line): "
                              f"{_unreadable(path, exc)}.") from None
+
+
+def _checked_labels(y, label):
+    import numpy as np
+
     if y.dtype.kind not in "biufU":
         raise InputFileError(f"{label} holds an array of dtype {y.dtype}; labels are numbers or text.")
     if y.ndim > 1 and sum(side > 1 for side in y.shape) > 1:

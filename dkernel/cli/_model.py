@@ -50,7 +50,9 @@ def _fit_arguments(p):
     p.add_argument("--data", "--input", dest="data", required=True, metavar="FILE",
                    help="training data: .npy, .npz (array 'X', labels 'y'), .svmlight/.libsvm, .csv "
                         "(--input, as in 'dkernel gram', is the same flag)")
-    p.add_argument("--labels", metavar="FILE", help="labels (.npy or text, one per line); optional for svmlight")
+    p.add_argument("--labels", metavar="FILE", help="labels (.npy or text, one per line); optional for svmlight. "
+                   "In .csv and text files a first line that is not numbers above lines of numbers is a header, "
+                   "skipped, as in --data; in a file of text labels it is read as a label")
     p.add_argument("--model", required=True, metavar="PATH",
                    help="folder of the model store to write, or a URL (s3://bucket/model)")
     p.add_argument("--overwrite", action="store_true", help="replace a model at --model (never another folder)")
@@ -82,9 +84,10 @@ def _fit_arguments(p):
     x.add_argument("--resume", action="store_true", default=None,
                    help="require that --checkpoint DIR holds a checkpoint to resume from (without it, a matching "
                         "checkpoint is resumed all the same)")
-    x.add_argument("--checkpoint-seconds", type=float, default=30.0, metavar="S",
-                   help="write the checkpoint every S seconds (default 30)")
-    x.add_argument("--checkpoint-iterations", type=int, metavar="N", help="also write it every N solver iterations")
+    x.add_argument("--checkpoint-seconds", type=float, default=None, metavar="S",
+                   help="with --checkpoint: write the checkpoint every S seconds (default 30)")
+    x.add_argument("--checkpoint-iterations", type=int, metavar="N",
+                   help="with --checkpoint: also write it every N solver iterations")
     x.add_argument("--seed", type=int, default=0, help="random seed for sampled centering")
     x.add_argument("--quiet", action="store_true", help="no progress display")
 
@@ -114,7 +117,7 @@ def _fit_interrupted(args):
     if saved:
         return (f"the solver's state at its last checkpoint is kept in --checkpoint {args.checkpoint}{kept}; run the "
                 f"same command again to resume from it.")
-    every = f"{args.checkpoint_seconds:g} s" + (f" or {args.checkpoint_iterations} iterations"
+    every = f"{args.checkpoint_seconds or 30:g} s" + (f" or {args.checkpoint_iterations} iterations"
                                                  if args.checkpoint_iterations else "")
     return (f"no solver state was written to --checkpoint {args.checkpoint} yet (the first after {every} of "
             f"solving){kept}; running the same command again starts the fit over.")
@@ -138,8 +141,6 @@ def _check_fit_options(args):
     if args.centering_sample is not None and args.centering is None:
         raise ValueError("--centering-sample needs --centering standard, class-balanced or multiclass: it samples "
                          "the points that represent the centering's origin.")
-    if args.checkpoint is None and args.resume:
-        raise ValueError("--resume needs --checkpoint DIR, the folder of the checkpoint to resume from.")
     if not args.checkpoint_seconds > 0 or (args.checkpoint_iterations is not None and args.checkpoint_iterations < 1):
         raise ValueError("--checkpoint-seconds must be > 0 and --checkpoint-iterations an integer >= 1.")
 
@@ -158,8 +159,11 @@ def _read_training_data(args):
     if y is None:
         raise ValueError(f"--data {args.data} has no labels; pass --labels FILE.")
     if len(y) != X.shape[0]:
-        raise ValueError(f"--labels {args.labels} has {len(y)} labels but --data {args.data} has {X.shape[0]} rows; "
-                         f"pass one label per row.")
+        from ._files import header_hint
+
+        raise ValueError(f"--labels {args.labels} has {len(y)} labels but --data {args.data} has {X.shape[0]} rows"
+                         f"{header_hint(args.labels, len(y), X.shape[0]) if args.labels else ''}; pass one label "
+                         f"per row.")
     _check_finite_data(args, X, "fitting")
     if args.labels is None:  # the labels of the data file (--labels are checked as they are read)
         from .._runtime.validation import check_labels
@@ -338,9 +342,15 @@ def _run_predict(args):
         raise ValueError(f"--data {args.data} has {X.shape[1]} features but the model {args.model} was trained on "
                          f"{model.n_features_in_}.")
     if y is not None and len(y) != X.shape[0]:
+        from ._files import header_hint
+
         source = f"--labels {args.labels}" if args.labels else f"--data {args.data}"
-        raise ValueError(f"{source} has {len(y)} labels but --data {args.data} has {X.shape[0]} rows; pass one "
+        raise ValueError(f"{source} has {len(y)} labels but --data {args.data} has {X.shape[0]} rows"
+                         f"{header_hint(args.labels, len(y), X.shape[0]) if args.labels else ''}; pass one "
                          f"label per row of --data.")
+    if not (args.out or args.decision or args.labels):  # (after the errors of the data, before predicting)
+        raise ValueError("nothing to write: give --out (labels), --decision (decision values) or --labels (to print "
+                         "the accuracy).")
     pred = model.predict(X)
     classes = _classes(model)
     score = None if y is None else _score_line(args, pred, y, classes)

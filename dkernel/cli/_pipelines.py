@@ -29,7 +29,7 @@ that folder; the same command run again resumes: only the other tasks run.
 
 
 def _add_run_parser(subparsers):
-    _add_command(
+    p = _add_command(
         subparsers, "run", _run_run, _run_arguments,
         help="run a reproduction pipeline (an experiment of the papers) and write its report",
         description="Run a reproduction pipeline: its tasks go to Dask (a local cluster by default) and its "
@@ -39,11 +39,20 @@ def _add_run_parser(subparsers):
         "run; full results only with --overwrite, never by a quick run).",
         epilog=_RUN_EPILOG,
     )
+    p.unknown_hint = _options_before_the_name
+
+
+def _options_before_the_name(namespace, extras):
+    """The error of options given before the pipeline's NAME (the run command has none of its own but --list)."""
+    given = " ".join(extras)
+    return (f"unrecognized arguments: {given}; options of a pipeline go after its name: dkernel run "
+            f"{getattr(namespace, 'name', None) or 'NAME'} {given}")
 
 
 def _run_arguments(p):
     p.add_argument("--list", action="store_true", help="list the pipelines and exit")
-    p.add_argument("name", nargs="?", metavar="NAME", help="pipeline to run (see --list)")
+    p.add_argument("name", nargs="?", metavar="NAME", help="pipeline to run (see --list); without it the list is "
+                   "printed with an error, status 2")
     p.add_argument("options", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
 
 
@@ -70,7 +79,10 @@ def _run_run(args):
                   "pip install it).", file=sys.stderr)
         for name, registry in registries.items():
             print(f"{name:<24} {registry.describe(name)}")
-        return 0 if args.list else 2
+        if args.list:
+            return 0
+        raise ValueError("give the NAME of a pipeline to run: dkernel run NAME [options] (the pipelines are listed "
+                         "above; 'dkernel run --list' lists them alone).")
     if args.name not in registries:
         known = ", ".join(registries) or "none installed"
         raise ValueError(f"unknown pipeline {args.name!r}; available pipelines are {known} (dkernel run --list).")

@@ -49,14 +49,49 @@ def _add_gram_parser(subparsers):
 
 
 def _gram_interrupted(args):
+    if not _store_written(args):
+        return (f"nothing was kept yet at --out {args.out} (no block was written); running the same command again "
+                f"starts over.")
     return (f"the blocks computed so far are kept with --out {args.out}; run the same command again to resume "
             f"(only the missing blocks are computed).")
+
+
+def _store_written(args):
+    """Whether a Gram store is at --out (its blocks are kept): a local store's ``zarr.json``, a URL's manifest."""
+    import os
+
+    if not _is_url(args.out):
+        return os.path.isfile(os.path.join(args.out, "zarr.json"))
+    from .._runtime.object_store import MANIFEST, entries, filesystem
+
+    try:
+        fs, root = filesystem(args.out, _storage_options(args))
+        return MANIFEST in entries(fs, root)
+    except Exception:  # noqa: BLE001 (the message of an interruption never fails on a read of the store)
+        return True
+
+
+def _stored_codec(path):
+    """The codec (``none``, ``lz4``, ``zstd``) of the Gram of the local store at ``path``; None without one."""
+    import json
+    import os
+
+    try:
+        with open(os.path.join(path, "K", "zarr.json"), encoding="utf-8") as fh:
+            text = json.dumps(json.load(fh))
+    except (OSError, ValueError):
+        return None
+    for cname in ("lz4", "zstd"):
+        if f'"cname": "{cname}"' in text:
+            return cname
+    return "none"
 
 
 def _gram_arguments(p):
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--input", metavar="FILE",
-                        help="data matrix, one sample per row: .npy, .npz (array 'X'), .svmlight/.libsvm, .csv")
+                        help="data matrix, one sample per row: .npy, .npz (array 'X'), .svmlight/.libsvm, .csv "
+                             "(a first line that is not numbers is a header, skipped)")
     source.add_argument("--demo", action="store_true",
                         help=f"use a generated {DEMO_SHAPE[0]}x{DEMO_SHAPE[1]} two-class blob data set")
     p.add_argument("--out", required=True, metavar="PATH",
@@ -70,8 +105,9 @@ def _gram_arguments(p):
                    help="block side in rows (default: ~128 MB per block, 4096 for float64)")
     e.add_argument("--dtype", choices=["float32", "float64"], default=None,
                    help="dtype of the Gram (default: float32 for float32 data, else float64)")
-    e.add_argument("--codec", choices=["none", "lz4", "zstd"], default="none",
-                   help="compression of the stored chunks (default: none, fastest)")
+    e.add_argument("--codec", choices=["none", "lz4", "zstd"], default=None,
+                   help="compression of the stored chunks (default: none, fastest); a store written with another "
+                        "codec is refused, as one of another --chunk")
     _add_cluster_arguments(e, "threads in this process")
     e.add_argument("--workers", type=int, default=None, metavar="N",
                    help="number of worker processes of --cluster local (default: one per core); refused with "
@@ -101,20 +137,25 @@ def _run_gram(args):
 
     if not _is_url(args.out):
         check_store_path(args.out, args.overwrite)  # a path refused whatever the data: before reading them
+        stored = _stored_codec(args.out)
+        if args.codec is not None and stored is not None and stored != args.codec:  # kept even with --overwrite
+            raise ValueError(f"the Gram store {args.out} was built with another --codec (store: {stored}, requested: "
+                             f"{args.codec}); its blocks are all written with --codec {stored}. Give --codec "
+                             f"{stored}, or choose another path (or remove {args.out}) for --codec {args.codec}.")
 
     if args.demo:
         X, source = _demo_data(), f"demo blobs {DEMO_SHAPE[0]}x{DEMO_SHAPE[1]}"
     else:
         from .._runtime.validation import check_data
 
-        X, _ = _read_data(args.input)
+        X, _ = _read_data(args.input, name="--input")
         X = check_data(X, name=f"--input {args.input}")
         source = args.input
     kernel = _kernel_from_args(args, X)
     chunk = args.chunk
     if chunk is None and args.demo:
         chunk = DEMO_SHAPE[0] // 4  # 4 x 4 blocks, so that the demo shows the blockwise computation
-    options = GramOptions(chunk=chunk, dtype=args.dtype, codec=args.codec, progress=not args.no_progress,
+    options = GramOptions(chunk=chunk, dtype=args.dtype, codec=args.codec or "none", progress=not args.no_progress,
                           verify=not args.no_verify)
     spec, flag = _cluster_choice(args)
     with scheduler_client(spec, n_workers=args.workers, option=flag) as client:

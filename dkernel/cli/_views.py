@@ -61,7 +61,7 @@ def _center_arguments(p):
                         "mean of the class centres (default: %(default)s)")
     p.add_argument("--sample", type=int, metavar="N", help="represent the origin by N sampled points "
                    "(N/c per class for the class schemes)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the sample (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the sample, with --sample (default: 0)")
     p.add_argument("--out", metavar="PATH", help="write the centered Gram to this store (a folder or a URL); "
                    "without it, print h0 "
                    "and a summary of h")
@@ -77,10 +77,13 @@ def _read_labels(args):
     return load_labels(args.labels) if args.labels else None
 
 
-def _check_label_count(y, n, store):
+def _check_label_count(y, n, store, labels=None):
+    from ._files import header_hint
+
     if y is not None and len(y) != n:
-        raise ValueError(f"--labels has {len(y)} labels but the Gram store {store} has {n} rows; pass one label "
-                         f"per row, in the order of the data the Gram was computed from.")
+        hint = header_hint(labels, len(y), n) if labels else ""
+        raise ValueError(f"--labels has {len(y)} labels but the Gram store {store} has {n} rows{hint}; pass one "
+                         f"label per row, in the order of the data the Gram was computed from.")
 
 
 def _check_sample(n_sample, n, store):
@@ -103,7 +106,7 @@ def _run_center(args):
     y = _read_labels(args)
     if y is None and args.scheme != "standard":
         raise ValueError(f"the {args.scheme} scheme needs labels; pass --labels FILE or use --scheme standard.")
-    _check_label_count(y, gram.n, args.store)
+    _check_label_count(y, gram.n, args.store, args.labels)
     _check_sample(args.sample, gram.n, args.store)
     centering = Centering.from_scheme(args.scheme, None if args.scheme == "standard" else y, n=gram.n,
                                       n_sample=args.sample, random_state=args.seed)
@@ -157,9 +160,9 @@ def _align_arguments(p):
                    help="target t: +-1 labels, 1/n+ and -1/n-, or y - mean(y); for c classes YY' (Y_ik = 1 in "
                         "class k, else -1/(c-1)) or each class against the rest (default: %(default)s)")
     p.add_argument("--sample", type=int, metavar="N", help="estimate from random N x N submatrices")
-    p.add_argument("--repeats", type=int, default=10, metavar="R", help="submatrices with --sample "
-                   "(default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the samples (default: %(default)s)")
+    p.add_argument("--repeats", type=int, default=None, metavar="R", help="submatrices with --sample "
+                   "(default: 10)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the samples, with --sample (default: 0)")
     p.add_argument("--uniform", action="store_true",
                    help="with --sample, draw each submatrix's points uniformly; by default they are drawn class by "
                         "class (in proportion to the class sizes) for the class targets, which gives a smaller "
@@ -175,7 +178,7 @@ def _run_align(args):
 
     gram = _open_gram(args)
     y = _read_labels(args)
-    _check_label_count(y, gram.n, args.store)
+    _check_label_count(y, gram.n, args.store, args.labels)
     _check_sample(args.sample, gram.n, args.store)
     _check_target_labels(y, args.target, args.labels, "align")
     if args.target == "one-vs-rest":
@@ -187,9 +190,6 @@ def _run_align(args):
             print(f"alignment (class {label} against the rest): {value:.10g}")
         return 0
     if args.sample is None:
-        if args.uniform:
-            raise ValueError("--uniform says how --sample draws its submatrices; without --sample the alignment "
-                             "is exact. Add --sample N, or leave out --uniform.")
         value = target_alignment(gram, y, args.target)
         print(f"alignment ({args.target}): {value:.10g}")
     else:
