@@ -198,7 +198,7 @@ def test_dkernel_fit_resumes_from_its_checkpoint_with_the_same_command(tmp_path,
            "--tol", "1e-6", "--working-set-size", "16", "--model", str(tmp_path / "model.zarr"),
            "--checkpoint", str(path), "--quiet"]
     assert main(fit[:-3] + ["--resume", "--quiet"]) == 2
-    assert "--resume needs --checkpoint" in capsys.readouterr().err
+    assert "--resume requires a checkpoint to resume from" in capsys.readouterr().err
     assert main(fit[:-3] + ["--checkpoint", str(tmp_path / "none"), "--resume", "--quiet"]) == 2
     assert "no checkpoint in --checkpoint" in capsys.readouterr().err
     _run_until(tmp_path, ["cli", str(path), *fit, "--checkpoint-iterations", "3"], path / "problem-0" / "zarr.json")
