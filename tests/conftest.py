@@ -136,3 +136,20 @@ def nanny_cluster():
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                       dashboard_address=None) as local, distributed.Client(local) as client:
             yield client
+
+
+@pytest.fixture
+def cli_files(tmp_path, monkeypatch):
+    """For the command line's tests, in a fresh cwd: X.npy (40 x 3), y.npy (+-1), the Gram store K.zarr (blocks of
+    20) and the model m.zarr, written by the commands themselves."""
+    import numpy as np
+
+    from dkernel.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    np.save("X.npy", X)
+    np.save("y.npy", np.where(X[:, 0] > 0, 1, -1))
+    assert main(["gram", "--input", "X.npy", "--out", "K.zarr", "--chunk", "20", "--no-progress"]) == 0
+    assert main(["fit", "--data", "X.npy", "--labels", "y.npy", "--model", "m.zarr", "--quiet"]) == 0
+    return tmp_path

@@ -27,16 +27,9 @@ needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs L
 
 
 @pytest.fixture
-def files(tmp_path, monkeypatch):
-    """X.npy (30 x 3), y.npy (+-1), the Gram store K.zarr and the model m.zarr, in cwd."""
-    monkeypatch.chdir(tmp_path)
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(30, 3))
-    np.save("X.npy", X)
-    np.save("y.npy", np.where(X[:, 0] > 0, 1, -1))
-    assert main(["gram", "--input", "X.npy", "--out", "K.zarr", "--no-progress"]) == 0
-    assert main(["fit", "--data", "X.npy", "--labels", "y.npy", "--model", "m.zarr", "--quiet"]) == 0
-    return tmp_path
+def files(cli_files):
+    """X.npy, y.npy, K.zarr and m.zarr in cwd (``cli_files`` of conftest.py)."""
+    return cli_files
 
 
 def never(*args, **kwargs):
