@@ -98,6 +98,8 @@ def test_an_http_url_names_the_flag(files, capsys):
     (["fit", "--data", "X.npy", "--labels", "y.npy", "--model", "m3.zarr", "--checkpoint-iterations", "5"],
      ("--checkpoint-iterations", "--checkpoint")),
     (["fit", "--data", "X.npy", "--labels", "y.npy", "--model", "m3.zarr", "--resume"], ("--resume", "--checkpoint")),
+    (["fit", "--data", "X.npy", "--labels", "y.npy", "--model", "m3.zarr", "--seed", "3"],
+     ("--seed", "--centering-sample")),
     (["adapt", "K.zarr", "--labels", "y.npy", "--seed", "5", "--method", "exact", "--factors", "F.npz"], ("--seed", "--method exact")),
     (["gram", "--input", "X.npy", "--out", "K2.zarr", "--storage-option", "key=val"], ("--storage-option", "--out")),
     (["info", "K.zarr", "--storage-option", "key=val"], ("--storage-option", "PATH")),

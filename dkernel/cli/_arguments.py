@@ -178,7 +178,9 @@ _NEEDS = {
             ("checkpoint_seconds", 30.0, _checkpointed, "says how often --checkpoint DIR is written; without "
              "--checkpoint no solver state is written", "--checkpoint DIR"),
             ("checkpoint_iterations", None, _checkpointed, "says how often --checkpoint DIR is written; without "
-             "--checkpoint no solver state is written", "--checkpoint DIR")),
+             "--checkpoint no solver state is written", "--checkpoint DIR"),
+            ("seed", 0, lambda args: args.centering_sample is not None, "seeds the points --centering-sample draws; "
+             "without --centering-sample the centering is exact", "--centering-sample N")),
     "adapt": (("seed", 0, lambda args: args.method != "exact", "seeds the randomized eigensolver; --method exact "
                "uses no randomness", "--method randomized, nystroem or auto"),),
 }

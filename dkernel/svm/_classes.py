@@ -440,9 +440,16 @@ class SVC(PlattProbabilityMixin, BaseSVM):
         )
 
     def _platt_parameters(self, base, problems, C_i, client, blas, rng, whole=None):
-        """libsvm's probability model: a sigmoid per problem on 5-fold cross-validated decision values."""
+        """libsvm's probability model: a sigmoid per problem on 5-fold cross-validated decision values.
+
+        A fold's own origin is drawn as the problem's was, from at most the fold's points: a
+        ``centering_sample`` that fits the problem may be larger than a fold of it.
+        """
         def fit_on(index, y_pm, C):
-            return self._fit_binary(base, index, y_pm, C, client, blas, rng, origin=whole)
+            sample = self.centering_sample
+            origin = whole or centering_for(self.centering, None if sample is None else min(sample, y_pm.shape[0]),
+                                            y_pm, rng)
+            return self._fit_binary(base, index, y_pm, C, client, blas, rng, origin=origin)
 
         return _probability.platt_parameters(problems, C_i, fit_on, row_provider(base).rows, rng,
                                              binary=self.classes_.shape[0] == 2)

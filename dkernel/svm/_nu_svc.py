@@ -288,6 +288,16 @@ class NuSVC(SVC):
                     UserWarning, stacklevel=2,
                 )
             r = 1.0
+        elif r < self.tol and final:
+            # libsvm divides by r as it is; an r within the solver's tolerance of 0 is not told apart from the
+            # w = 0 case above by this solve, and α / r, ρ / r carry the tolerance's error magnified by 1 / r.
+            warnings.warn(
+                f"NuSVC(nu={self.nu}): libsvm's scale r = {r:.3g} of a pair of classes is within the solver's "
+                f"tolerance (tol={self.tol:g}) of 0, where the optimum has w = 0 (the classes' reduced convex hulls "
+                f"about meet): the dual coefficients and intercept are divided by r as libsvm does, and carry the "
+                f"solver's error times 1/r = {1 / r:.3g}. Use a larger nu, a smaller tol, or other kernel parameters.",
+                UserWarning, stacklevel=2,
+            )
         coef = result.alpha * y_pm / r
         uncorrected = -rho / r
         db = delta_b(coef, h) if h is not None else 0.0
