@@ -100,6 +100,13 @@ def _ridge():
     return fit_learner("ridge", X, np.sin(X[:, 0]), RBFKernel(gamma=0.3), alpha=0.1), Z
 
 
+def _kernel_pca():
+    from dkernel.decomposition import KernelPCA
+
+    X, _, Z = _data()
+    return KernelPCA(n_components=3, kernel="rbf", gamma=0.3, fit_inverse_transform=True).fit(X), Z
+
+
 #: name -> (a fitted model and its test input, the format it is saved in)
 MODELS = {
     "svc": (_svc, "dkernel-svc"),
@@ -112,14 +119,16 @@ MODELS = {
     "nu-svr": (_nu_svr, "dkernel-nu-svr"),
     "nu-svc-centered-multiclass": (_nu_svc_centered_multiclass, "dkernel-nu-svc"),
     "one-class-centered": (_one_class_centered, "dkernel-one-class-svm"),
-    "parzen": (_parzen, "dkernel-learner"),
+    "parzen": (_parzen, "dkernel-parzen"),
     "ridge": (_ridge, "dkernel-learner"),
+    "kernel-pca": (_kernel_pca, "dkernel-kernel-pca"),
 }
 
 #: One model of each format, for the tests that go over the formats.
 ONE_PER_FORMAT = {"dkernel-svc": "svc", "dkernel-conformal-svc": "conformal",
                   "dkernel-generalized-bias-svc": "generalized-bias", "dkernel-svr": "svr", "dkernel-nu-svr": "nu-svr",
-                  "dkernel-nu-svc": "nu-svc-centered-multiclass", "dkernel-one-class-svm": "one-class-centered", "dkernel-learner": "parzen"}
+                  "dkernel-nu-svc": "nu-svc-centered-multiclass", "dkernel-one-class-svm": "one-class-centered", "dkernel-learner": "ridge",
+                  "dkernel-parzen": "parzen", "dkernel-kernel-pca": "kernel-pca"}
 
 
 @pytest.fixture(scope="module")
@@ -136,6 +145,8 @@ def _snapshot(path):
 
 
 def _outputs(model, Z):
+    if not hasattr(model, "predict"):  # kernel PCA: its projections and pre-images
+        return [model.transform(Z), model.inverse_transform(model.transform(Z))]
     out = [np.asarray(model.predict(Z))]
     if hasattr(model, "decision_function"):
         out.append(np.asarray(model.decision_function(Z)))

@@ -99,7 +99,9 @@ KINDS = {
     "one-class-model": ("dkernel-one-class-svm", "a dkernel model of a OneClassSVM"),
     "results": ("dkernel-results", "dkernel pipeline results"),
     "checkpoint": ("dkernel-checkpoint", "a dkernel solver checkpoint"),
-    "learner": ("dkernel-learner", "a dkernel Parzen window or ridge model"),
+    "learner": ("dkernel-learner", "a dkernel ridge model (or a Parzen window model of the learner format)"),
+    "parzen-model": ("dkernel-parzen", "a dkernel model of a ParzenWindowClassifier"),
+    "kernel-pca-model": ("dkernel-kernel-pca", "a dkernel model of a KernelPCA"),
 }
 
 _FORMATS = {fmt: kind for kind, (fmt, _) in KINDS.items()}

@@ -29,7 +29,7 @@ from sklearn.utils import ClassifierTags
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from .._runtime.validation import check_data, check_finite, check_labels, materialize
-from ..kernels._kernels import get_kernel
+from ..kernels._kernels import get_kernel, kernel_from_dict
 from ..kernels._parameters import check_kernel_object_parameters
 from ._reweighting import alignment_weights, keep_significant, optimal_alignment
 from ._spectrum import check_finite_gram, top_eigenpairs
@@ -88,6 +88,24 @@ class AdaptedKernel:
 
     def __repr__(self):
         return f"AdaptedKernel(kernel={self.kernel!r}, n_fit={self.projection.shape[0]}, rank={self.projection.shape[1]})"
+
+    #: The ``name`` of :meth:`to_dict`'s spec.
+    SPEC_NAME = "adapted"
+
+    def to_dict(self):
+        """The JSON part of this kernel: its base kernel's spec and the shapes of its two arrays. A model file keeps
+        ``X_fit`` and ``P`` as arrays beside it (:meth:`from_dict` takes them back)."""
+        return {"name": self.SPEC_NAME, "kernel": None if self.precomputed else self.kernel.to_dict(),
+                "n_fit": int(self.projection.shape[0]), "rank": int(self.projection.shape[1])}
+
+    @classmethod
+    def from_dict(cls, spec, X_fit, projection):
+        """The kernel of :meth:`to_dict`'s ``spec`` with its arrays; ``ValueError`` if they do not fit the spec."""
+        projection = np.asarray(projection, dtype=np.float64)
+        if projection.shape != (spec["n_fit"], spec["rank"]) or (X_fit is not None and X_fit.shape[0] != spec["n_fit"]):
+            raise ValueError(f"the adapted kernel's arrays (X_fit {None if X_fit is None else X_fit.shape}, P "
+                             f"{projection.shape}) do not fit its spec (n_fit={spec['n_fit']}, rank={spec['rank']})")
+        return cls(None if spec["kernel"] is None else kernel_from_dict(spec["kernel"]), X_fit, projection)
 
 
 class KernelAligner(TransformerMixin, BaseEstimator):

@@ -88,7 +88,8 @@ def _fit_arguments(p):
                    help="with --checkpoint: write the checkpoint every S seconds (default 30)")
     x.add_argument("--checkpoint-iterations", type=int, metavar="N",
                    help="with --checkpoint: also write it every N solver iterations")
-    x.add_argument("--seed", type=int, default=0, help="random seed for sampled centering")
+    x.add_argument("--seed", type=int, default=None,
+                   help="seed of the points --centering-sample draws (default: 0); refused without it")
     x.add_argument("--quiet", action="store_true", help="no progress display")
 
 
@@ -213,9 +214,9 @@ def _run_fit(args):
     if _is_url(args.model):
         from ..svm._persist_remote import check_model_url
 
-        check_model_url(args.model, "model" if args.learner == "svc" else "learner", args.overwrite, storage_options)
+        check_model_url(args.model, _model_kind(args.learner), args.overwrite, storage_options)
     else:
-        artifacts.check_target(args.model, "model" if args.learner == "svc" else "learner", args.overwrite)
+        artifacts.check_target(args.model, _model_kind(args.learner), args.overwrite)
     if args.store and not _is_url(args.store) and os.path.exists(os.path.join(args.store, "zarr.json")):
         try:
             check_store_path(args.store)  # a store used directly must hold a raw Gram
@@ -293,6 +294,15 @@ def _predict_outputs(args):
         outputs.check_output(path, kind, what=what, suffix=".npy", name=flag, writer="dkernel predict",
                              overwrite=args.overwrite)
     return paths
+
+
+def _model_kind(learner):
+    """The artifact kind of the model ``dkernel fit --learner`` writes (an SVC's, or a learner's)."""
+    if learner == "svc":
+        return "model"
+    from ..svm._learner_models import LEARNER_KINDS
+
+    return LEARNER_KINDS[learner]
 
 
 def _load_model(path, storage_options=None):

@@ -42,6 +42,7 @@ References
    randomness", SIAM Review 53(2), 2011, Algs. 4.4 and 5.3.
 """
 
+import functools
 from numbers import Integral, Real
 
 import numpy as np
@@ -59,6 +60,7 @@ from ..gram._sources import KernelGram, as_gram
 from ..kernels._kernels import Kernel
 from ..svm._inputs import is_gram_source
 from ..svm._kernel import resolve_kernel
+from ..svm._model_files import ModelFileMixin
 from ..views._centered import CenteredGram
 from ._eigensolvers import arpack_eigenpairs, dense_eigenpairs, lobpcg_eigenpairs, randomized_eigenpairs
 from ._inverse import fit_preimage_map, inverse_transform, refuse_sparse
@@ -167,11 +169,11 @@ def centered_test_rows(operator, X_new, precomputed, rows):
 # --------------------------------------------------------------------------- #
 
 
-class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class KernelPCA(ModelFileMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Kernel principal component analysis with the centering in feature space chosen (Meilă 2002).
 
-    A drop-in for :class:`sklearn.decomposition.KernelPCA` (its parameters but
-    ``kernel_params``, ``copy_X`` and ``n_jobs``; its attributes, signs,
+    A drop-in for :class:`sklearn.decomposition.KernelPCA` (all its parameters;
+    its attributes, signs,
     zero-eigenvalue handling, ``n_components`` clipped to ``n_samples``,
     float32 kept, and ``inverse_transform`` learned by kernel ridge regression
     with ``fit_inverse_transform=True``) whose Gram is any dkernel
@@ -192,13 +194,15 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         With ``"precomputed"``, ``fit`` takes the Gram matrix (a square ndarray
         or a :class:`~dkernel.gram.GramMatrix` / Gram source) and
         ``transform`` the test kernel ``K(X_test, X_train)``. A callable is
-        ``f(A, B) -> K(A, B)`` on blocks of rows.
+        ``f(A, B, **kernel_params) -> K(A, B)`` on blocks of rows.
     gamma : float, default=None
         Of ``rbf``, ``poly`` and ``sigmoid``; None is ``1 / n_features``.
     degree : int, default=3
         Of ``poly``.
     coef0 : float, default=1
         Of ``poly`` and ``sigmoid``.
+    kernel_params : dict, default=None
+        Keyword arguments of a callable ``kernel`` (scikit-learn's; ignored by the other kernels, as there).
     alpha : float, default=1.0
         Ridge of the pre-image map learned with ``fit_inverse_transform``.
     fit_inverse_transform : bool, default=False
@@ -232,6 +236,14 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     random_state : int, RandomState, Generator or None, default=None
         ARPACK's starting vector, the randomized solver's test matrix and the
         sample of a sampled origin.
+    copy_X : bool, default=True
+        Copy the training data into ``X_fit_``; False keeps a reference to
+        ``X`` when it is already a C-ordered float array (then changing ``X``
+        afterwards changes the projections of new points), as scikit-learn's.
+    n_jobs : int, default=None
+        Accepted for scikit-learn's signature; it has no effect: the kernel
+        blocks run on the threads of NumPy's BLAS, and the blockwise products
+        on the Dask workers of ``client``.
     center : {"standard", "class-balanced", "multiclass"}, Centering or None, default="standard"
         The origin in feature space: the centre of gravity (scikit-learn's
         centering), halfway between the two class centres (Meilă eq. 13,
@@ -259,12 +271,18 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         The pre-image map's coefficients (``fit_inverse_transform=True``).
     X_transformed_fit_ : ndarray of shape (n_samples, n_components)
         The training projections, the pre-image map's inputs (``fit_inverse_transform=True``).
+    X_fit_ : ndarray or sparse matrix of shape (n_samples, n_features)
+        The training data (the precomputed Gram matrix or Gram source with ``kernel="precomputed"``).
     gamma_ : float or None
         The kernel's ``gamma`` (None for kernels without one).
     n_features_in_ : int
         Features seen in ``fit`` (``n_samples`` for a precomputed kernel).
     feature_names_in_ : ndarray of str
         When ``X`` has string column names.
+
+    A fitted KernelPCA is saved by :meth:`save` (zarr + JSON, no pickle) and
+    read back by :meth:`load` or :func:`dkernel.load_model`; one of a
+    precomputed Gram or of a Python kernel function cannot be saved.
 
     References
     ----------
@@ -318,12 +336,15 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         "center": [StrOptions(set(_CENTERS)), Centering, None],
         "n_sample": [Interval(Integral, 1, None, closed="left"), None],
         "client": "no_validation",
+        "kernel_params": [dict, None],
+        "copy_X": ["boolean"],
+        "n_jobs": [Integral, None],
     }
 
     def __init__(self, n_components=None, *, kernel="linear", gamma=None, degree=3, coef0=1, alpha=1.0,
                  fit_inverse_transform=False, eigen_solver="auto", n_oversamples=10, iterated_power="auto", tol=0,
                  max_iter=None, remove_zero_eig=False, random_state=None, center="standard", n_sample=None,
-                 client=None):
+                 client=None, kernel_params=None, copy_X=True, n_jobs=None):
         self.n_components = n_components
         self.kernel = kernel
         self.gamma = gamma
@@ -341,10 +362,19 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self.center = center
         self.n_sample = n_sample
         self.client = client
+        self.kernel_params = kernel_params
+        self.copy_X = copy_X
+        self.n_jobs = n_jobs
 
     @property
     def _precomputed(self):
         return isinstance(self.kernel, str) and self.kernel == "precomputed"
+
+    def _kernel_function(self):
+        """The callable ``kernel`` with its ``kernel_params`` bound (scikit-learn's ``kernel_params``)."""
+        if not self.kernel_params:
+            return self.kernel
+        return functools.partial(self.kernel, **self.kernel_params)
 
     # -------------------------------------------------------------- fitting
     def _training_gram(self, X):
@@ -356,6 +386,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                     raise ValueError(f"a precomputed Gram matrix must be square (n_samples, n_samples); got shape "
                                      f"{tuple(X.shape)}.")
                 self.n_features_in_ = n
+                self.X_fit_ = X
                 return X
             X = materialize(X)
             if sp.issparse(X):
@@ -363,12 +394,14 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                                 "array.")
             K = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, order="C")
             check_finite(K, name="the precomputed Gram matrix", what="fitting")
-            return check_gram(K)
+            self.X_fit_ = check_gram(K)
+            return self.X_fit_
         X = validate_data(self, materialize(X), accept_sparse="csr", dtype=[np.float64, np.float32], order="C",
                           ensure_all_finite=False)
         check_finite(X, name="X", what="fitting")
+        self.X_fit_ = X = X.copy() if self.copy_X else X
         if callable(self.kernel) and not isinstance(self.kernel, Kernel):
-            return KernelGram(X, self.kernel)
+            return KernelGram(X, self._kernel_function())
         # gamma=None is 1 / n_features for a kernel name; beside a kernel object, only the defaults are no conflict.
         gamma = "auto" if self.gamma is None and not isinstance(self.kernel, (Kernel, dict)) else self.gamma
         kernel = resolve_kernel(self.kernel, X, gamma=gamma, coef0=self.coef0, degree=self.degree,
@@ -443,7 +476,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                                               remove_zero_eig=self.remove_zero_eig or self.n_components is None)
         kernel = getattr(source, "kernel", None)
         if self.fit_inverse_transform:
-            self._inverse_kernel = kernel if kernel is not None else self.kernel  # a Kernel, or f(A, B)
+            self._inverse_kernel = kernel if kernel is not None else self._kernel_function()  # a Kernel, or f(A, B)
             X_transformed = vectors * np.sqrt(values)
             self.dual_coef_ = fit_preimage_map(self._inverse_kernel, X_transformed, source.X,
                                                self.alpha).astype(dtype, copy=False)

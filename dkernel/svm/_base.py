@@ -22,7 +22,6 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted
 
 # Each fit runs in scikit-learn's fit context (``_fit_context``), which imports its callback support (scikit-learn
 # >= 1.9) on the call: imported here with every estimator, as ``sklearn.svm`` has it, not by the first fit.
@@ -30,8 +29,8 @@ with contextlib.suppress(ImportError):
     import sklearn.callback._callback_support  # noqa: F401
 
 from ..kernels._kernels import Kernel, LinearKernel
-from . import _persist_remote
 from ._inputs import single_class_message
+from ._model_files import ModelFileMixin
 
 __all__ = ["EXPECTED_FAILED_CHECKS", "KERNEL_PARAMETER_RANGES", "BaseKernelSVM", "BaseSVM", "expected_failed_checks"]
 
@@ -68,7 +67,7 @@ def expected_failed_checks(estimator):
     return dict(getattr(estimator, "_expected_failed_checks", {}))
 
 
-class BaseKernelSVM(BaseEstimator):
+class BaseKernelSVM(ModelFileMixin, BaseEstimator):
     """The shared parameters, kernel checks and model files of every dkernel SVM: classifiers, the regression SVM
     and the one-class SVM (not used on its own; :class:`BaseSVM` adds the classifiers' labels)."""
 
@@ -112,55 +111,6 @@ class BaseKernelSVM(BaseEstimator):
         if self._gram_given:
             raise ValueError(f"{type(self).__name__} {why}; kernel={self.kernel!r} gives no kernel to evaluate. Pass "
                              f"a kernel name ('rbf', 'linear', 'poly', 'sigmoid') or a dkernel Kernel.")
-
-    # ----------------------------------------------------------- persistence
-    def save(self, path, *, overwrite=False, storage_options=None):
-        """Write the fitted model to the folder ``path``: arrays in zarr, the rest JSON, with checksums; no pickle.
-
-        The model is written beside ``path`` and moved into place when complete
-        (:mod:`dkernel._runtime.artifacts`), so an interrupted save never leaves a half-written model and never
-        loses the model it replaces. :meth:`load` and :func:`dkernel.load_model` read it back, verified.
-
-        Parameters
-        ----------
-        path : str or path-like
-            A folder, or an fsspec URL (``"s3://bucket/model"``): there the model is written under a fresh
-            versioned prefix and committed by a manifest written last (no rename; :mod:`._persist_remote`).
-        overwrite : bool, default=False
-            Replace a model of this estimator at ``path``. Anything else (a model of another estimator, a Gram
-            store, a folder of other files, a file) is refused and left as it is.
-        storage_options : dict, default=None
-            For a URL: the filesystem's options (s3fs: ``endpoint_url``, ``key``...); never written.
-
-        Returns
-        -------
-        str
-            The absolute path of the model (a URL as given).
-
-        Raises
-        ------
-        ArtifactPathError
-            A ``FileExistsError``: ``path`` holds anything but a model of this estimator, or one without
-            ``overwrite``.
-        ValueError
-            The model holds something JSON cannot (a kernel given as a Python function).
-        """
-        check_is_fitted(self)
-        return _persist_remote.save_model(self, path, overwrite, storage_options)
-
-    @classmethod
-    def load(cls, path, *, storage_options=None):
-        """Read a model written by :meth:`save` (a folder, or a URL with ``storage_options``), after checking its
-        checksums.
-
-        Raises
-        ------
-        CorruptModelError
-            The model is damaged, or ``path`` holds no dkernel model.
-        ModelFormatError
-            ``path`` holds the model of another estimator (:func:`dkernel.load_model` reads any).
-        """
-        return _persist_remote.read_model(path, cls, storage_options)
 
 
 class BaseSVM(ClassifierMixin, BaseKernelSVM):

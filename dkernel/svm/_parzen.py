@@ -26,6 +26,7 @@ from ..kernels._kernels import Kernel, get_kernel
 from ..kernels._parameters import check_kernel_object_parameters
 from ._base import KERNEL_PARAMETER_RANGES
 from ._inputs import class_weights
+from ._model_files import ModelFileMixin
 
 __all__ = ["ParzenWindowClassifier"]
 
@@ -33,7 +34,7 @@ __all__ = ["ParzenWindowClassifier"]
 _KERNEL_DEFAULTS = {"gamma": None, "coef0": None, "degree": None}
 
 
-class ParzenWindowClassifier(ClassifierMixin, BaseEstimator):
+class ParzenWindowClassifier(ModelFileMixin, ClassifierMixin, BaseEstimator):
     """Two-class Parzen window classifier ``sign(Σ_i t_i K(x, x_i))``.
 
     Parameters
@@ -59,6 +60,11 @@ class ParzenWindowClassifier(ClassifierMixin, BaseEstimator):
         Features seen in ``fit`` (the number of training points with ``kernel="precomputed"``).
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined only when ``X`` has feature names that are all strings (a pandas DataFrame).
+    X_fit_ : ndarray or sparse matrix of shape (n_train, n_features_in_), or None
+        The training points (None with ``kernel="precomputed"``).
+
+    A fitted classifier is saved by :meth:`save` (zarr + JSON, no pickle) and read back by :meth:`load` or
+    :func:`dkernel.load_model`; one of a Python kernel function cannot be saved.
     """
 
     # The kernel parameters in the SVM estimators' ranges; the kernel is any name dkernel knows, or a callable.

@@ -43,6 +43,18 @@ from ..exceptions import (
     ModelFormatError,
     UnverifiedModelWarning,
 )
+from ._persist_formats import MORE_FORMATS, learner_parzen_restore
+from ._persist_params import (  # noqa: F401 (also the pieces of _persist_formats)
+    _classes_state,
+    _estimator,
+    _json_params,
+    _kernel_of,
+    _kernel_spec,
+    _plain,
+    _restore_classes,
+    _support_vectors_from,
+    _support_vectors_state,
+)
 
 __all__ = ["FORMATS", "MODEL_FORMAT", "MODEL_VERSION", "ModelFormat", "read_model", "save_model"]
 
@@ -70,6 +82,8 @@ class ModelFormat:
     state: Callable
     restore: Callable
     parts: dict = field(default_factory=dict)
+    #: Other classes (``"module:Class"``) whose ``load`` reads a model of the format (``restore`` builds one).
+    reads_as: tuple = ()
 
     @property
     def name(self):
@@ -80,102 +94,10 @@ class ModelFormat:
         return artifacts.KINDS[self.kind][1]
 
     def estimator_class(self):
-        module, _, name = self.estimator.partition(":")
-        return getattr(importlib.import_module(module), name)
+        return _imported(self.estimator)
 
 
 # --------------------------------------------------------------------------- the parts of each format
-def _json_params(model):
-    """``get_params`` as JSON: kernels and centerings as their specs, a ``class_weight`` dict as its ``[label,
-    weight]`` pairs (JSON keys are strings: the labels keep their type); how a fit ran (client, checkpoint) and the
-    storage options (credentials) left out."""
-    from ..centering._origins import Centering
-    from ..kernels._kernels import Kernel
-
-    out = {}
-    for key, value in model.get_params(deep=False).items():
-        if key in ("client", "checkpoint", "storage_options"):
-            continue
-        if isinstance(value, (Kernel, Centering)):
-            value = value.to_dict()
-        elif isinstance(value, os.PathLike):
-            value = os.fspath(value)
-        elif isinstance(value, np.random.RandomState):
-            value = None
-        elif key == "class_weight" and isinstance(value, dict):
-            value = [[_plain(label), _plain(weight)] for label, weight in value.items()]
-        try:
-            json.dumps(value)
-        except TypeError:
-            warnings.warn(f"parameter {key}={value!r} cannot be saved as JSON; it is stored as None.",
-                          UserWarning, stacklevel=5)
-            value = None
-        out[key] = value
-    return out
-
-
-def _plain(value):
-    """A NumPy scalar as the Python value it holds (JSON takes ``1``, not ``np.int64(1)``)."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def _estimator(cls, params):
-    """``cls(**params)`` from saved parameters; parameters this dkernel's class lacks are refused."""
-    from ..centering._origins import Centering
-    from ..kernels._kernels import kernel_from_dict
-
-    unknown = sorted(set(params) - set(cls().get_params(deep=False)))
-    if unknown:
-        raise ModelFormatError(f"the model was saved with parameters that {cls.__name__} of this dkernel does not "
-                               f"take ({', '.join(unknown)}); load it with the dkernel that saved it.")
-    params = dict(params)
-    if isinstance(params.get("kernel"), dict):
-        params["kernel"] = kernel_from_dict(params["kernel"])
-    if isinstance(params.get("centering"), dict):
-        params["centering"] = Centering.from_dict(params["centering"])
-    if isinstance(params.get("class_weight"), list):
-        params["class_weight"] = {label: weight for label, weight in params["class_weight"]}
-    return cls(**params)
-
-
-def _kernel_spec(kernel):
-    return None if kernel is None else kernel.to_dict()
-
-
-def _kernel_of(spec):
-    from ..kernels._kernels import kernel_from_dict
-
-    return None if spec is None else kernel_from_dict(spec)
-
-
-def _classes_state(model):
-    classes = model.classes_
-    return {"classes": classes.tolist(), "classes_dtype": classes.dtype.str, "n_features_in": int(model.n_features_in_)}
-
-
-def _restore_classes(model, attrs):
-    model.classes_ = np.asarray(attrs["classes"], dtype=np.dtype(attrs["classes_dtype"]))
-    model.n_features_in_ = int(attrs["n_features_in"])
-
-
-def _support_vectors_state(sv):
-    """Dense support vectors as one array, sparse ones as the three arrays of their CSR form."""
-    if sp.issparse(sv):
-        sv = sp.csr_matrix(sv)
-        arrays = {"sv_data": sv.data, "sv_indices": sv.indices, "sv_indptr": sv.indptr}
-    else:
-        sv = np.asarray(sv)
-        arrays = {"support_vectors": sv}
-    return {"sparse_support_vectors": "sv_data" in arrays, "sv_shape": list(sv.shape)}, arrays
-
-
-def _support_vectors_from(attrs, arrays):
-    shape = tuple(attrs["sv_shape"])
-    if attrs["sparse_support_vectors"]:
-        return sp.csr_matrix((arrays["sv_data"], arrays["sv_indices"], arrays["sv_indptr"]), shape=shape)
-    return arrays["support_vectors"].reshape(shape)
-
-
 #: SVC: saved array -> fitted attribute.
 _SVC_ARRAYS = {"support": "support_", "n_support": "_n_support", "pair_coef": "_pair_coef", "intercept": "intercept_",
                "uncorrected_intercept": "uncorrected_intercept_", "delta_b": "delta_b_", "objective": "objective_",
@@ -192,15 +114,39 @@ _SVC_LEGACY_DEFAULTS = {
 
 def _kernel_model_state(model):
     """What every kernel SVM saves of its fit: ``(attributes, arrays)`` of its parameters, kernel, training shape and
-    support vectors. A model of a Python kernel function is refused: zarr + JSON cannot hold the function."""
-    if model._callable_kernel:
+    support vectors. A model of a Python kernel function is refused: zarr + JSON cannot hold the function; an
+    :class:`~dkernel.alignment.AdaptedKernel` (Kandola's Algorithm 2) is saved as its spec and arrays."""
+    adapted = _adapted_kernel_arrays(model)
+    if model._callable_kernel and adapted is None:
         raise ValueError(
             f"a model whose kernel is a Python function ({model.kernel!r}) cannot be saved as zarr + JSON; "
             f"fit with kernel='precomputed' on its Gram matrix, or with a dkernel Kernel, to save it.")
     sv_attrs, sv_arrays = _support_vectors_state(model.support_vectors_)
     attributes = {"params": _json_params(model), "kernel": _kernel_spec(model._kernel),
                   "shape_fit": list(model.shape_fit_), **sv_attrs, **_optional_state(model)}
-    return attributes, sv_arrays
+    return attributes, {**sv_arrays, **(adapted or {})}
+
+
+def _adapted_kernel_arrays(model):
+    """The arrays of a model whose kernel is an adapted kernel fitted on data: its ``X_fit``, its projection ``P`` and
+    the support vectors' data it is evaluated on; None for any other kernel."""
+    from ..alignment._inductive import AdaptedKernel
+
+    kernel = model.kernel
+    if not isinstance(kernel, AdaptedKernel) or kernel.precomputed or not isinstance(kernel.X_fit, np.ndarray):
+        return None
+    return {"adapted_X_fit": kernel.X_fit, "adapted_projection": kernel.projection,
+            "support_data": np.asarray(model._support_data, dtype=np.float64)}
+
+
+def _restore_adapted_kernel(model, params, arrays):
+    """Put back the adapted kernel of a model saved by :func:`_adapted_kernel_arrays` (its spec in ``params``)."""
+    from ..alignment._inductive import AdaptedKernel
+
+    spec = params.get("kernel")
+    if isinstance(spec, dict) and spec.get("name") == AdaptedKernel.SPEC_NAME:
+        model.kernel = AdaptedKernel.from_dict(spec, arrays["adapted_X_fit"], arrays["adapted_projection"])
+        model._support_data = arrays["support_data"]
 
 
 #: Fitted attributes that a model saves when the estimator has them, and that models written before they were saved
@@ -245,6 +191,7 @@ def _svc_restore(cls, attrs, arrays, parts):
     model._set_dual_coef()
     model.fit_status_ = int(attrs.get("fit_status", 0))  # not recorded by the first models: 0, as reported
     _restore_optional(model, attrs)
+    _restore_adapted_kernel(model, attrs["params"], arrays)
     return model
 
 
@@ -311,14 +258,15 @@ _SINGLE_SCALARS = {"n_iter": "n_iter_", "fit_status": "fit_status_", "objective"
 def _single_state(model):
     attributes, sv_arrays = _kernel_model_state(model)
     attributes.update({name: getattr(model, a) for name, a in _SINGLE_SCALARS.items()},
-                      n_features_in=int(model.n_features_in_))
+                      n_features_in=getattr(model, "n_features_in_", None))
     return attributes, {**{name: getattr(model, a) for name, a in _SINGLE_ARRAYS.items()}, **sv_arrays}, {}
 
 
 def _single_restore(cls, attrs, arrays, parts):
     model = _estimator(cls, attrs["params"])
     model._kernel = _kernel_of(attrs["kernel"])
-    model.n_features_in_ = int(attrs["n_features_in"])
+    if attrs["n_features_in"] is not None:  # None after a fit with a kernel function (as scikit-learn's)
+        model.n_features_in_ = int(attrs["n_features_in"])
     model.shape_fit_ = tuple(attrs["shape_fit"])
     for name, attribute in _SINGLE_ARRAYS.items():
         setattr(model, attribute, arrays[name])
@@ -330,6 +278,7 @@ def _single_restore(cls, attrs, arrays, parts):
     if hasattr(cls, "score_samples"):
         model.offset_ = -model.intercept_
     _restore_optional(model, attrs)
+    _restore_adapted_kernel(model, attrs["params"], arrays)
     return model
 
 
@@ -343,12 +292,22 @@ def _learner_state(model):
     if not isinstance(model.X_fit, np.ndarray):
         raise ValueError("only learners trained on dense data can be saved; convert X with X.toarray().")
     attributes = {"learner": model.learner, "kernel": model.kernel.to_dict(),
-                  "classes": None if model.classes is None else model.classes.tolist()}
+                  "classes": None if model.classes is None else model.classes.tolist(),
+                  **({} if getattr(model, "alpha", None) is None else {"alpha": float(model.alpha)})}
     return attributes, {"X_fit": model.X_fit, "dual_coef": model.dual_coef}, {}
 
 
+#: The class a Parzen window model of the learner format is read as.
+_PARZEN = "dkernel.svm._parzen:ParzenWindowClassifier"
+
+
 def _learner_restore(cls, attrs, arrays, parts):
-    return cls(attrs["learner"], _kernel_of(attrs["kernel"]), arrays["X_fit"], arrays["dual_coef"], attrs["classes"])
+    """A ridge model as a :class:`KernelExpansion`; a Parzen window one (written by ``dkernel fit --learner parzen``
+    before it saved the estimator itself) as the ParzenWindowClassifier it is."""
+    if attrs["learner"] == "parzen":
+        return learner_parzen_restore(_imported(_PARZEN), attrs, arrays)
+    return cls(attrs["learner"], _kernel_of(attrs["kernel"]), arrays["X_fit"], arrays["dual_coef"], attrs["classes"],
+               alpha=attrs.get("alpha"))
 
 
 #: The registry of model formats, by the ``format`` name recorded in each model.
@@ -377,7 +336,9 @@ FORMATS = {fmt.name: fmt for fmt in (
                 ("params", "kernel", "n_features_in", "shape_fit", *_SINGLE_SCALARS, "sparse_support_vectors",
                  "sv_shape"), _single_state, _single_restore),
     ModelFormat("learner", "dkernel.svm._learner_models:KernelExpansion", ("X_fit", "dual_coef"),
-                ("learner", "kernel", "classes"), _learner_state, _learner_restore),
+                ("learner", "kernel", "classes"), _learner_state, _learner_restore,
+                reads_as=(_PARZEN,)),
+    *(ModelFormat(*spec) for spec in MORE_FORMATS),
 )}
 
 #: The format of an SVC model.
@@ -450,7 +411,7 @@ def read_model(path, estimator_class=None):
     fmt = _check_format(path, attrs)
     cls = fmt.estimator_class()
     if estimator_class is not None:
-        if not issubclass(estimator_class, cls):
+        if not issubclass(estimator_class, cls) and not _read_as(fmt, estimator_class):
             raise ModelFormatError(f"{path} holds {fmt.description}, not a model of {estimator_class.__name__}: "
                                    f"read it with {cls.__name__}.load(path) or dkernel.load_model(path).")
         cls = estimator_class
@@ -459,6 +420,16 @@ def read_model(path, estimator_class=None):
                       f"verifying its arrays and parameters. Saved again (save(path, overwrite=True)), it has them.",
                       UnverifiedModelWarning, stacklevel=3)
     return _read(path, path, None, attrs, fmt, cls)
+
+
+def _read_as(fmt, estimator_class):
+    """Whether ``fmt`` restores a model as ``estimator_class`` (one of its ``reads_as``)."""
+    return any(issubclass(estimator_class, _imported(name)) for name in fmt.reads_as)
+
+
+def _imported(name):
+    module, _, attribute = name.partition(":")
+    return getattr(importlib.import_module(module), attribute)
 
 
 def _damaged(path, part, detail):
