@@ -53,7 +53,7 @@ _EXPORTS = {
     ".exceptions": ("ArtifactPathError", "CorruptModelError", "CorruptStoreError", "DKernelError", "EmptyInputError",
                     "FeatureMismatchError", "IncompleteStoreError", "InputFileError", "InvalidKernelParameterError",
                     "ModelFormatError", "NonFiniteInputError", "StoreMismatchError", "UnverifiableStoreError",
-                    "UnverifiedModelWarning", "UnverifiedStoreWarning"),
+                    "RepairedStoreWarning", "UnverifiedModelWarning", "UnverifiedStoreWarning"),
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
 

@@ -23,6 +23,7 @@ __all__ = [
     "CorruptStoreError",
     "UnverifiableStoreError",
     "UnverifiedStoreWarning",
+    "RepairedStoreWarning",
     "CorruptModelError",
     "ModelFormatError",
     "UnverifiedModelWarning",
@@ -82,6 +83,10 @@ class UnverifiableStoreError(DKernelError, ValueError):
 
 class UnverifiedStoreWarning(UserWarning):
     """A Gram store written without checksums is read without verifying its data."""
+
+
+class RepairedStoreWarning(UserWarning):
+    """A fit found damaged blocks in the Gram store it reads, and computed them again before reading them."""
 
 
 class CorruptModelError(DKernelError, OSError):

@@ -73,17 +73,26 @@ def test_store_records_its_checksums(X, tmp_path):
     path = tmp_path / "K.zarr"
     gram = GramMatrix.compute(X, store=path, options=GramOptions(checksum_bytes=40), **PARAMS)
     attrs = dict(zarr.open_group(str(path), mode="r").attrs)
-    assert attrs["format_version"] == STORE_VERSION == 3
+    assert attrs["format_version"] == STORE_VERSION == 4
     assert attrs["checksums"] == {"algorithm": "crc32c", "segment_columns": 5}
     sums = zarr.open_array(str(path), path="checksums", mode="r")[:]
     assert sums.shape == (50, 4 * 4)  # 4 column blocks of ceil(16 / 5) segments
     K = gram.to_numpy()
-    # Row 20, column block 1 (columns 16:32): segments 16:21, 21:26, 26:31, 31:32.
-    expected = [google_crc32c.value(K[20, a:b].tobytes()) for a, b in [(16, 21), (21, 26), (26, 31), (31, 32)]]
+
+    def key(i, j, row, q):
+        """The key of a stored checksum (format version 4), written out from its definition."""
+        block = google_crc32c.value(f"{attrs['write_id']}:{i}:{j}:{q}".encode())
+        return block ^ (((row + 1) * 0x9E3779B1) & 0xFFFFFFFF)
+
+    # Row 20 (block row 1), column block 1 (columns 16:32): segments 16:21, 21:26, 26:31, 31:32.
+    expected = [google_crc32c.value(K[20, a:b].tobytes()) ^ key(1, 1, 20, q)
+                for q, (a, b) in enumerate([(16, 21), (21, 26), (26, 31), (31, 32)])]
     assert sums[20, 4:8].tolist() == expected
-    assert sums[20, 12:16].tolist() == [google_crc32c.value(K[20, 48:50].tobytes()), 0, 0, 0]  # 2 columns
+    assert sums[20, 12:16].tolist() == [google_crc32c.value(K[20, 48:50].tobytes()) ^ key(1, 3, 20, 0),
+                                        key(1, 3, 20, 1), key(1, 3, 20, 2), key(1, 3, 20, 3)]  # 2 columns
     diag = zarr.open_array(str(path), path="diag_checksums", mode="r")[:]
-    assert diag[3] == google_crc32c.value(np.diag(K)[48:50].tobytes())
+    assert diag[3] == google_crc32c.value(np.diag(K)[48:50].tobytes()) ^ google_crc32c.value(
+        f"{attrs['write_id']}:diagonal:3".encode())
     assert gram.info()["checksums"] is True
 
 

@@ -49,6 +49,7 @@ when it runs.
 
 import argparse
 import sys
+import warnings
 
 __all__ = ["build_parser", "main"]
 
@@ -114,6 +115,13 @@ def main(argv=None):
         return _closed_pipe()
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """A warning on the command line: ``dkernel: warning: ...`` on one line (its category named), no source line."""
+    text = " ".join(str(message).split())
+    kind = "" if category is UserWarning else f" ({category.__name__})"
+    print(f"dkernel: warning{kind}: {text}", file=sys.stderr if file is None else file)
+
+
 def _run(args):
     """Check the options of ``args`` and run its command; an error is one line ``dkernel: error: ...``."""
     from ..exceptions import DKernelError
@@ -121,7 +129,9 @@ def _run(args):
 
     try:
         _check_options(args)
-        status = args.run(args)
+        with warnings.catch_warnings():  # a warning is one line, as an error is
+            warnings.showwarning = _show_warning
+            status = args.run(args)
         if sys.stdout is not None:  # (None: the command was started with stdout closed)
             sys.stdout.flush()  # a closed pipe is found here, not at exit (Python's note on SIGPIPE)
         return status

@@ -5,7 +5,7 @@ import os
 
 from .._runtime.integrity import json_crc32c
 from ..kernels._kernels import kernel_from_dict
-from ._format import MUTABLE_ATTRIBUTES, STORE_FORMAT, STORE_VERSION, _read_root
+from ._format import CHECKSUMMED_VERSIONS, MUTABLE_ATTRIBUTES, STORE_FORMAT, STORE_VERSION, _read_root
 
 __all__ = ["trusted_attributes"]
 
@@ -40,12 +40,12 @@ def _attribute_damage(attrs, has_checksum_array):
         if damage:
             return damage
     version = attrs.get("format_version")
-    if version not in (1, 2, STORE_VERSION):
+    if version not in (1, 2, *CHECKSUMMED_VERSIONS):
         return [("attribute 'format_version'", f"is {version!r}, not a format version this dkernel reads (1 to "
                                               f"{STORE_VERSION})")]
     spec = attrs.get("checksums")
-    if version == STORE_VERSION or has_checksum_array or spec is not None:
-        if version != STORE_VERSION:
+    if version in CHECKSUMMED_VERSIONS or has_checksum_array or spec is not None:
+        if version not in CHECKSUMMED_VERSIONS:
             damage.append(("attribute 'format_version'", f"is {version}, a version without checksums, but the store "
                                                          f"holds checksums"))
         if not (isinstance(spec, dict) and spec.get("algorithm") == "crc32c" and set(spec) == {

@@ -6,6 +6,12 @@ flag. Every read checks the rows it returns, reading whole segments: a row
 read costs one CRC-32C call per block it crosses (several GB/s), the stored
 checksums of the segments being combined into the checksum of the span read
 (:func:`_crc_concat`). A mismatch raises :class:`~dkernel.exceptions.CorruptStoreError`.
+
+From format version 4 the checksums are stored keyed (:func:`_block_key`): each is the CRC-32C XOR a key of the
+store's ``write_id``, the block (i, j), the segment and the row. A CRC-32C says only that a row's bytes are the bytes
+its checksum was taken of; the key says that they are this store's bytes of that place, so a block copied together
+with its checksums from another store, or onto another block of this one, fails its checks like any damaged block.
+Version 3 stores (plain CRC-32C) are read and resumed as they were written.
 """
 
 import functools
@@ -18,7 +24,7 @@ from zarr.codecs import BytesCodec
 
 from ..exceptions import CorruptStoreError
 from ._corruption import _corrupt_error, _decoding, corruption_message
-from ._format import _ARRAY_CONFIG, _remove_chunk
+from ._format import _ARRAY_CONFIG, KEYED_CHECKSUMS_VERSION, _remove_chunk
 from ._grid import _BlockGrid
 
 __all__ = []
@@ -56,6 +62,26 @@ def _crc_concat(crcs, nbytes):
     return acc
 
 
+#: An odd 32-bit constant (the golden ratio's): the row term of a key, ``(row + 1) · c mod 2³²``, differs for every
+#: row of a store of fewer than 2³² rows.
+_ROW_MULTIPLIER = np.uint32(0x9E3779B1)
+
+
+def _block_key(write_id, i, j, n_segments, rows):
+    """``(len(rows), n_segments)`` uint32: the key XORed onto the stored checksums of block (i, j) of the store
+    ``write_id``, for its matrix rows ``rows`` (a range): a CRC-32C of the store, block and segment, XOR a term of
+    the row."""
+    segments = np.array([google_crc32c.value(f"{write_id}:{i}:{j}:{q}".encode()) for q in range(n_segments)],
+                        dtype=np.uint32)
+    row_terms = (np.arange(rows.start, rows.stop, dtype=np.uint32) + np.uint32(1)) * _ROW_MULTIPLIER
+    return row_terms[:, None] ^ segments[None, :]
+
+
+def _diagonal_key(write_id, i):
+    """The key XORed onto the stored checksum of chunk i of the diagonal of the store ``write_id``."""
+    return np.uint32(google_crc32c.value(f"{write_id}:diagonal:{i}".encode()))
+
+
 def _row_crcs(A):
     """The CRC-32C of each row of a 2-D array (of the bytes of its values in little-endian order)."""
     A = np.asarray(A)
@@ -84,12 +110,13 @@ class _Checksums:
     drops them.
     """
 
-    def __init__(self, path, grid, itemsize, seg):
+    def __init__(self, path, grid, itemsize, seg, key=None):
         self.path = path
         self.grid = grid
         self.itemsize = int(itemsize)
         self.seg = int(seg)
         self.spb = -(-grid.cc // self.seg)
+        self.key = key  # the store's write_id from format version 4 (keyed checksums), else None
         self._stored = {}
         self._whole = {}
         self._array = None
@@ -113,8 +140,24 @@ class _Checksums:
             detail = f"attribute 'checksums' is {spec!r}, not a checksum spec"
             raise CorruptStoreError(corruption_message(str(path), [], detail), path=str(path), blocks=[],
                                     detail=detail)
+        key = None
+        version = attrs.get("format_version")
+        if isinstance(version, int) and version >= KEYED_CHECKSUMS_VERSION:
+            key = attrs.get("write_id")
+            if not isinstance(key, str) or not key:
+                detail = f"attribute 'write_id' is {key!r}: the store's checksums are keyed by it"
+                raise CorruptStoreError(corruption_message(str(path), [], detail), path=str(path), blocks=[],
+                                        detail=detail)
         grid = _BlockGrid(attrs["shape"], attrs["chunks"], attrs["symmetric"])
-        return cls(path, grid, np.dtype(attrs["dtype"]).itemsize, spec["segment_columns"])
+        return cls(path, grid, np.dtype(attrs["dtype"]).itemsize, spec["segment_columns"], key)
+
+    def _keyed(self, i, j, table):
+        """``table`` (checksums of rows of block (i, j), from its first row) with the block's key XORed on: how
+        they are stored, and, stored ones, how they are read back. Unchanged for an unkeyed (version 3) store."""
+        if self.key is None:
+            return table
+        first = self.grid.rows(i).start
+        return table ^ _block_key(self.key, i, j, self.spb, range(first, first + table.shape[0]))
 
     @staticmethod
     def spec(options, dtype, grid):
@@ -146,12 +189,12 @@ class _Checksums:
         """Store the checksums ``table`` (from :meth:`of_rows`) of block (i, j)."""
         array = zarr.open_array(store=self.path, path="checksums", mode="r+", config=_ARRAY_CONFIG)
         _remove_chunk(self.path, "checksums", array, (i, j))
-        array[self.grid.rows(i), j * self.spb : (j + 1) * self.spb] = table
+        array[self.grid.rows(i), j * self.spb : (j + 1) * self.spb] = self._keyed(i, j, np.asarray(table, np.uint32))
 
     def write_diagonal(self, i, values):
         """Store the checksum of chunk i of the diagonal."""
         array = zarr.open_array(store=self.path, path="diag_checksums", mode="r+", config=_ARRAY_CONFIG)
-        array[i] = _row_crcs(np.asarray(values).reshape(1, -1))[0]
+        array[i] = _row_crcs(np.asarray(values).reshape(1, -1))[0] ^ self._diagonal_key(i)
 
     # ---------------------------------------------------------------- reading
     def width(self, j):
@@ -195,7 +238,7 @@ class _Checksums:
                     sums = np.asarray(self._array[rows, j * self.spb : (j + 1) * self.spb], dtype=np.uint32)
                 else:
                     sums = self._read_chunk(i, j)[: rows.stop - rows.start]
-            self._stored[i, j] = sums
+            sums = self._stored[i, j] = self._keyed(i, j, sums)
         return sums
 
     def _read_chunk(self, i, j):
@@ -236,7 +279,11 @@ class _Checksums:
         with _decoding(self.path, [(i, i) for i in range(self.grid.n_row_blocks)], "the diagonal's checksums"):
             sums = zarr.open_array(store=self.path, path="diag_checksums", mode="r")[:]
         return [i for i in range(self.grid.n_row_blocks)
-                if _row_crcs(np.asarray(diagonal[self.grid.rows(i)]).reshape(1, -1))[0] != sums[i]]
+                if _row_crcs(np.asarray(diagonal[self.grid.rows(i)]).reshape(1, -1))[0] ^ self._diagonal_key(i)
+                != sums[i]]
+
+    def _diagonal_key(self, i):
+        return np.uint32(0) if self.key is None else _diagonal_key(self.key, i)
 
     def forget(self):
         """Drop the cached checksums: the next reads fetch them from the store."""

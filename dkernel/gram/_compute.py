@@ -47,7 +47,7 @@ from ._store import _prepare_store
 __all__ = []
 
 
-def _write_block(X, Z, kernel, grid, i, j, dtype, holder, run_id, checksum_columns=None):
+def _write_block(X, Z, kernel, grid, i, j, dtype, holder, run_id, checksum_spec=None):
     """Evaluate block (i, j), write it (and its mirror) and their checksums into the store, then flag it done.
 
     ``holder`` is the run's :class:`~dkernel.gram._identity.Claim`: the
@@ -57,17 +57,18 @@ def _write_block(X, Z, kernel, grid, i, j, dtype, holder, run_id, checksum_colum
     For an uncompressed store the block is evaluated into a buffer of this
     process's pool for ``run_id`` (:mod:`dkernel._runtime.buffers`), reused by the
     run's next block on this thread; the task's arguments hold no block
-    memory. ``checksum_columns`` is the store's checksum segment width
-    (None for a store written without checksums). Returns the number of
-    blocks evaluated (1), so a run can count its work.
+    memory. ``checksum_spec`` is the store's checksum segment width and key
+    (its ``write_id`` from format version 4, else None), None for a store
+    written without checksums. Returns the number of blocks evaluated (1),
+    so a run can count its work.
     """
     rows, cols = grid.rows(i), grid.cols(j)
     with held(holder.path, holder.write_id, holder.run) as folder:
         root = folder.root
         store = zarr.open_array(store=root, path="K", mode="r+", config=_ARRAY_CONFIG)
         shards = _ShardFiles.of(store, os.path.join(root, "K"))
-        checksums = None if checksum_columns is None else _Checksums(root, grid, np.dtype(dtype).itemsize,
-                                                                     checksum_columns)
+        checksums = None if checksum_spec is None else _Checksums(root, grid, np.dtype(dtype).itemsize,
+                                                                  *checksum_spec)
         if shards is not None:
             shape = (rows.stop - rows.start, cols.stop - cols.start)
             buffer = block_buffer(run_id, shape, dtype, grid.rc * grid.cc * np.dtype(dtype).itemsize)
@@ -232,7 +233,7 @@ def _compute_into_store(X, Z, kernel, grid, dtype, meta, target, overwrite, clie
     repaired = _unflag_damaged_blocks(blocks, grid, done_before, options, holder)
     if repaired:
         done_before = blocks.done(refresh=True)
-    checksum_columns = None if blocks.checksums is None else blocks.checksums.seg
+    checksum_spec = None if blocks.checksums is None else (blocks.checksums.seg, blocks.checksums.key)
     pairs = grid.evaluated_blocks(done=done_before)
     n_computed = 0
     started = time.perf_counter()
@@ -241,7 +242,7 @@ def _compute_into_store(X, Z, kernel, grid, dtype, meta, target, overwrite, clie
             Xk, Zk = _data_keys(X, Z, grid, client)
             run_id = "gram-run-" + uuid.uuid4().hex
             tasks = [dask.delayed(_write_block, pure=False)(Xk, Zk, kernel, grid, i, j, dtype, holder, run_id,
-                                                            checksum_columns)
+                                                            checksum_spec)
                      for i, j in pairs]
             try:
                 with _local_blas_threads(client, len(tasks)):

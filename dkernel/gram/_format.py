@@ -1,6 +1,6 @@
 """The Gram store format: layout, version, attributes, provenance and the data fingerprint.
 
-Store layout (a zarr v3 group, format version 3)::
+Store layout (a zarr v3 group, format version 4)::
 
     K.zarr/
       zarr.json     attributes: kernel, shape, dtype, chunks, data fingerprint,
@@ -18,7 +18,10 @@ Store layout (a zarr v3 group, format version 3)::
 ``K`` is a standard zarr v3 sharded array that any zarr reader opens. A store
 derived from a Gram (``to_zarr`` of a lazy view) has one plain chunk per block
 instead of a shard. Stores of format version 1 have one plain chunk per block
-and no checksums; version 2 has shards and no checksums.
+and no checksums; version 2 has shards and no checksums; version 3 has checksums that are the plain CRC-32C of
+each row segment. From version 4 each stored checksum is that CRC XOR a key of the store's ``write_id``, the block
+(i, j), the segment and the row (:mod:`dkernel.gram._checksums`): a block copied with its checksums from another
+store, or from another place in this one, fails its checks as any damaged block does.
 
 The attributes also hold the store's identity, ``write_id`` (random, given
 when the store is created; see :mod:`dkernel.gram._identity`), the claim of
@@ -46,6 +49,8 @@ from ..kernels._kernels import describe_kernel
 __all__ = [
     "STORE_FORMAT",
     "STORE_VERSION",
+    "CHECKSUMMED_VERSIONS",
+    "KEYED_CHECKSUMS_VERSION",
     "data_fingerprint",
     "describe_operators",
     "describe_step",
@@ -54,7 +59,12 @@ __all__ = [
 ]
 
 STORE_FORMAT = "dkernel-gram"
-STORE_VERSION = 3  # 3: row checksums (``checksums/``); 2: one shard per block; 1: one plain chunk per block
+#: 4: row checksums keyed by the store's identity and each block's place; 3: row checksums (``checksums/``); 2: one
+#: shard per block; 1: one plain chunk per block.
+STORE_VERSION = 4
+#: The versions whose rows carry checksums (each read verified), and the first whose checksums are keyed.
+CHECKSUMMED_VERSIONS = (3, 4)
+KEYED_CHECKSUMS_VERSION = 4
 
 _FINGERPRINT_ROWS = 65536
 # Block task arrays are written with empty-chunk detection off: a chunk of zeros

@@ -191,10 +191,12 @@ def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progre
         chunk, dtype = stored_layout(store_path, storage_options) or (None, solver_precision(X.shape[0],
                                                                                            single_precision))
         try:
-            return GramMatrix.compute(X, kernel=kernel, store=store_path, chunk=chunk, dtype=dtype, client=client,
-                                      progress=progress, storage_options=storage_options), "store"
+            gram = GramMatrix.compute(X, kernel=kernel, store=store_path, chunk=chunk, dtype=dtype, client=client,
+                                      progress=progress, storage_options=storage_options)
         except StoreMismatchError as exc:  # a fit never replaces a store: its own advice, not "pass overwrite"
             raise kept_store_error(exc) from None
+        _warn_repaired(gram, store_path)
+        return gram, "store"
     X = kernel_input(X)
     n = X.shape[0]
     # A large Gram in float32: the solver's row reads and gradient updates are memory-bound, and half
@@ -211,6 +213,18 @@ def training_gram(X, kernel, client, *, store_path=None, cache_size=None, progre
     # On a cluster without a store, each worker computes the kernel columns of its own
     # row range from X (shipped once), so no Gram matrix travels over the network.
     return KernelGram(X, kernel, cache_bytes=row_cache_bytes(cache_size)), "on-the-fly"
+
+
+def _warn_repaired(gram, path):
+    """Say that the store a fit reads had damaged blocks, computed again before the fit read them."""
+    repaired = gram.blocks_repaired
+    if repaired:
+        from ..exceptions import RepairedStoreWarning
+
+        shown = ", ".join(map(str, repaired[:8])) + (", ..." if len(repaired) > 8 else "")
+        warnings.warn(f"the Gram store {path} had {len(repaired)} damaged block(s) ({shown}): they did not match "
+                      f"their checksums, and were computed again before this fit read them. Check the disk or whatever "
+                      f"else writes into the store.", RepairedStoreWarning, stacklevel=4)
 
 
 def stored_layout(path, storage_options=None):
