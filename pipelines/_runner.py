@@ -169,12 +169,12 @@ def build_parser(name, description):
     )
     parser.add_argument("--quick", action="store_true",
                         help="reduced run for smoke tests (under a minute); a quick run never replaces full results")
-    _add_cluster_arguments(parser, "local; 'threads' runs the tasks in this process")
+    _add_cluster_arguments(parser, "local; 'threads' runs the tasks in this process",
+                           workers_help="LocalCluster workers (default: cores)")
     parser.add_argument("--out", type=Path, default=None,
                         help="output folder (default: results/, and results/quick/ with --quick)")
     parser.add_argument("--repeats", type=int, default=None, help="random repeats (default: the paper's 10)")
     parser.add_argument("--seed", type=int, default=0, help="root random seed (default: 0)")
-    parser.add_argument("--workers", type=int, default=None, help="LocalCluster workers (default: cores)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace the results of an earlier run in OUT/NAME: quick previews under results/quick "

@@ -38,7 +38,7 @@ The rule applied by every writer:
   resumed or replaced at the link's target (beside it, on its filesystem);
   the link itself is never replaced or deleted;
 * a new artifact is written in a sibling folder of its target
-  (``.NAME.dkernel-tmp-XXXXXXXX``, same filesystem) and renamed into place
+  (``.NAME.dkernel-tmp-MACHINE-PID-XXXXXXXX``, same filesystem) and renamed into place
   when complete, never over anything another process put there meanwhile.
   An artifact being replaced must still be the one its writer decided to
   replace (its :func:`identity`); it is swapped with the new one in one
@@ -46,7 +46,9 @@ The rule applied by every writer:
   else renamed aside (``.NAME.dkernel-replaced-XXXXXXXX``) first; only then
   is it deleted. A failed write leaves the previous artifact intact; a
   process killed at the wrong moment may leave a hidden sibling folder
-  behind, which is never read and may be deleted.
+  behind, which is never read, and which the next write beside it on the
+  same machine deletes (:func:`remove_abandoned`: its writer's process is
+  gone).
 
 Deletion goes through :func:`remove_own` only: it deletes a folder created by
 the running write, or one whose metadata names it an artifact of the
@@ -69,6 +71,7 @@ import warnings
 from ..exceptions import ArtifactPathError
 from .contents import foreign_files, layout
 from .contents import read_json as _read_json
+from .siblings import _sibling, new_sibling, partial_path, remove_abandoned, target_path  # noqa: F401 (re-exported)
 
 __all__ = [
     "KINDS",
@@ -82,6 +85,7 @@ __all__ = [
     "install",
     "new_sibling",
     "partial_path",
+    "remove_abandoned",
     "remove_own",
     "target_path",
     "writing",
@@ -166,21 +170,6 @@ def artifact_kind(path):
         if "format" not in results and "pipeline" in results and "records" in results:
             return "results"
     return None
-
-
-def target_path(path):
-    """The folder a write at ``path`` writes: ``path`` made absolute, or the target of the symbolic link there.
-
-    Raises :class:`ArtifactPathError` for a link that leads to itself (a loop).
-    """
-    path = os.path.abspath(os.fspath(path))
-    if not os.path.islink(path):
-        return path
-    target = os.path.realpath(path)
-    if os.path.islink(target):
-        raise ArtifactPathError(f"{path} is a symbolic link that never reaches a folder (a loop); replace the link "
-                                f"or choose another path.")
-    return target
 
 
 def identity(path):
@@ -378,29 +367,6 @@ def _check_not_nested(path, kind):
         if parent == folder:
             return
         child, folder = folder, parent
-
-
-def _sibling(path, tag):
-    parent, name = os.path.split(target_path(path))
-    return os.path.join(parent, f".{name}.dkernel-{tag}")
-
-
-def partial_path(path):
-    """The fixed sibling folder where a resumable writer builds the replacement of ``path`` (of its link's target)."""
-    return _sibling(path, "partial")
-
-
-def new_sibling(path):
-    """Create and return a new empty folder beside ``path`` (same parent) for writing its replacement."""
-    parent = os.path.dirname(target_path(path))
-    os.makedirs(parent, exist_ok=True)
-    while True:
-        candidate = _sibling(path, "tmp-" + uuid.uuid4().hex[:8])
-        try:
-            os.mkdir(candidate)
-        except FileExistsError:
-            continue
-        return candidate
 
 
 # --------------------------------------------------------------------------- #

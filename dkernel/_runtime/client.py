@@ -31,6 +31,7 @@ __all__ = [
     "open_client",
     "describe_cluster",
     "is_dask_array",
+    "worker_memory_limit",
 ]
 
 #: Seconds without a finished task, with every worker paused, before a run is
@@ -66,6 +67,11 @@ def resolve_client(client):
             return None, False
     if isinstance(client, (str, os.PathLike, ClusterSpec)):
         return open_client(client, option="client="), True
+    if getattr(client, "status", None) in ("closing", "closed"):
+        raise ValueError(
+            f"client {client!r} is closed; pass an open distributed.Client, a cluster spec (a scheduler address, "
+            f"'local', a scheduler file or a cluster YAML file), None for the default client, or False for none."
+        )
     if not hasattr(client, "submit"):
         raise TypeError(
             f"client must be a distributed.Client, a cluster spec (a scheduler address, 'local', a scheduler "
@@ -336,8 +342,10 @@ def _raise_task_error(future, result, n_tasks):
         raise exc.with_traceback(tb)
     if future.status == "cancelled":
         raise RuntimeError(
-            f"a task of {n_tasks} was cancelled before it finished (a worker died or the client disconnected); "
-            f"run the same computation again to resume from what was already written."
+            f"a task of {n_tasks} was cancelled before it finished: a worker died (a worker restarted for going "
+            f"over its memory_limit dies this way: then give the workers more memory, or use smaller blocks, chunk= "
+            f"or CLI --chunk) or the client disconnected. Running the same computation again resumes from what was "
+            f"already written (the finished blocks of a Gram store); other work starts over."
         )
 
 
@@ -349,8 +357,10 @@ def _raise_if_stalled(client, timeout, what="no task finished"):
     workers = client.scheduler_info(n_workers=-1).get("workers", {})
     if not workers:
         raise ClusterStalledError(
-            f"{what} in {format_time(timeout)} and the cluster has no workers; start workers "
-            f"(or a larger cluster) and run again: the blocks already written are kept."
+            f"{what} in {format_time(timeout)} and the cluster has no workers now (none started, or they keep "
+            f"dying: workers restarted for going over their memory_limit leave it without any for a while); start "
+            f"workers, or give them more memory or smaller blocks (chunk=, CLI --chunk), and run again: the finished "
+            f"blocks of a Gram store are kept."
         )
     paused = {address: info for address, info in workers.items() if str(info.get("status", "")).endswith("paused")}
     if len(paused) < len(workers):
@@ -366,6 +376,16 @@ def _raise_if_stalled(client, timeout, what="no task finished"):
         f"workers a larger memory_limit, use smaller blocks (chunk=, CLI --chunk) or fewer threads per "
         f"worker; the blocks already written are kept and a new run resumes from them."
     )
+
+
+def worker_memory_limit(client):
+    """The smallest ``memory_limit`` of the workers of ``client`` in bytes; None without a client, without workers
+    or without limits."""
+    if client is None:
+        return None
+    workers = client.scheduler_info(n_workers=-1).get("workers", {})
+    limits = [int(info["memory_limit"]) for info in workers.values() if info.get("memory_limit")]
+    return min(limits) if limits else None
 
 
 def _memory(nbytes):
@@ -514,7 +534,7 @@ def describe_cluster(client):
     engine = type(cluster).__name__
     name = "a local cluster" if engine == "LocalCluster" else f"a {cluster.name if engine == 'SpecCluster' else engine}"
     jobs = [str(job.job_id) for job in getattr(cluster, "workers", {}).values() if getattr(job, "job_id", None)]
-    return f"{name} at {cluster.scheduler_address} with {workers} workers" + (
+    return f"{name} at {cluster.scheduler_address} with {workers} worker{'' if workers == 1 else 's'}" + (
         f" (batch jobs {', '.join(jobs)})" if jobs else "")
 
 

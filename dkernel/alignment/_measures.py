@@ -528,7 +528,8 @@ def _off_diagonal_sums_of_samples(source, t, strata, samples, client, progress):
     """:func:`_off_diagonal_sums` of every sample, in this process or one task per sample on ``client``."""
     k = int(strata.max()) + 1
     on_cluster_kernel = client is not None and isinstance(source, KernelGram) and source.kernel is not None
-    if not on_cluster_kernel and (isinstance(source, np.ndarray) or hasattr(source, "principal_submatrix")):
+    if not on_cluster_kernel and (isinstance(source, np.ndarray) or hasattr(source, "principal_submatrix")
+                                  or hasattr(source, "submatrix")):  # a store: the samples' rows alone
         return [_off_diagonal_sums(principal_submatrix(source, S), t[S], strata[S], k) for S in samples]
     if not on_cluster_kernel:
         # The submatrices as arrays, in one computation: Dask's array optimizations then read only the sampled

@@ -236,7 +236,7 @@ def _run_adapt(args):
     spec, flag = _cluster_choice(args)
     from .._runtime.client import scheduler_client
 
-    with scheduler_client(spec, option=flag) as client:
+    with scheduler_client(spec, n_workers=args.workers, option=flag) as client:
         _announce_cluster(client)
         if args.algorithm == "inductive":
             G, aligner = _inductive(gram, y, rows, args, client)

@@ -124,7 +124,8 @@ _LOWEST = {
     "gram": (("chunk", 1), ("workers", 1)),
     "center": (("sample", 1),),
     "align": (("sample", 2), ("repeats", 2)),
-    "fit": (("centering_sample", 2), ("working_set_size", 2)),
+    "fit": (("centering_sample", 2), ("working_set_size", 2), ("workers", 1)),
+    "adapt": (("workers", 1),),
 }
 _POSITIVE = {"fit": ("C", "tol")}
 
@@ -145,7 +146,7 @@ def _check_options(args):
         value = getattr(args, name)
         if value is not None and not (0 < value < float("inf")):
             raise ValueError(f"--{name} must be a finite number > 0; got {value:g}.")
-    if args.command == "gram":
+    if args.command in ("gram", "fit", "adapt"):  # the commands of --cluster (and --workers)
         _check_workers(args)
     _check_distinct_outputs([(flag, getattr(args, flag[2:].replace("-", "_"), None))
                              for flag in OUTPUT_FLAGS.get(args.command, ())])
@@ -449,10 +450,14 @@ CLUSTER_HELP = ("where the work runs: 'local' (worker processes, every server on
                 "cluster YAML file (SLURM, PBS, SSH, Kubernetes: see cluster/README.md)")
 
 
-def _add_cluster_arguments(group, default_help):
-    """--cluster SPEC and its older name --scheduler (the same choice; giving both is refused)."""
+def _add_cluster_arguments(group, default_help, workers_help=None):
+    """--cluster SPEC, its older name --scheduler (the same choice; giving both is refused), and --workers N of
+    --cluster local."""
     group.add_argument("--cluster", default=None, metavar="SPEC", help=f"{CLUSTER_HELP}; default: {default_help}")
     group.add_argument("--scheduler", default=None, metavar="SPEC", help="the same as --cluster (its older name)")
+    group.add_argument("--workers", type=int, default=None, metavar="N",
+                       help=workers_help or "number of worker processes of --cluster local (default: one per core); "
+                                            "refused with any other --cluster, and without one")
 
 
 def _cluster_choice(args, default=None):

@@ -193,10 +193,22 @@ def _checkpoint_of(args):
     if found != "same" and args.resume:
         raise ValueError(f"--resume: there is no checkpoint in --checkpoint {args.checkpoint} to resume from; "
                          f"run without --resume to start the fit and write one there.")
+    if found == "same" and args.resume and not _is_url(args.checkpoint) and not _holds_solver_state(args.checkpoint):
+        raise ValueError(f"--resume: the checkpoint in --checkpoint {args.checkpoint} holds no solver state to resume "
+                         f"from (no problem-K folder with a state in it: the fit stopped before its first write, or "
+                         f"they were removed); run without --resume to start the fit again there.")
     from ..solver import Checkpoint
 
     return Checkpoint(args.checkpoint, every_seconds=args.checkpoint_seconds, every_iter=args.checkpoint_iterations,
                       storage_options=storage_options)
+
+
+def _holds_solver_state(path):
+    """Whether the checkpoint folder ``path`` holds the written state of at least one of its binary problems."""
+    import os
+
+    return any(name.startswith("problem-") and os.path.isfile(os.path.join(path, name, "zarr.json"))
+               for name in os.listdir(path))
 
 
 def _run_fit(args):
@@ -236,7 +248,7 @@ def _run_fit(args):
               random_state=args.seed,
               verbose=not args.quiet, checkpoint=checkpoint)
     spec, flag = _cluster_choice(args)
-    with scheduler_client(spec, option=flag) as client:
+    with scheduler_client(spec, n_workers=args.workers, option=flag) as client:
         _announce_cluster(client)
         clf.set_params(client=client)
         try:

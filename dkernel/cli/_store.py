@@ -109,9 +109,6 @@ def _gram_arguments(p):
                    help="compression of the stored chunks (default: none, fastest); a store written with another "
                         "codec is refused, as one of another --chunk")
     _add_cluster_arguments(e, "threads in this process")
-    e.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="number of worker processes of --cluster local (default: one per core); refused with "
-                        "any other --cluster, and without one")
     e.add_argument("--overwrite", action="store_true",
                    help="replace a Gram store built from other data, kernel or provenance (never another folder)")
     _add_storage_option_argument(e)

@@ -58,3 +58,20 @@ class _BlockGrid:
                     continue
                 blocks.append((i, j))
         return blocks
+
+
+def block_shape(options, dtype, shape, symmetric, memory_limit=None):
+    """The blocks' shape for a matrix of ``shape``: ``options.chunk`` when given, else
+    :func:`~dkernel._runtime.options.default_chunk` of blocks of at most 128 MiB and an eighth of ``memory_limit``
+    (the smallest worker's, in bytes; a task holds its block, the kernel's temporaries and the worker's own memory,
+    about 150 MB)."""
+    from .._runtime.options import TARGET_BLOCK_BYTES, default_chunk
+
+    def side(n):
+        if options.chunk is not None:
+            return min(int(options.chunk), n)
+        target = TARGET_BLOCK_BYTES if memory_limit is None else min(TARGET_BLOCK_BYTES, memory_limit // 8)
+        return min(default_chunk(dtype, target_bytes=target, n=n), n)
+
+    rows = side(shape[0])
+    return (rows, rows) if symmetric else (rows, side(shape[1]))

@@ -17,7 +17,7 @@ import dask.array as da
 import numpy as np
 from dask.utils import format_bytes
 
-from .._runtime.client import resolve_client
+from .._runtime.client import resolve_client, worker_memory_limit
 from .._runtime.object_store import is_url
 from .._runtime.options import GramOptions
 from .._runtime.validation import check_data, check_same_features
@@ -26,7 +26,7 @@ from ..kernels._kernels import get_kernel, kernel_from_dict, output_dtype
 from ._blocks import _ClusterBlocks, _MemoryBlocks, _warn_unverified, _ZarrBlocks
 from ._compute import _compute_in_memory, _compute_into_store
 from ._format import _provenance_of, data_fingerprint, describe_operators, matrix_form, store_size_bytes
-from ._grid import _BlockGrid
+from ._grid import _BlockGrid, block_shape
 from ._identity import StoreLostError, replaced_message
 from ._metadata import not_a_store, read_store_meta
 from ._remote import compute_into_url, open_url
@@ -109,7 +109,8 @@ class GramMatrix:
             it over, and a store replaced meanwhile never receives its blocks
             (:mod:`dkernel.gram._identity`).
         chunk : int, default=None
-            Side of the square blocks; see :class:`GramOptions`.
+            Side of the square blocks; None: blocks of about 128 MiB, at most an eighth of the smallest worker
+            ``memory_limit`` of ``client`` (:func:`~dkernel.gram._grid.block_shape`); see :class:`GramOptions`.
         dtype : {"float32", "float64"}, default=None
             See :class:`GramOptions`.
         overwrite : bool, default=False
@@ -180,23 +181,21 @@ class GramMatrix:
         Z = X if symmetric else Z.astype(data_dtype, copy=False)
         kernel = kernel.resolve(X.shape[1])
         shape = (X.shape[0], Z.shape[0])
-        chunks = (min(options.resolve_chunk(gram_dtype, shape[0]), shape[0]),) * 2
-        if not symmetric:
-            chunks = (chunks[0], min(options.resolve_chunk(gram_dtype, shape[1]), shape[1]))
-        meta = {
-            "kernel": kernel.to_dict(),
-            "shape": list(shape),
-            "dtype": gram_dtype.name,
-            "chunks": list(chunks),
-            "symmetric": symmetric,
-            "fingerprint": {"X": data_fingerprint(X), "Z": None if symmetric else data_fingerprint(Z)},
-        }
-        meta["provenance"] = {"kernel": meta["kernel"], "fingerprint": meta["fingerprint"], "operators": []}
-        grid = _BlockGrid(shape, chunks, symmetric)
-
         client, owned = resolve_client(client)
         keep_client = False
         try:
+            chunks = block_shape(options, gram_dtype, shape, symmetric, worker_memory_limit(client))
+            meta = {
+                "kernel": kernel.to_dict(),
+                "shape": list(shape),
+                "dtype": gram_dtype.name,
+                "chunks": list(chunks),
+                "symmetric": symmetric,
+                "fingerprint": {"X": data_fingerprint(X), "Z": None if symmetric else data_fingerprint(Z)},
+            }
+            meta["provenance"] = {"kernel": meta["kernel"], "fingerprint": meta["fingerprint"], "operators": []}
+            grid = _BlockGrid(shape, chunks, symmetric)
+
             if store is None:
                 blocks, n_computed = _compute_in_memory(X, Z, kernel, grid, gram_dtype, client, owned, options)
                 keep_client = isinstance(blocks, _ClusterBlocks)

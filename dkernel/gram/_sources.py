@@ -127,12 +127,25 @@ def source_diag(source):
 
 
 def principal_submatrix(source, indices):
-    """``K[indices][:, indices]`` as a float64 ndarray."""
+    """``K[indices][:, indices]`` as a float64 ndarray.
+
+    A source that reads its own submatrices (a store, a kernel with its data) gives the rows ``indices`` of the
+    column blocks holding ``indices``, one at a time: ``len(indices) × n`` values read, never a whole block.
+    """
     indices = np.asarray(indices, dtype=np.intp)
     if isinstance(source, np.ndarray):
         return np.asarray(source[np.ix_(indices, indices)], dtype=np.float64)
     if hasattr(source, "principal_submatrix"):
         return np.asarray(source.principal_submatrix(indices), dtype=np.float64)
+    if hasattr(source, "submatrix") and hasattr(source, "chunks"):
+        out = np.empty((indices.size, indices.size))
+        cc, n = int(source.chunks[1]), source_n(source)
+        column_block = indices // cc
+        for b in np.unique(column_block):
+            at = np.flatnonzero(column_block == b)
+            start = int(b) * cc
+            out[:, at] = source.submatrix(indices, start, min(start + cc, n))[:, indices[at] - start]
+        return out
     return np.asarray(source_dask(source)[indices][:, indices].compute(), dtype=np.float64)
 
 
