@@ -48,6 +48,22 @@ def data_home():
     )
 
 
+@pytest.fixture
+def cmc_classes_1_2():
+    """Contraceptive method choice, classes 1 and 2 (unscaled): ``(X, y)``; skipped without the data set."""
+    import numpy as np
+
+    from dkernel.datasets import load
+
+    try:
+        cmc = load("cmc", download=False)
+    except Exception as exc:  # noqa: BLE001 - the data set is optional here
+        pytest.skip(f"cmc not available: {exc}")
+    X, y = np.asarray(cmc.X, dtype=np.float64), np.asarray(cmc.y)
+    keep = np.isin(y, [1, 2])
+    return X[keep], y[keep]
+
+
 # --------------------------------------------------------------------------- #
 # A Dask scheduler and workers started as separate processes
 # --------------------------------------------------------------------------- #

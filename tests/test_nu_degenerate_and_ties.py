@@ -52,17 +52,11 @@ def test_regular_fit_does_not_warn():
         dkernel.NuSVC(kernel="linear", nu=0.5).fit(X, y)
 
 
-def test_cmc_overlapping_classes_warn():
+def test_cmc_overlapping_classes_warn(cmc_classes_1_2):
     from sklearn.preprocessing import StandardScaler
 
-    from dkernel.datasets import load
-    try:
-        cmc = load("cmc", download=False)
-    except Exception as exc:  # noqa: BLE001 - the data set is optional here
-        pytest.skip(f"cmc not available: {exc}")
-    X, y = np.asarray(cmc.X, dtype=np.float64), np.asarray(cmc.y)
-    keep = np.isin(y, [1, 2])
-    X, y = StandardScaler().fit_transform(X[keep]), y[keep]
+    X, y = cmc_classes_1_2
+    X = StandardScaler().fit_transform(X)
     with pytest.warns(UserWarning, match="w = 0"):
         dkernel.NuSVC(kernel="linear", nu=0.1).fit(X, y)
 

@@ -39,20 +39,9 @@ def test_folds_draw_as_before_where_the_sample_fits_them():
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
 
 
-def _raw_cmc_pair():
-    from dkernel.datasets import load
-    try:
-        cmc = load("cmc", download=False)
-    except Exception as exc:  # noqa: BLE001 - the data set is optional here
-        pytest.skip(f"cmc not available: {exc}")
-    X, y = np.asarray(cmc.X, dtype=np.float64), np.asarray(cmc.y)
-    keep = np.isin(y, [1, 2])
-    return X[keep], y[keep]
-
-
-def test_nu_scale_within_the_tolerance_of_zero_warns():
+def test_nu_scale_within_the_tolerance_of_zero_warns(cmc_classes_1_2):
     # Unscaled cmc, classes 1 and 2, a linear ν-SVC with ν = 0.1: r ≈ 2e-5, below tol = 1e-3.
-    X, y = _raw_cmc_pair()
+    X, y = cmc_classes_1_2
     with pytest.warns(UserWarning, match=r"(?s)r = .* within the solver's tolerance \(tol=0\.001\)"):
         model = dkernel.NuSVC(kernel="linear", nu=0.1).fit(X, y)
     assert np.all(np.isfinite(model.dual_coef_))
