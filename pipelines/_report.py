@@ -148,12 +148,27 @@ def paired_difference(records, key, match_a, match_b, pair_on=("repeat",)):
 
 
 def run_line(result):
-    """The report's ``Run:`` line: the command that produced ``result`` (as run), its seed and its duration."""
+    """The report's ``Run:`` line: the command that produced ``result`` (as run), its seed and its duration; after a
+    quick run, preceded by :func:`quick_run_note`."""
     from ._runner import command_line
 
     timing = f"{result.seconds:.0f} s" + (f", after {result.resumed} task(s) resumed from the records an earlier run "
                                           "of the same command saved" if result.resumed else "")
-    return f"Run: `{command_line(result.name, result.config)}` (seed {result.config.seed}; {timing})."
+    line = f"Run: `{command_line(result.name, result.config)}` (seed {result.config.seed}; {timing})."
+    return line if not result.config.quick else quick_run_note(result.records) + "\n\n" + line
+
+
+def quick_run_note(records):
+    """What a quick run's report is, said before anything else it says: a check that the pipeline runs, whose
+    verdicts (with the repeats its records hold) are no test of the paper's claims."""
+    repeats = count_repeats(records) if records and all("repeat" in r for r in records) else None
+    noise = ("" if repeats is None else
+             f" With {plural(repeats, 'repeat')} per cell, a standard error rests on {plural(max(repeats - 1, 0), 'degree')}"
+             f" of freedom, and 'beyond the noise' (two standard errors) is no significance test.")
+    return ("> **A quick run** (`--quick`): smaller data, fewer repeats and a reduced grid, to check in a minute that "
+            "the pipeline runs end to end. Its verdicts come from the same rules as a full run's, but they are not a "
+            f"test of the paper's claims.{noise} Where a row of the settings below is not marked as reduced, it "
+            "describes the full run. Run the command without `--quick` for the reproduction.")
 
 
 def not_run_note(planned, run):

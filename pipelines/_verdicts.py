@@ -201,6 +201,7 @@ def most(claim, parts):
     if len(groups["not reproduced"]) * 2 > n:
         return Verdict(claim, "not reproduced", text, converged=True, beyond_noise=True)
     held = len(groups["reproduced"]) * 2 > n
-    n_unconverged = 0 if held else sum(v.n_unconverged for _, v in parts)
+    # Every case is behind the verdict (its text lists them): their unconverged fits are counted, held or not.
+    n_unconverged = sum(v.n_unconverged for _, v in parts)
     return Verdict(claim, "reproduced" if held else "inconclusive", text, converged=not n_unconverged,
                    beyond_noise=False, n_unconverged=n_unconverged)

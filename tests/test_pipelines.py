@@ -624,3 +624,49 @@ def test_point_labels_do_not_overlap_and_coincident_points_share_one():
         for b in boxes[k + 1:]:
             assert not a.overlaps(b), (a, b)
     save_figure(fig, "/dev/null")
+
+
+# --------------------------------------------------------------------------- #
+# What a researcher's reading of the quick reports found
+# --------------------------------------------------------------------------- #
+
+
+@pytest.mark.parametrize("name", REPRODUCTIONS)
+def test_a_quick_report_says_first_that_it_is_no_test_of_the_paper(quick_runs, name):
+    report = (quick_runs[name].outdir / "report.md").read_text()
+    note = report.index("> **A quick run** (`--quick`)")
+    assert note < report.index("Run: `") and note < report.index("| claim | verdict |")
+    repeats = len({r["repeat"] for r in quick_runs[name].records})
+    assert f"With {repeats} repeats per cell, a standard error rests on {repeats - 1} degree" in report
+
+
+def test_a_full_report_has_no_quick_run_note():
+    from pipelines._report import run_line
+    from pipelines._runner import PipelineResult
+
+    result = PipelineResult(name="meila_imbalanced", config=PipelineConfig(quick=False), records=[{"repeat": 0}],
+                            summary=[], outdir=Path("."))
+    assert run_line(result).startswith("Run: `") and "quick run" not in run_line(result)
+
+
+def test_the_largest_decision_gap_is_the_largest_of_the_records(quick_runs):
+    result = quick_runs["meila_shift_synthetic"]
+    report = (result.outdir / "report.md").read_text()
+    for kernel in sorted({r["kernel"] for r in result.records}):
+        section = report.split(f"### {kernel}: size of the numbers", 1)[1].split("###", 1)[0]
+        rows = [line.split("|") for line in section.splitlines() if line.startswith("| ") and "---" not in line][1:]
+        for row in rows:
+            shift = float(row[1].strip())
+            gaps = [r["decision_gap"] for r in result.records if r["kernel"] == kernel and r["shift"] == shift
+                    and r["variant"] == "recentered" and r["solver"] == "libsvm"]
+            assert row[6].strip() == f"{max(gaps):.2g}"
+
+
+def test_most_counts_the_unconverged_fits_of_every_case():
+    from pipelines._fidelity import judge
+    from pipelines._verdicts import most
+
+    held = judge("", 0.1, se=0.01)
+    stuck = judge("", -0.01, se=0.01, converged=False, n_unconverged=4)
+    verdict = most("m", [("a", held), ("b", held), ("c", stuck)])
+    assert verdict.verdict == "reproduced" and verdict.n_unconverged == 4 and not verdict.converged
