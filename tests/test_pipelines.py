@@ -251,7 +251,10 @@ def test_cli_run_rejects_an_unknown_pipeline(capsys):
     from dkernel.cli import main
 
     assert main(["run", "no_such_pipeline"]) == 2
-    assert "meila_shift_synthetic" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "meila_shift_synthetic" in err and "did you mean" not in err
+    assert main(["run", "meila_imbalance", "--quick"]) == 2  # a misspelt name: the nearest one offered
+    assert "unknown pipeline 'meila_imbalance'; did you mean 'meila_imbalanced'?" in capsys.readouterr().err
 
 
 def test_cli_run_passes_options_to_the_pipeline(tmp_path, capsys):

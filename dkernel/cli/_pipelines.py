@@ -84,8 +84,13 @@ def _run_run(args):
         raise ValueError("give the NAME of a pipeline to run: dkernel run NAME [options] (the pipelines are listed "
                          "above; 'dkernel run --list' lists them alone).")
     if args.name not in registries:
+        import difflib
+
         known = ", ".join(registries) or "none installed"
-        raise ValueError(f"unknown pipeline {args.name!r}; available pipelines are {known} (dkernel run --list).")
+        close = difflib.get_close_matches(args.name, list(registries), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ValueError(f"unknown pipeline {args.name!r}; {hint}available pipelines are {known} (dkernel run "
+                         f"--list).")
     return registries[args.name].run(args.name, args.options)
 
 
