@@ -41,6 +41,6 @@ def run(name, argv=None):
 
     ``dkernel run NAME ...`` calls this through the entry point ``dkernel.pipelines`` (``pyproject.toml``).
     """
-    from ._runner import main_for
+    from ._command import main_for
 
     return main_for(get_pipeline(name), argv)

@@ -3,7 +3,7 @@
 import sys
 
 from . import PIPELINES, get_pipeline
-from ._runner import main_for
+from ._command import main_for
 
 
 def main(argv=None):
@@ -11,7 +11,7 @@ def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "--list"):
         print("usage: python -m pipelines NAME [--quick] [--cluster SPEC|threads] [--out DIR] "
-              "[--repeats R] [--seed S]\n\npipelines:")  # fmt: skip
+              "[--repeats R] [--seed S] [--rejudge DIR]\n\npipelines:")  # fmt: skip
         for name in PIPELINES:
             print(f"  {name:<24} {get_pipeline(name).DESCRIPTION}")
         return 0

@@ -8,16 +8,20 @@ defect of the pipeline, not a finding about the paper.
 
 A verdict on one of the paper's claims (:class:`Verdict`, :func:`judge`):
 
-* ``"reproduced"``: the measured effect agrees with the paper's within the
-  noise (or in the direction the paper states, as the claim says);
+* ``"reproduced"``: for a one-sided claim (a direction: "A lowers the
+  error"), the measured difference goes the way the paper states *and* is
+  beyond the noise (more than :data:`Z` standard errors, or a test's
+  p-value below :data:`ALPHA`); for a claim that is not one-sided (an
+  interval, a number within a tolerance, an exact check), the measurement
+  agrees with it, as the claim's own test says;
 * ``"not reproduced"``: every fit behind it converged and the difference
-  from the paper's claim is beyond the noise (more than :data:`Z` standard
-  errors, or a test's p-value below :data:`ALPHA`), both shown in the
+  goes against the paper's claim beyond the noise, both shown in the
   verdict's evidence;
 * ``"inconclusive"``: anything else (an unconverged fit, a difference within
-  the noise, too few repeats);
+  the noise whichever way it goes, a one-sided claim without a noise
+  estimate, too few repeats);
 * ``"reproduced under reading X"``: the paper's text admits two readings and
-  the claim holds under the one named.
+  the claim holds, by the rules above, under the one named.
 
 Where the paper is silent, :class:`Sensitivity` rows show how a verdict moves
 under the plausible alternatives. The pipeline returns these from
@@ -30,8 +34,8 @@ every committed ``results.json`` against the rules above.
 import dataclasses
 import math
 
-__all__ = ["ALPHA", "STATUSES", "VERDICTS", "Z", "Sensitivity", "Setting", "Verdict", "judge", "sensitivity_table",
-           "settings_table", "verdict_table"]
+__all__ = ["ALPHA", "STATUSES", "VERDICTS", "Z", "Sensitivity", "Setting", "Verdict", "beyond_noise", "judge",
+           "one_sided", "sensitivity_table", "settings_table", "verdict_table"]
 
 #: How a setting relates to the paper, and how the report says it.
 STATUSES = {
@@ -95,35 +99,66 @@ class Verdict:
                              f"noise ({self.evidence})")
 
 
+def beyond_noise(difference, *, se=None, p_value=None):
+    """Whether ``difference`` is beyond its noise: ``|difference| > Z·se`` (a finite, positive ``se``), else
+    ``p_value < ALPHA``; False without a noise figure."""
+    if se is not None and se > 0 and math.isfinite(se):
+        return bool(abs(difference) > Z * se)
+    if p_value is not None:
+        return bool(p_value < ALPHA)
+    return False
+
+
+def one_sided(difference, *, se=None, p_value=None):
+    """``(holds, against)`` of a one-sided claim whose way is a positive ``difference``: it holds when the
+    difference is positive and beyond the noise (:func:`beyond_noise`), it is against the claim when negative and
+    beyond the noise; neither within the noise or without a noise figure."""
+    beyond = beyond_noise(difference, se=se, p_value=p_value)
+    return beyond and difference > 0, beyond and difference < 0
+
+
 def judge(claim, difference, *, se=None, p_value=None, converged=True, n_unconverged=0, agrees=None,
           evidence=None, reading=""):
     """The :class:`Verdict` on ``claim`` from a measured ``difference`` from the paper and its noise.
 
-    ``difference`` is measured minus what the paper's claim requires (its
-    sign is the claim's: a positive difference goes the paper's way where
-    ``agrees`` is not given); the noise is ``se`` (beyond it: ``|difference|
-    > Z·se``) or ``p_value`` (beyond it: ``p < ALPHA``). ``agrees`` (a bool)
-    overrides the sign rule where the claim is not one-sided (an interval, a
-    number). Without any noise figure the difference is never beyond it.
+    ``difference`` is measured minus what the paper's claim requires; the
+    noise is ``se`` (beyond it: ``|difference| > Z·se``) or ``p_value``
+    (beyond it: ``p < ALPHA``); without any noise figure the difference is
+    never beyond it.
+
+    * One-sided claim (``agrees`` not given; a positive difference goes the
+      paper's way): reproduced only when the difference is positive *and*
+      beyond the noise; not reproduced when it is negative beyond the noise
+      and ``converged``; inconclusive otherwise, in particular within the
+      noise and without a noise figure.
+    * Claim that is not one-sided (``agrees``, a bool, given: an interval, a
+      number within a tolerance, an exact or deterministic check): reproduced
+      when it agrees; not reproduced when it does not, beyond the noise, and
+      ``converged``; inconclusive otherwise.
+
+    A reproduced claim with a ``reading`` is "reproduced under reading X".
     """
+    beyond = beyond_noise(difference, se=se, p_value=p_value)
     if se is not None and se > 0 and math.isfinite(se):
-        beyond = abs(difference) > Z * se
         text = f"{difference:+.3g} ± {se:.2g} ({abs(difference) / se:.1f} SE)"
     elif p_value is not None:
-        beyond = p_value < ALPHA
         text = f"{difference:+.3g}, p = {p_value:.2g}"
     else:
-        beyond = False
         text = f"{difference:+.3g} (no noise estimate)"
     if evidence:
         text = f"{text}; {evidence}"
     if n_unconverged:
         text += f"; {n_unconverged} fit(s) not converged"
-    ok = (difference >= 0) if agrees is None else bool(agrees)
-    if ok or not beyond:
-        verdict = ("reproduced under reading " + reading if reading else "reproduced") if ok else "inconclusive"
+    if agrees is None:
+        ok, against = one_sided(difference, se=se, p_value=p_value)
     else:
-        verdict = "not reproduced" if converged else "inconclusive"
+        ok, against = bool(agrees), not agrees and beyond
+    if ok:
+        verdict = "reproduced under reading " + reading if reading else "reproduced"
+    elif against and converged:
+        verdict = "not reproduced"
+    else:
+        verdict = "inconclusive"
     return Verdict(claim=claim, verdict=verdict, evidence=text, converged=bool(converged),
                    beyond_noise=bool(beyond), n_unconverged=int(n_unconverged), reading=reading)
 

@@ -2,7 +2,6 @@
 
 import math
 import os
-import platform
 
 import numpy as np
 from dask.utils import format_bytes
@@ -197,10 +196,11 @@ def _most_workers(records):
     return counts[-1] if counts else 0
 
 
-def _machine():
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else None
-    return (f"{os.cpu_count()} cores, {memory / 2**30:.0f} GiB of memory" if memory else f"{os.cpu_count()} cores") \
-        + f", {platform.system()} {platform.machine()}, Python {platform.python_version()}"
+def _machine(result):
+    """The machine the run ran on, as its provenance records it (this machine for a result without one)."""
+    from ._runner import machine_text
+
+    return (getattr(result, "provenance", None) or {}).get("machine") or machine_text()
 
 
 def _plan_text(plan):
@@ -353,9 +353,11 @@ def _record_rows(records):
              "h rel. error": _num(r["h_rel_error"])} for r in records if r.get("seconds") is not None]  # fmt: skip
 
 
-def _priority_text():
-    """A sentence where this process runs at a lowered priority: its times then include waiting for the CPU."""
-    niceness = os.nice(0) if hasattr(os, "nice") else 0
+def _priority_text(result):
+    """A sentence where the run ran at a lowered priority (its recorded niceness; this process's without one): its
+    times then include waiting for the CPU."""
+    recorded = (getattr(result, "provenance", None) or {}).get("niceness")
+    niceness = recorded if recorded is not None else (os.nice(0) if hasattr(os, "nice") else 0)
     if niceness <= 0:
         return ""
     return (f" The run had niceness {niceness} (a lowered priority), so other work on the machine took the cores "
@@ -384,7 +386,7 @@ def write_report(result, outdir):
         "cluster (`distributed.diagnostics.MemorySampler`) and of this process (the client). "
         f"{plural(len(timed), 'timed measurement')} in {plural(len(_labels(records)), 'unit')} of data.",
         "",
-        f"Machine: {_machine()}.{_priority_text()}",
+        f"Machine: {_machine(result)}.{_priority_text(result)}",
         "",
         f"Plan ({'quick' if result.config.quick else 'full'}): {_plan_text(plan)}",
         "",

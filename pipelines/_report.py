@@ -148,14 +148,23 @@ def paired_difference(records, key, match_a, match_b, pair_on=("repeat",)):
 
 
 def run_line(result):
-    """The report's ``Run:`` line: the command that produced ``result`` (as run), its seed and its duration; after a
-    quick run, preceded by :func:`quick_run_note`."""
+    """The report's ``Run:`` line: the command that produced ``result`` (as run: its recorded provenance), its seed
+    and its duration; after a quick run, preceded by :func:`quick_run_note`; after a re-derivation of the verdicts
+    (``--rejudge``), preceded by the line that says so, with its date."""
     from ._runner import command_line
 
+    provenance = getattr(result, "provenance", None) or {}
     timing = f"{result.seconds:.0f} s" + (f", after {result.resumed} task(s) resumed from the records an earlier run "
                                           "of the same command saved" if result.resumed else "")
-    line = f"Run: `{command_line(result.name, result.config)}` (seed {result.config.seed}; {timing})."
-    return line if not result.config.quick else quick_run_note(result.records) + "\n\n" + line
+    command = provenance.get("command") or command_line(result.name, result.config)
+    lines = [f"Run: `{command}` (seed {result.config.seed}; {timing})."]
+    if provenance.get("rejudged"):
+        lines.insert(0, f"Verdicts re-derived on {provenance['rejudged']} from this run's own records by the current "
+                        f"rules (`python -m pipelines {result.name} --rejudge DIR`); no fit was run again, and the "
+                        "run's command, duration and machine are as it recorded them.")
+    if result.config.quick:
+        lines.insert(0, quick_run_note(result.records))
+    return "\n\n".join(lines)
 
 
 def quick_run_note(records):

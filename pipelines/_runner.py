@@ -41,6 +41,13 @@ gives the results of an uninterrupted run. They are deleted once the results
 are in place. Each saved record carries a checksum verified when the run
 resumes: a record that was changed, cut short or saved without one is
 reported (one line per task) and its task computed again.
+
+``results.json`` also holds the run's provenance (``run``: the command, its
+duration, the tasks resumed, the machine): what a report says of the run
+that its records do not. A finished run's verdicts are re-derived from its
+own records by the current rules with ``--rejudge DIR`` (:func:`pipelines._rejudge.rejudge`):
+no fit runs again; ``results.json``'s settings, verdicts and sensitivity and
+``report.md`` are rewritten, with its provenance as it was.
 """
 
 import argparse
@@ -57,8 +64,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dkernel.cli._arguments import _add_cluster_arguments, _check_cluster, _cluster_choice, _in_flags, _output_named
-from dkernel.exceptions import ArtifactPathError, DKernelError
+from dkernel.cli._arguments import _add_cluster_arguments, _check_cluster, _cluster_choice
+from dkernel.exceptions import ArtifactPathError
 
 from ._resume import PipelineInterrupted, ResumableTask, TaskRecords
 from ._resume import json_default as _json_default
@@ -68,8 +75,6 @@ __all__ = [
     "PipelineResult",
     "build_parser",
     "run_pipeline",
-    "main_for",
-    "run_as_script",
     "command_line",
     "summarize",
     "task_rng",
@@ -145,6 +150,9 @@ class PipelineResult:
     files: list = field(default_factory=list)
     #: Tasks whose records an earlier, interrupted run had saved (their time is not in ``seconds``).
     resumed: int = 0
+    #: What the report says of the run that its records do not (:func:`provenance`): the command as run, the
+    #: machine; ``rejudged``, the date its verdicts were re-derived from the records (:func:`pipelines._rejudge.rejudge`).
+    provenance: dict = field(default_factory=dict)
 
 
 def task_rng(seed, index):
@@ -176,6 +184,9 @@ def build_parser(name, description):
     parser.add_argument("--repeats", type=int, default=None, help="random repeats (default: the paper's 10)")
     parser.add_argument("--seed", type=int, default=0, help="root random seed (default: 0)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--rejudge", type=Path, default=None, metavar="DIR",
+                        help="re-derive the verdicts and report.md of the finished run in DIR (DIR/results.json) from "
+                        "its own records by the current rules; no fit runs again")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace the results of an earlier run in OUT/NAME: quick previews under results/quick "
                         "are replaced at each quick run; full results only with --overwrite (and never by a quick "
@@ -370,6 +381,23 @@ def _clean(value):
     return value
 
 
+def machine_text():
+    """This machine in a few words: cores, memory, system, Python."""
+    import platform
+
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else None
+    return (f"{os.cpu_count()} cores, {memory / 2**30:.0f} GiB of memory" if memory else f"{os.cpu_count()} cores") \
+        + f", {platform.system()} {platform.machine()}, Python {platform.python_version()}"
+
+
+def provenance(name, config, seconds, resumed=0):
+    """What a report says of a run that its records do not, as results.json's ``run`` keeps it: the ``command``
+    as run, its duration (``seconds``), the tasks ``resumed`` from an earlier run's saved records, the
+    ``machine`` and the process's ``niceness`` (a lowered priority)."""
+    return {"command": command_line(name, config), "seconds": float(seconds), "resumed": int(resumed),
+            "machine": machine_text(), "niceness": os.nice(0) if hasattr(os, "nice") else 0}
+
+
 def fidelity_of(module, records, config):
     """``{"settings": [...], "verdicts": [...], "sensitivity": [...]}`` of a run, from the pipeline's own
     ``settings(config)``, ``verdicts(records, config)`` and ``sensitivity(records, config)`` where it has them."""
@@ -378,9 +406,10 @@ def fidelity_of(module, records, config):
     return {key: list(make()) for key, make in parts.items() if hasattr(module, key)}
 
 
-def write_tables(name, config, records, summary, outdir, fidelity=None):
-    """Write ``results.csv`` (one row per record) and ``results.json`` (records, summary and the ``fidelity``
-    lists: the run's settings, verdicts and sensitivity rows, :mod:`pipelines._fidelity`)."""
+def write_tables(name, config, records, summary, outdir, fidelity=None, run=None):
+    """Write ``results.csv`` (one row per record) and ``results.json`` (the run's provenance ``run``, records,
+    summary and the ``fidelity`` lists: the run's settings, verdicts and sensitivity rows,
+    :mod:`pipelines._fidelity`)."""
     fidelity = {key: [dataclasses.asdict(item) for item in items] for key, items in (fidelity or {}).items()}
     outdir.mkdir(parents=True, exist_ok=True)
     columns = []
@@ -403,6 +432,7 @@ def write_tables(name, config, records, summary, outdir, fidelity=None):
             "repeats": config.repeats,
             "seed": config.seed,
         },
+        **({"run": run} if run is not None else {}),
         "records": [{k: _clean(v) for k, v in rec.items()} for rec in records],
         "summary": [{k: _clean(v) for k, v in row.items()} for row in summary],
         **fidelity,
@@ -518,10 +548,12 @@ def run_pipeline(module, config):
             _refuse_full_results(outdir)
         with artifacts.writing(outdir, "results", replace) as tmp:
             tmp = Path(tmp)
-            files = write_tables(module.NAME, config, records, summary, tmp, fidelity_of(module, records, config))
+            run = provenance(module.NAME, config, time.perf_counter() - start, n_saved)
+            files = write_tables(module.NAME, config, records, summary, tmp, fidelity_of(module, records, config),
+                                 run=run)
             result = PipelineResult(name=module.NAME, config=config, records=records, summary=summary,
-                                    outdir=outdir, seconds=time.perf_counter() - start, files=files,
-                                    resumed=n_saved)
+                                    outdir=outdir, seconds=run["seconds"], files=files, resumed=n_saved,
+                                    provenance=run)
             result.files += list(module.write_report(result, tmp) or [])
             _record_files(tmp)
     except KeyboardInterrupt:
@@ -534,45 +566,3 @@ def run_pipeline(module, config):
                     for f in result.files]
     return result
 
-
-def main_for(module, argv=None):
-    """Command-line entry point of a pipeline module; returns an exit code."""
-    parser = build_parser(module.NAME, module.DESCRIPTION)
-    args = parser.parse_args(argv)
-    try:
-        config = config_from_args(args)
-        result = run_pipeline(module, config)
-    except (ValueError, OSError, DKernelError) as exc:
-        message = _in_flags(str(exc), {})
-        if isinstance(exc, ArtifactPathError):  # the results folder: told with the flag that named it
-            message = _output_named(message, [("--out", args.out)])
-        print(f"dkernel run {module.NAME}: error: {message}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt as stop:
-        if getattr(stop, "complete", None):
-            advice = f"the results were complete: {stop.complete}; the records kept in {stop.folder} may be deleted."
-        elif getattr(stop, "saved", 0):
-            left = stop.total - stop.saved
-            advice = (f"the records of {stop.saved} of {stop.total} tasks are saved in {stop.folder}; run the same "
-                      f"command again to resume ({f'only the other {left} tasks run' if left else 'no task runs again'}"
-                      f").")
-        elif hasattr(stop, "saved"):
-            advice = "no task had finished, so nothing was saved; run the same command again to start over."
-        else:
-            advice = "no task had run yet; run the same command again."
-        print(f"dkernel run {module.NAME}: interrupted; {advice}", file=sys.stderr)
-        return 130
-    print(f"{module.NAME}: {len(result.records)} records in {result.seconds:.1f} s")
-    print(f"report: {result.outdir / 'report.md'}")
-    return 0
-
-
-def run_as_script(name):
-    """``python -m pipelines.NAME``: run the importable module ``pipelines.NAME`` and exit with its code.
-
-    The module run as a script is ``__main__``; its tasks refer to the
-    functions of ``pipelines.NAME`` instead, which workers can import.
-    """
-    import importlib
-
-    sys.exit(main_for(importlib.import_module(f"{__package__}.{name}")))

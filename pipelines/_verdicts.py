@@ -38,10 +38,11 @@ def unconverged(fits):
     return sum(1 for rec in fits if rec.get("converged") is False)
 
 
-def judged(claim, difference, se, fits, *, agrees, evidence=None, reading="", p_value=None):
+def judged(claim, difference, se, fits, *, agrees=None, evidence=None, reading="", p_value=None):
     """:func:`judge` of ``claim`` on the records ``fits`` behind it; inconclusive unless every fit converged.
 
-    The noise is the standard error ``se`` or a test's ``p_value``.
+    The noise is the standard error ``se`` or a test's ``p_value``; without ``agrees`` the claim is one-sided
+    (a positive ``difference`` goes its way, and it must be beyond the noise), with it the claim's own test.
     """
     n = unconverged(fits)
     verdict = judge(claim, difference, se=se, p_value=p_value, converged=not n, n_unconverged=n, agrees=agrees,

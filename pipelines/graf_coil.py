@@ -34,7 +34,7 @@ from ._report import (
     subplots,
     write_markdown,
 )
-from ._runner import run_as_script
+from ._command import run_as_script
 
 NAME = "graf_coil"
 DESCRIPTION = (

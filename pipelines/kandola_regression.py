@@ -17,7 +17,7 @@ Run ``dkernel run kandola_regression`` (``--quick``: sinc only, two repeats) or
 from . import _kandola, _kandola_data, _kandola_methods
 from ._fidelity import Setting
 from ._kandola_verdicts import ALGORITHM1_SETTINGS, EARLIER_CUT, Alternative, judged, sensitivity_rows
-from ._runner import run_as_script
+from ._command import run_as_script
 
 NAME = "kandola_regression"
 DESCRIPTION = ("Kandola et al. (2002), Tables 3, 4: alignment adaptation for regression on the sinc function "

@@ -21,7 +21,7 @@ Run ``dkernel run kandola_uneven`` (``--quick``: the toy only, two repeats) or
 from . import _kandola, _kandola_methods
 from ._fidelity import Setting
 from ._kandola_verdicts import ALGORITHM1_SETTINGS, EARLIER_CUT, Alternative, judged, sensitivity_rows
-from ._runner import run_as_script
+from ._command import run_as_script
 
 NAME = "kandola_uneven"
 DESCRIPTION = ("Kandola et al. (2002), Tables 1, 2, 5, 6: transductive and inductive alignment adaptation on the "

@@ -45,7 +45,8 @@ from ._large_scale import (
 )
 from ._large_scale_fidelity import sensitivity, settings, verdicts
 from ._large_scale_report import write_report
-from ._runner import run_as_script, task_rng
+from ._command import run_as_script
+from ._runner import task_rng
 
 __all__ = ["NAME", "DESCRIPTION", "make_tasks", "execute", "run_task", "sensitivity", "settings", "verdicts",
            "write_report"]

@@ -42,7 +42,8 @@ from ._report import (
     subplots,
     write_markdown,
 )
-from ._runner import run_as_script, task_rng
+from ._command import run_as_script
+from ._runner import task_rng
 from ._verdicts import CLAIMS, every, mcnemar_p
 
 NAME = "li_generalized_bias"

@@ -50,7 +50,8 @@ from ._report import (
     subplots,
     write_markdown,
 )
-from ._runner import run_as_script, summarize, task_rng
+from ._command import run_as_script
+from ._runner import summarize, task_rng
 from ._verdicts import every, most, paired, unconverged
 
 NAME = "meila_centering_real"
@@ -304,7 +305,7 @@ def _table(comparison):
             "Δerr (paired)": f"{c['d_err'][0]:+.4f} ± {c['d_err'][1]:.4f}",
             "A original": cell(o, "alignment"),
             "A centered": cell(ce, "alignment"),
-            "#SV orig / centered": f"{o['n_sv_mean']:.0f} / {ce['n_sv_mean']:.0f}",
+            "#SV orig / centered": f"{o['n_sv_mean']:.1f} / {ce['n_sv_mean']:.1f}",
             "libsvm converged orig / centered": f"{o['converged_mean']:.1f} / {ce['converged_mean']:.1f}",
             "SMO steps orig / centered": f"{o['n_iter_mean']:.3g} / {ce['n_iter_mean']:.3g}",
             "max |K| / max |K_c|": f"{o['kernel_max_abs_mean']:.2g} / {ce['kernel_max_abs_mean']:.2g}",

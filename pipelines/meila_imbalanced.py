@@ -40,7 +40,8 @@ from ._report import (
     symlog_shift_axis,
     write_markdown,
 )
-from ._runner import run_as_script, summarize, task_rng
+from ._command import run_as_script
+from ._runner import summarize, task_rng
 from ._verdicts import either, every, paired, paired_by
 
 NAME = "meila_imbalanced"
@@ -255,7 +256,7 @@ def _table(summary, kernel):
             "err shifted": cell(g["shifted"], "test_error"),
             "err rec. standard": cell(g["recentered-standard"], "test_error"),
             "err rec. class-balanced": cell(g["recentered-class-balanced"], "test_error"),
-            "#SV orig / shifted": f"{g['original']['n_sv_mean']:.0f} / {g['shifted']['n_sv_mean']:.0f}",
+            "#SV orig / shifted": f"{g['original']['n_sv_mean']:.1f} / {g['shifted']['n_sv_mean']:.1f}",
         })  # fmt: skip
     return markdown_table(rows, [(k, k) for k in rows[0]]) if rows else ""
 

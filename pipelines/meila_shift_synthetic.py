@@ -48,7 +48,8 @@ from ._report import (
     symlog_shift_axis,
     write_markdown,
 )
-from ._runner import run_as_script, summarize, task_rng
+from ._command import run_as_script
+from ._runner import summarize, task_rng
 from ._verdicts import either, every, paired, paired_by, some
 
 NAME = "meila_shift_synthetic"

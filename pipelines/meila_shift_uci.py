@@ -48,7 +48,8 @@ from ._report import (
     subplots,
     write_markdown,
 )
-from ._runner import run_as_script, summarize, task_rng
+from ._command import run_as_script
+from ._runner import summarize, task_rng
 from ._verdicts import either, every, most, paired, paired_by
 
 NAME = "meila_shift_uci"

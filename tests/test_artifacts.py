@@ -30,7 +30,8 @@ from dkernel.gram import GramMatrix
 from dkernel.gram import weights_fingerprint
 from dkernel.views import CenteredGram, NormalizedGram
 from dkernel.svm import SVC, load_model
-from pipelines._runner import PipelineConfig, main_for, run_pipeline
+from pipelines._command import main_for
+from pipelines._runner import PipelineConfig, run_pipeline
 
 REPO = Path(__file__).resolve().parents[1]
 GAMMA = 0.5

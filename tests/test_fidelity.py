@@ -26,7 +26,9 @@ def test_not_reproduced_needs_converged_fits_and_a_difference_beyond_the_noise()
     assert judge("centering lowers the error", -0.05, se=0.01, converged=False, n_unconverged=3).verdict == \
         "inconclusive"
     assert judge("centering lowers the error", -0.05).verdict == "inconclusive"  # no noise estimate
-    assert judge("centering lowers the error", 0.02, se=0.01).verdict == "reproduced"
+    assert judge("centering lowers the error", 0.03, se=0.01).verdict == "reproduced"
+    # One-sided: the claimed way but within the noise (2 SE is not beyond it) is no evidence for the claim.
+    assert judge("centering lowers the error", 0.02, se=0.01).verdict == "inconclusive"
     assert judge("b' moves images", -1.0, p_value=0.01).verdict == "not reproduced"
     assert judge("b' moves images", -1.0, p_value=0.2).verdict == "inconclusive"
     assert judge("within the paper's interval", 0.3, se=0.01, agrees=True, reading="D-scaled bias").verdict == \

@@ -24,7 +24,8 @@ import dask
 import pytest
 
 from dkernel.exceptions import ArtifactPathError
-from pipelines._runner import PipelineConfig, build_parser, main_for, run_pipeline
+from pipelines._command import main_for
+from pipelines._runner import PipelineConfig, build_parser, run_pipeline
 
 REPO = Path(__file__).resolve().parents[1]
 NAME = "toy_records"
