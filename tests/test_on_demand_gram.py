@@ -135,7 +135,7 @@ def test_the_threads_of_a_request_split_its_columns_and_each_evaluates_every_row
 def test_rows_over_few_features_are_evaluated_directly_by_each_thread_over_its_columns(monkeypatch, dtype):
     """Up to DIRECT_MAX_FEATURES dense features no product: each thread sums the distances of every row over its
     own columns, and the rows are the kernel's to rounding (1 exactly at a row's own sample)."""
-    from dkernel.kernels._rbf_direct import DIRECT_MAX_FEATURES
+    from dkernel.kernels._blocks import DIRECT_MAX_FEATURES
 
     rng = np.random.default_rng(9)
     calls = []

@@ -15,7 +15,7 @@ import dkernel
 from dkernel import SVC
 from dkernel._runtime.threads import MAPPED_PATH, blas_controller, single_blas_thread
 from dkernel.gram._in_memory import dense_symmetric_gram
-from dkernel.kernels._mirror_compiled import mirror_upper_into_lower
+from _dkernel_compiled.mirror import mirror_upper_into_lower
 from dkernel.kernels import PolynomialKernel, RBFKernel
 from dkernel.svm import _multiclass, _training
 

@@ -17,10 +17,8 @@ from dkernel.gram._in_memory import (
     empty_gram,
 )
 from dkernel.kernels import RBFKernel
-from dkernel.kernels._products import dot_block
-from dkernel.kernels._rbf_compiled import exp_nonpositive_into
-from dkernel.kernels._rbf_exp import UNDERFLOW, exp_nonpositive
-from dkernel.kernels._rbf_map import FUSED_MIN_VALUES, map_block
+from dkernel.kernels._blocks import FUSED_MIN_VALUES, UNDERFLOW, dot_block, exp_nonpositive, map_block
+from _dkernel_compiled.rbf import exp_nonpositive_into
 
 
 def _compiled_exp(t):

@@ -271,7 +271,7 @@ def add_learner_arguments(group):
 
 def run_learner_fit(args, X, y):
     """Train and save the Parzen window or ridge model of ``dkernel fit --learner``."""
-    from ..svm._kernel import estimator_kernel
+    from ..kernels._parameters import estimator_kernel
     from ..svm._learner_models import fit_learner, save_learner
     from ._arguments import _kernel_args, _storage_options
 

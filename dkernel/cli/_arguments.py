@@ -73,7 +73,7 @@ def _add_command(subparsers, name, run, arguments, *, interrupted=_nothing_saved
 
 
 def _gamma_help():
-    from ..svm._kernel import ESTIMATOR_DEFAULTS
+    from ..kernels._parameters import ESTIMATOR_DEFAULTS
 
     return ("float > 0, 'scale' = 1/(n_features * X.var()) or 'auto' = 1/n_features (default: "
             f"{ESTIMATOR_DEFAULTS['gamma']}, as scikit-learn's SVC)")
@@ -81,7 +81,7 @@ def _gamma_help():
 
 def _add_kernel_arguments(group):
     """--kernel, --gamma, --degree, --coef0: the same choices and defaults for 'gram' and 'fit'."""
-    from ..svm._kernel import ESTIMATOR_DEFAULTS, KERNEL_PARAMS
+    from ..kernels._parameters import ESTIMATOR_DEFAULTS, KERNEL_PARAMS
 
     group.add_argument("--kernel", default="rbf", choices=list(KERNEL_PARAMS),
                        help="kernel function (default: %(default)s); rbf is exp(-gamma |x - z|^2), poly "
@@ -95,7 +95,7 @@ def _add_kernel_arguments(group):
 
 def _kernel_args(args):
     """``{"gamma", "coef0", "degree"}`` of the kernel options, defaults filled in; a misused option is refused."""
-    from ..svm._kernel import ESTIMATOR_DEFAULTS, KERNEL_PARAMS
+    from ..kernels._parameters import ESTIMATOR_DEFAULTS, KERNEL_PARAMS
 
     given = [name for name in ("gamma", "degree", "coef0") if getattr(args, name) is not None]
     unused = [name for name in given if name not in KERNEL_PARAMS[args.kernel]]
@@ -274,7 +274,7 @@ def _check_distinct_outputs(outputs):
 def _kernel_from_args(args, X):
     """The kernel of --kernel/--gamma/--degree/--coef0 (gamma 'scale' resolved on X), as 'dkernel fit' builds it."""
     from ..kernels._kernels import NormalizedKernel
-    from ..svm._kernel import estimator_kernel
+    from ..kernels._parameters import estimator_kernel
 
     kernel = estimator_kernel(args.kernel, X, **_kernel_args(args))
     return NormalizedKernel(kernel) if args.normalize else kernel

@@ -58,8 +58,8 @@ from ..alignment._spectrum import EXACT_LIMIT
 from ..centering._origins import Centering, InvalidLabelsError, origin_products
 from ..gram._sources import KernelGram, as_gram
 from ..kernels._kernels import Kernel
+from ..kernels._parameters import resolve_kernel
 from ..svm._inputs import is_gram_source
-from ..svm._kernel import resolve_kernel
 from ..svm._model_files import ModelFileMixin
 from ..views._centered import CenteredGram
 from ._eigensolvers import arpack_eigenpairs, dense_eigenpairs, lobpcg_eigenpairs, randomized_eigenpairs

@@ -50,7 +50,7 @@ free support vectors' rows (:mod:`dkernel.solver._shrinking`).
 
 Where the rest may be computed, each kernel value is computed once, then only read: the gradient the solver builds
 stays that of the matrix it reads, whatever the values' last bits (BLAS rounds a row differently in blocks of other
-shapes: :mod:`dkernel.kernels._products`; a row computed again in a bounded cache may differ in the last bit, as in
+shapes: :func:`dkernel.kernels._blocks.dot_block`; a row computed again in a bounded cache may differ in the last bit, as in
 libsvm's). A fit on them solves the same problem to rounding (dual coefficients within ``1.5e-8`` relative of a
 whole-Gram fit's at ``tol=1e-10``, six data sets). So the rest copies the values the solver has read rather than
 computing them again, and a row's value at its own sample is the kernel's diagonal, which the solver reads for

@@ -6,7 +6,7 @@ remaining sample ``u`` then needs its values at the columns of the samples
 computed, which the Gram's symmetry gives from their rows (``K[u, s] =
 K[s, u]``, :func:`copy_computed_columns`): copied, not computed again, for
 the solver has read those values already and a value computed in another
-block may differ in the last bit (:mod:`dkernel.kernels._products`). Its
+block may differ in the last bit (:func:`dkernel.kernels._blocks.dot_block`). Its
 values at the columns of the remaining samples come from their Gram,
 computed tile by tile, each tile written with its mirror
 (:func:`write_remaining_tile`). Both are loops compiled at install time

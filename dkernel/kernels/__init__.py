@@ -9,12 +9,9 @@ narrow interface (:mod:`._kernels`), user-defined kernels included.
 ``_kernels``        :class:`Kernel` and the linear, polynomial, RBF, sigmoid and normalized
                     kernels; the registry (:func:`register_kernel`, :func:`get_kernel`)
 ``_widths``         the papers' RBF widths σ² as ``gamma`` (:func:`gamma_from_sigma2`)
-``_products``       inner-product blocks ``X Zᵀ`` (BLAS), and why no kernel value's last bits are promised
-``_rbf_map``        the RBF map from inner products to kernel values, in place
-``_rbf_exp``        ``exp(t)``, ``t <= 0``, as a polynomial that compiles to vector code
-``_rbf_direct``     RBF rows over few features from the data: distances summed directly, no product
-``_rbf_compiled``   the RBF map and the direct rows, compiled at install time
-``_mirror_compiled`` the mirror of a square block's upper triangle onto its lower one, compiled
+``_blocks``         the arithmetic of a block: products ``X Zᵀ`` (BLAS, and why no kernel value's last bits
+                    are promised), the RBF map and its exponential, RBF rows over few features summed
+                    from the data, a square block's mirror; the passes compiled at install time
 =================== ==========================================================================
 """
 

@@ -35,9 +35,16 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils.extmath import row_norms
 
-from ._products import dot_block, dot_block_into
-from ._rbf_direct import direct_rows_into, transposed_columns
-from ._rbf_map import map_block, map_mirrored_tiles, map_strips
+from ._blocks import (
+    direct_rows_into,
+    dot_block,
+    dot_block_into,
+    map_block,
+    map_mirrored_tiles,
+    map_strips,
+    mirror_upper,
+    transposed_columns,
+)
 from .._runtime.validation import check_data, check_same_features
 from ..exceptions import InvalidKernelParameterError
 
@@ -203,7 +210,7 @@ class Kernel:
         """
         K = dot_block(X, Z)
         self._map_dot(K, X.shape[1])
-        return _symmetric(K) if symmetric else K
+        return mirror_upper(K) if symmetric else K
 
     def _map_dot(self, K, n_features):
         raise NotImplementedError
@@ -254,18 +261,10 @@ class Kernel:
         return np.asarray(row_norms(X, squared=True))
 
 
-def _symmetric(K):
-    """``K`` (a block ``K(X, X)``) made exactly symmetric, in place: its upper triangle copied onto the lower one."""
-    from ._mirror_compiled import mirror_upper_into_lower
-
-    mirror_upper_into_lower(K)
-    return K
-
-
 def _finish_into(out, symmetric, on_strip):
     """A block evaluated into ``out``: made exactly symmetric where it is ``K(X, X)``, then handed to ``on_strip``."""
     if symmetric:
-        _symmetric(out)
+        mirror_upper(out)
     if on_strip is not None:
         on_strip(0, out)
 
@@ -360,7 +359,7 @@ class RBFKernel(_GammaKernel):
     Squared distances use ``|x|² + |z|² - 2xᵀz`` (one BLAS product), clipped
     at zero so rounding never yields a negative distance, and set to exactly
     zero on the diagonal of a symmetric block so that ``K(x, x) = 1.0`` exactly.
-    Rows over few features may be summed directly instead (:meth:`direct_columns`, :mod:`._rbf_direct`).
+    Rows over few features may be summed directly instead (:meth:`direct_columns`, :func:`~dkernel.kernels._blocks.direct_rows_into`).
     σ² conventions of the papers: :func:`dkernel.kernels.gamma_from_sigma2`.
 
     Parameters
@@ -378,12 +377,12 @@ class RBFKernel(_GammaKernel):
         x_sq = self._sq_norms(X) if x_sq_norms is None else x_sq_norms
         z_sq = x_sq if symmetric else (self._sq_norms(Z) if z_sq_norms is None else z_sq_norms)
         K = map_block(dot_block(X, Z), x_sq, z_sq, self._gamma(X.shape[1]), diagonal_offset=0 if symmetric else -1)
-        return _symmetric(K) if symmetric else K
+        return mirror_upper(K) if symmetric else K
 
     def evaluate_into(self, X, Z, out, *, symmetric=False, on_strip=None, z_sq_norms=None):
         """:meth:`block` computed into ``out``: the BLAS product written into ``out``, then the element-wise map of
         :meth:`block` on strips of rows, the whole map on one strip while it is in cache
-        (:func:`dkernel.kernels._rbf_map.map_strips`).
+        (:func:`dkernel.kernels._blocks.map_strips`).
 
         Dense ``X`` and ``Z`` of ``out``'s dtype (float32 or float64) and this
         class itself; a subclass, sparse data and other dtypes go through
@@ -402,17 +401,17 @@ class RBFKernel(_GammaKernel):
             _finish_into(out, symmetric, on_strip)
 
     def direct_columns(self, Z):
-        """:func:`~dkernel.kernels._rbf_direct.transposed_columns` for this class itself, else None."""
+        """:func:`~dkernel.kernels._blocks.transposed_columns` for this class itself, else None."""
         return transposed_columns(Z) if type(self) is RBFKernel else None
 
     def evaluate_direct_into(self, X, Zt, out):
         """``out = K(X, Z)`` from ``Zt = Zᵀ`` (:meth:`direct_columns`, or a slice of its columns), each value
-        written once (:func:`~dkernel.kernels._rbf_direct.direct_rows_into`)."""
+        written once (:func:`~dkernel.kernels._blocks.direct_rows_into`)."""
         direct_rows_into(X, Zt, self._gamma(X.shape[1]), out)
 
     def evaluate_mirrored_into(self, X, Z, K, row0, col0):
         """``K(X, Z)`` at ``K[row0:, col0:]`` and its transpose at ``K[col0:, row0:]`` in one compiled pass per tile
-        (:func:`dkernel.kernels._rbf_map.map_mirrored_tiles`): dense float64 X and Z, a ``K`` of float32 or
+        (:func:`dkernel.kernels._blocks.map_mirrored_tiles`): dense float64 X and Z, a ``K`` of float32 or
         float64; otherwise through :meth:`Kernel.evaluate_mirrored_into`."""
         if not (self._own_dense_path(X, Z) and X.dtype == Z.dtype == np.float64
                 and K.dtype in (np.float32, np.float64)):
@@ -507,7 +506,7 @@ class NormalizedKernel(Kernel):
         K *= inv_z.reshape(1, -1)
         if symmetric:
             np.fill_diagonal(K, (dx > 0).astype(K.dtype))
-            _symmetric(K)  # the scaled triangles may differ in the last bit again
+            mirror_upper(K)  # the scaled triangles may differ in the last bit again
         return K
 
     def _diag(self, X):

@@ -27,7 +27,7 @@ from ..centering._origins import Centering
 from ..gram._sources import row_provider
 from ..kernels._kernels import NormalizedKernel
 from ._base import EXPECTED_FAILED_CHECKS, BaseSVM, linear_weights
-from ._kernel import ESTIMATOR_DEFAULTS
+from ..kernels._parameters import ESTIMATOR_DEFAULTS, resolve_kernel
 from . import _multiclass, _probability
 from ._inputs import callable_test_gram, check_labels, class_weights, kept_samples, seed_from
 from ._inputs import check_params_consistency, single_class_message, sklearn_sparse, validate_fit_data, validate_predict_data
@@ -40,7 +40,6 @@ from ._training import (
     estimator_gram,
     fit_binary,
     problem_checkpoints,
-    resolve_kernel,
     whole_data_origin,
 )
 

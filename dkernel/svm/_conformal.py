@@ -44,7 +44,7 @@ from . import _multiclass
 from ._base import BaseSVM
 from ._classes import SVC
 from ._inputs import validate_predict_data
-from ._kernel import ESTIMATOR_DEFAULTS
+from ..kernels._parameters import ESTIMATOR_DEFAULTS
 from ._predict import PREDICT_BLOCK_ROWS, map_row_blocks
 from ._training import outer_iteration_cap, solver_client
 

@@ -37,10 +37,9 @@ from .._runtime.validation import check_finite
 from ..solver._bias import linear_program
 from . import _multiclass
 from ._base import BaseSVM
-from ._kernel import ESTIMATOR_DEFAULTS
+from ..kernels._parameters import ESTIMATOR_DEFAULTS, resolve_kernel
 from ._training import (
     outer_iteration_cap,
-    resolve_kernel,
     solver_client,
     solver_precision,
     store_path,

@@ -18,7 +18,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 
 from ._base import EXPECTED_FAILED_CHECKS, BaseKernelSVM
-from ._kernel import ESTIMATOR_DEFAULTS
+from ..kernels._parameters import ESTIMATOR_DEFAULTS
 from ._single import ORIGIN_CONSTRAINTS
 from ._svr import SVR, EpsilonSVRGram
 

@@ -33,7 +33,7 @@ from sklearn.utils._param_validation import Interval
 from ..centering._origins import delta_b
 from ._base import EXPECTED_FAILED_CHECKS
 from ._classes import SVC
-from ._kernel import ESTIMATOR_DEFAULTS
+from ..kernels._parameters import ESTIMATOR_DEFAULTS
 from ._nu import nu_rho, nu_start
 from ._training import (
     outer_iteration_cap,

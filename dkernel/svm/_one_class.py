@@ -28,7 +28,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _num_samples
 
 from ._base import EXPECTED_FAILED_CHECKS, BaseKernelSVM
-from ._kernel import ESTIMATOR_DEFAULTS
+from ..kernels._parameters import ESTIMATOR_DEFAULTS
 from ._single import ORIGIN_CONSTRAINTS, SingleProblemSVM
 
 __all__ = ["OneClassSVM", "libsvm_one_class_start"]

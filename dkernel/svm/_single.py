@@ -26,6 +26,7 @@ from .._runtime.threads import BlasThreads
 from .._runtime.validation import check_finite, materialize
 from ..centering._origins import Centering
 from ..gram._sources import row_provider, subset_gram
+from ..kernels._parameters import resolve_kernel
 from ._base import BaseKernelSVM, linear_weights
 from ._inputs import (
     callable_test_gram,
@@ -39,7 +40,6 @@ from ._predict import map_row_blocks, pairwise_decision
 from ._training import (
     estimator_gram,
     outer_iteration_cap,
-    resolve_kernel,
     solve_qp,
     solver_client,
 )

@@ -22,7 +22,7 @@ from sklearn.utils.validation import column_or_1d
 
 from ..gram._sources import DerivedGram
 from ._base import EXPECTED_FAILED_CHECKS, BaseKernelSVM
-from ._kernel import ESTIMATOR_DEFAULTS
+from ..kernels._parameters import ESTIMATOR_DEFAULTS
 from ._single import ORIGIN_CONSTRAINTS, SingleProblemSVM
 
 __all__ = ["SVR", "EpsilonSVRGram"]

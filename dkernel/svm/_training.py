@@ -35,7 +35,6 @@ from ..gram._in_memory import ON_DEMAND_MIN_SAMPLES, OnDemandGram, product_cost
 from ..gram._sources import KernelGram, chain_root, held_in_process, row_provider, subset_gram
 from ..centering._origins import Centering, delta_b
 from ..views._normalized import graf_intercept
-from ._kernel import resolve_kernel  # noqa: F401 (the estimators import it from here)
 
 #: Fraction of the available memory that a whole in-memory training Gram may
 #: take when ``cache_size`` is not given; above it, kernel rows are computed on

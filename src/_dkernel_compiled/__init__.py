@@ -4,8 +4,8 @@ Each module is the compiled half of one of dkernel's modules, which imports it
 and documents its place in the algorithm:
 
 =============  ===============================================================
-``rbf``        the RBF kernel's element-wise map (``dkernel.kernels._rbf_compiled``)
-``mirror``     a square block's upper triangle mirrored (``dkernel.kernels._mirror_compiled``)
+``rbf``        the RBF kernel's element-wise map (``dkernel.kernels._blocks``)
+``mirror``     a square block's upper triangle mirrored (``dkernel.kernels._blocks.mirror_upper``)
 ``on_demand``  the rest of an on-demand Gram (``dkernel.gram._on_demand_compiled``)
 ``smo``        SMO on a working set (``dkernel.solver._smo``)
 ``gradient``   the gradient step and the working set's block (``dkernel.solver._gradient_compiled``)

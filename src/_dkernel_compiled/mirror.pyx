@@ -5,7 +5,7 @@ The copy that makes a Gram evaluated as one BLAS product exactly symmetric:
 in NumPy a gather and a scatter through index arrays, here a loop over
 :data:`MIRROR_TILE` × :data:`MIRROR_TILE` tiles, each read along its rows and
 written along the columns of its mirror while both are in cache, without the
-GIL. Used through :mod:`dkernel.kernels._mirror_compiled`.
+GIL. Used by :func:`dkernel.kernels._blocks.mirror_upper`.
 """
 
 from cython cimport floating

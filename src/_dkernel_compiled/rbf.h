@@ -1,6 +1,6 @@
 /* The RBF kernel's element-wise map, from products xᵀz to kernel values, as loops the compiler vectorizes.
  *
- * The exponential is dkernel/kernels/_rbf_exp.py's polynomial, with the same constants and the same
+ * The exponential is the polynomial of exp_nonpositive in dkernel/kernels/_blocks.py, with the same constants and the same
  * IEEE operations in the same order (the build contracts no multiply-add into an FMA), so that its
  * NumPy twin gives the same bits.
  */

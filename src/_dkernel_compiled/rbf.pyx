@@ -2,11 +2,11 @@
 """The RBF kernel's element-wise map: from products ``xᵀz`` to kernel values in one pass (``rbf.h``).
 
 Distance, clip, scale and the polynomial exponential of
-:mod:`dkernel.kernels._rbf_exp` run in one loop over each row, vectorized
+:func:`dkernel.kernels._blocks.exp_nonpositive` run in one loop over each row, vectorized
 (AVX-512 or AVX2 where the CPU has them), instead of NumPy's pass per step
 and scalar float64 ``exp``; a Gram's tile is written with its mirror in the
 same pass. Outside the GIL: threads evaluate a Gram's bands in parallel.
-Used through :mod:`dkernel.kernels._rbf_compiled`.
+Used by :mod:`dkernel.kernels._blocks`.
 """
 
 from cython cimport floating
@@ -43,7 +43,7 @@ cdef Py_ssize_t _row_stride(double[:, :] P) except -1:
 
 
 def exp_nonpositive_into(const double[::1] t, double[::1] out):
-    """``out[j] = exp(t[j])`` for ``t[j] <= 0`` (0 below -708), by the polynomial of :mod:`dkernel.kernels._rbf_exp`."""
+    """``out[j] = exp(t[j])`` for ``t[j] <= 0`` (0 below -708), by the polynomial of :func:`dkernel.kernels._blocks.exp_nonpositive`."""
     if out.shape[0] != t.shape[0]:
         raise ValueError(f"out has {out.shape[0]} values for {t.shape[0]} exponents")
     if t.shape[0]:
