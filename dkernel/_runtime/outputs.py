@@ -8,9 +8,10 @@ output file follows the same rule here:
   never replaced or deleted; the error names the option or parameter that
   chose the path;
 * a dkernel output of the same kind is replaced only with ``overwrite``;
-* the file is written to a temporary sibling (``.NAME.dkernel-tmp-XXXXXXXX``,
-  same folder, hence same filesystem) and moved into place only when
-  complete: a new file with ``link`` (which never replaces a file that
+* the file is written to a temporary sibling (``.NAME.dkernel-tmp-MACHINE-PID-XXXXXXXX.npy``,
+  :func:`.siblings.new_sibling_file`: same folder, hence same filesystem;
+  deleted by the next write beside it where its writer was killed) and moved
+  into place only when complete: a new file with ``link`` (which never replaces a file that
   appeared meanwhile), a replacement with ``rename``. An interrupted write
   leaves the path as it was;
 * the path written is the path asked for: a suffix that the format cannot
@@ -42,11 +43,11 @@ import contextlib
 import errno
 import json
 import os
-import uuid
 import zipfile
 
 from ..exceptions import ArtifactPathError
 from .artifacts import creation_refused
+from .siblings import new_sibling_file
 
 __all__ = ["MARK_FORMAT", "SUFFIXES", "check_output", "output_kind", "save_npy", "save_npz", "writing"]
 
@@ -189,9 +190,7 @@ def writing(path, kind, *, what, suffix, name, writer, overwrite=False):
     it raises, the temporary file is deleted and ``path`` is left as it was.
     """
     path = check_output(path, kind, what=what, suffix=suffix, name=name, writer=writer, overwrite=overwrite)
-    parent, base = os.path.split(path)
-    os.makedirs(parent, exist_ok=True)
-    tmp = os.path.join(parent, f".{base}.dkernel-tmp-{uuid.uuid4().hex[:8]}{suffix}")
+    tmp = new_sibling_file(path, suffix)
     try:
         yield tmp, _mark(kind, writer)
         _install(tmp, path, kind, what=what, suffix=suffix, name=name, writer=writer, overwrite=overwrite)

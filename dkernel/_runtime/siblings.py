@@ -2,8 +2,9 @@
 
 A new artifact is written in a sibling of its target (same parent, same filesystem): ``.NAME.dkernel-tmp-MACHINE-
 PID-XXXXXXXX`` (:func:`new_sibling`), named by the writer's machine and process, or the fixed
-``.NAME.dkernel-partial`` of a resumable writer (:func:`partial_path`). A writer killed mid-write (``kill -9``, a
-lost node) leaves its temporary sibling behind; the next write beside it on the same machine deletes it
+``.NAME.dkernel-partial`` of a resumable writer (:func:`partial_path`); an output file is written likewise in
+``.NAME.dkernel-tmp-MACHINE-PID-XXXXXXXX.SUFFIX`` (:func:`new_sibling_file`). A writer killed mid-write (``kill -9``,
+a lost node) leaves its temporary sibling behind; the next write beside it on the same machine deletes it
 (:func:`remove_abandoned`), and nothing else. :mod:`.artifacts` moves the finished folder into place.
 """
 
@@ -15,7 +16,7 @@ import uuid
 
 from ..exceptions import ArtifactPathError
 
-__all__ = ["new_sibling", "partial_path", "remove_abandoned", "target_path"]
+__all__ = ["FILE_SUFFIXES", "new_sibling", "new_sibling_file", "partial_path", "remove_abandoned", "target_path"]
 
 
 def target_path(path):
@@ -57,8 +58,11 @@ def _machine_tag():
     return f"{zlib.crc32(f'{socket.gethostname()}|{namespace}'.encode()):08x}"
 
 
-#: The tag of a temporary sibling: the writer's machine tag and process id, and a random part.
-_TMP_TAG = re.compile(r"tmp-([0-9a-f]{8})-([0-9]+)-[0-9a-f]{8}")
+#: The suffixes of the output files written in a temporary sibling file (:func:`new_sibling_file`).
+FILE_SUFFIXES = (".npy", ".npz")
+
+#: The tag of a temporary sibling: the writer's machine tag and process id, a random part, and a file's suffix.
+_TMP_TAG = re.compile(r"tmp-([0-9a-f]{8})-([0-9]+)-[0-9a-f]{8}(" + "|".join(re.escape(s) for s in FILE_SUFFIXES) + ")?")
 
 
 def _process_gone(pid):
@@ -77,8 +81,9 @@ def _process_gone(pid):
 def remove_abandoned(path):
     """Delete the temporary siblings of ``path`` whose writer was killed mid-write (``kill -9``, a lost node).
 
-    Only folders named as :func:`new_sibling` names them, by a writer of this machine (its :func:`_machine_tag`)
-    whose process is gone; never a link, never another name. Returns the folders deleted.
+    Only folders named as :func:`new_sibling` names them and files named as :func:`new_sibling_file` names them,
+    by a writer of this machine (its :func:`_machine_tag`) whose process is gone; never a link, never another name.
+    Returns the paths deleted.
     """
     parent, name = os.path.split(target_path(path))
     prefix = f".{name}.dkernel-"
@@ -89,10 +94,17 @@ def remove_abandoned(path):
         return removed
     for entry in entries:
         match = _TMP_TAG.fullmatch(entry.name[len(prefix):]) if entry.name.startswith(prefix) else None
-        if (match is None or match[1] != _machine_tag() or entry.is_symlink()
-                or not entry.is_dir(follow_symlinks=False) or not _process_gone(int(match[2]))):
+        if match is None or match[1] != _machine_tag() or entry.is_symlink() or not _process_gone(int(match[2])):
             continue
-        shutil.rmtree(entry.path, ignore_errors=True)
+        if match[3] is None and entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        elif match[3] is not None and entry.is_file(follow_symlinks=False):
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                continue
+        else:
+            continue
         removed.append(entry.path)
     return removed
 
@@ -113,3 +125,15 @@ def new_sibling(path):
         except FileExistsError:
             continue
         return candidate
+
+
+def new_sibling_file(path, suffix):
+    """The name of a new temporary file beside ``path`` for writing its replacement, ``suffix`` one of
+    :data:`FILE_SUFFIXES`: ``.NAME.dkernel-tmp-MACHINE-PID-XXXXXXXX.SUFFIX`` (not created: the writer creates it).
+    Those of earlier writers killed mid-write are deleted first (:func:`remove_abandoned`)."""
+    if suffix not in FILE_SUFFIXES:
+        raise ValueError(f"a temporary sibling file ends in one of {FILE_SUFFIXES}, not {suffix!r}")
+    parent = os.path.dirname(target_path(path))
+    os.makedirs(parent, exist_ok=True)
+    remove_abandoned(path)
+    return _sibling(path, f"tmp-{_machine_tag()}-{os.getpid()}-{uuid.uuid4().hex[:8]}{suffix}")

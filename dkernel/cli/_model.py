@@ -358,6 +358,9 @@ def _run_predict(args):
 
     paths = _predict_outputs(args)
     model = _load_model(args.model, _storage_options(args))
+    if args.decision and not hasattr(model, "decision_function"):
+        raise ValueError(f"--decision: the {type(model).__name__} model in --model {args.model} has no decision "
+                         f"values; write its predictions with --out.")
     X, y = _read_data(args.data, args.labels)
     _check_finite_data(args, X, "predicting")
     if X.shape[1] != model.n_features_in_:
@@ -387,9 +390,20 @@ def _run_predict(args):
     if score is not None:
         message += f", {score}"
     for flag, path in written.items():
-        message += f"; {_PREDICT_OUTPUTS[flag][1].removeprefix('the ')} written to {path}"
+        what = "predicted values" if flag == "--out" and _predicts_values(model) else _PREDICT_OUTPUTS[flag][1]
+        message += f"; {what.removeprefix('the ')} written to {path}"
     print(message)
     return 0
+
+
+def _predicts_values(model):
+    """Whether ``model`` predicts values rather than labels (a regressor: SVR, NuSVR, a ridge learner model)."""
+    from sklearn.base import is_regressor
+
+    try:
+        return is_regressor(model)
+    except (AttributeError, TypeError):  # not a scikit-learn estimator (a learner model of the command line)
+        return getattr(model, "learner", None) == "ridge"
 
 
 def add_commands(subparsers):

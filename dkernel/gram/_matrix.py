@@ -184,7 +184,8 @@ class GramMatrix:
         client, owned = resolve_client(client)
         keep_client = False
         try:
-            chunks = block_shape(options, gram_dtype, shape, symmetric, worker_memory_limit(client))
+            memory_limit = worker_memory_limit(client) if options.chunk is None else None  # asked only when used
+            chunks = block_shape(options, gram_dtype, shape, symmetric, memory_limit)
             meta = {
                 "kernel": kernel.to_dict(),
                 "shape": list(shape),

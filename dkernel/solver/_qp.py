@@ -271,8 +271,8 @@ def check_solver_options(tol, working_set_size, max_iter, prob, distributed=Fals
     """Validate ``tol`` and ``max_iter``; return the working-set size ``q``."""
     if not (np.isfinite(tol) and tol > 0):
         raise ValueError(f"tol must be a positive number; got {tol!r}.")
-    if int(max_iter) != max_iter or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}.")
+    if int(max_iter) != max_iter or max_iter < 0:  # 0: no step, α stays where it starts (libsvm's max_iter=0)
+        raise ValueError(f"max_iter must be a non-negative integer; got {max_iter!r}.")
     if working_set_size is None:
         if prob.label_sums:  # SMO, its gradient where the loop runs (this process or one worker)
             return default_working_set_size(prob.n, 1)

@@ -163,8 +163,6 @@ class SingleProblemSVM(BaseKernelSVM):
 
     def _solve(self, rows, problem, client, blas):
         """The solver on ``rows`` with the problem's labels, bounds, ``p``, ``e`` and start (as :func:`fit_binary`)."""
-        from ..solver._checkpoint import as_checkpoint  # the solver: imported when used
-
         max_iter = outer_iteration_cap(rows.n, self.working_set_size) if self.max_iter == -1 else self.max_iter
         client = solver_client(rows, client)
         y = problem["y"]
@@ -172,7 +170,15 @@ class SingleProblemSVM(BaseKernelSVM):
                         e=problem["e"], alpha0=problem["alpha0"], tol=self.tol,
                         working_set_size=self.working_set_size, max_iter=max_iter, verbose=bool(self.verbose),
                         shrinking=bool(self.shrinking),
-                        checkpoint=as_checkpoint(self.checkpoint, getattr(self, "storage_options", None)))
+                        checkpoint=self._solver_checkpoint())
+
+    def _solver_checkpoint(self):
+        """The solver's :class:`~dkernel.solver.Checkpoint` of ``checkpoint``; None, importing nothing, without."""
+        if self.checkpoint is None:
+            return None
+        from ..solver._checkpoint import as_checkpoint  # the checkpoint's code: imported when used
+
+        return as_checkpoint(self.checkpoint, getattr(self, "storage_options", None))
 
     @staticmethod
     def _original_kernel(coef, intercept, origin, h, h0):

@@ -358,22 +358,29 @@ def libsvm_pair_cap(n):
 
 
 #: The options of :func:`dkernel.solver.solve_qp` that :func:`solve_small` honours.
-SMALL_OPTIONS = frozenset({"tol", "working_set_size", "max_iter", "verbose", "shrinking", "checkpoint"})
+SMALL_OPTIONS = frozenset({"tol", "working_set_size", "max_iter", "verbose", "shrinking", "checkpoint", "p", "E", "e",
+                           "alpha0"})
 
 
-def solves_whole(n, client, options, libsvm_limit):
-    """Whether a problem of ``n`` samples with the solver's ``options`` is solved by :func:`solve_small`.
+def solves_whole(n, y, client, options, libsvm_limit):
+    """Whether a problem of ``n`` variables with labels ``y`` and the solver's ``options`` is solved by
+    :func:`solve_small`.
 
     In this process only, with the solver's default working set (which then
     covers the problem), libsvm's iteration limit (``libsvm_limit``:
     ``max_iter=-1``), no progress display (the solver's own), no checkpoint
-    (the solver writes them) and no option beyond those (a warm start, a
-    callback). Shrinking does not change the optimum.
+    (the solver writes them) and no option beyond those (a callback); the
+    dual of one equality row ``yᵀα = 0`` started from ``α = 0`` (C-SVC, and
+    ε-SVR on its 2n variables with its linear term ``p``), not the ν
+    problems' rows or a warm start. Shrinking does not change the optimum.
     """
     working_set_size = options.get("working_set_size")
+    E = options.get("E", y)
     return (n <= SMALL_PROBLEM_SIZE and client is None and libsvm_limit and not options.get("verbose")
             and options.get("checkpoint") is None and set(options) <= SMALL_OPTIONS
-            and (working_set_size is None or working_set_size >= n))
+            and (working_set_size is None or working_set_size >= n)
+            and (E is y or np.array_equal(E, y)) and float(options.get("e", 0.0)) == 0.0
+            and options.get("alpha0") is None)
 
 
 def problem_matrix(rows):
@@ -384,8 +391,9 @@ def problem_matrix(rows):
     return np.asarray(K, dtype=np.float64)
 
 
-def solve_small(rows, y, C, *, tol):
-    """Solve the C-SVC dual on the whole of ``rows`` by SMO; a :class:`~dkernel.solver.QPResult`.
+def solve_small(rows, y, C, *, tol, p=None):
+    """Solve the dual ``min ½ αᵀQα + pᵀα``, ``Q = y yᵀ ∘ K``, ``yᵀα = 0``, ``0 ≤ α ≤ C`` on the whole of ``rows``
+    by SMO; a :class:`~dkernel.solver.QPResult`. ``p`` is C-SVC's ``−1`` when None.
 
     ``n_iter`` is 1 (one working set, the whole problem) or 0 when ``α = 0``
     already meets ``tol``. Returns None where a kernel value is not finite
@@ -405,7 +413,8 @@ def solve_small(rows, y, C, *, tol):
     Q = np.multiply.outer(y, y)  # Q = y yᵀ ∘ K, at most 512 × 512 (2 MB)
     Q *= K
     alpha = np.zeros(n)
-    G = -np.ones(n)  # Q α + p with α = 0, p = -1
+    p = -np.ones(n) if p is None else np.asarray(p, dtype=np.float64)
+    G = p.copy()  # Q α + p with α = 0
     cap = libsvm_pair_cap(n)
     steps, _ = smo_subproblem(Q, y, alpha, C, G, float(tol), 0.0, cap)
     gap = select_pair(Q, y, alpha, C, G)[2]
@@ -419,7 +428,7 @@ def solve_small(rows, y, C, *, tol):
     return QPResult(
         alpha=alpha,
         intercept=svc_intercept(alpha, G, y, C),
-        objective=0.5 * float(alpha @ (G - 1.0)),
+        objective=0.5 * float(alpha @ (G + p)),
         n_iter=int(steps > 0),
         converged=bool(converged),
         stop_reason="tol" if converged else "max_iter",
@@ -445,8 +454,8 @@ def solve_qp(rows, y, C, *, client=None, blas=None, **options):
     The solver is imported on the first call, when a problem needs it.
     """
     libsvm_limit = options.get("max_iter", 0) >= outer_iteration_cap(rows.n, options.get("working_set_size"))
-    if solves_whole(rows.n, client, options, libsvm_limit):
-        result = solve_small(rows, y, C, tol=options["tol"])
+    if solves_whole(rows.n, y, client, options, libsvm_limit):
+        result = solve_small(rows, y, C, tol=options["tol"], p=options.get("p"))
         if result is not None:
             return result
     from ..solver import solve_qp as solve
