@@ -28,6 +28,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import ClassifierTags
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from .._runtime.client_parameter import ClientParameterMixin
 from .._runtime.validation import check_data, check_finite, check_labels, materialize
 from ..kernels._kernels import get_kernel, kernel_from_dict
 from ..kernels._parameters import check_kernel_object_parameters
@@ -108,7 +109,7 @@ class AdaptedKernel:
         return cls(None if spec["kernel"] is None else kernel_from_dict(spec["kernel"]), X_fit, projection)
 
 
-class KernelAligner(TransformerMixin, BaseEstimator):
+class KernelAligner(ClientParameterMixin, TransformerMixin, BaseEstimator):
     """Kandola's inductive alignment (Algorithm 2): a kernel adapted to the training labels, defined everywhere.
 
     Parameters

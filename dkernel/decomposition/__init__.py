@@ -5,6 +5,9 @@
                     centered on an origin in feature space (Meilă eq. 14; standard, class-balanced,
                     multiclass or sampled); projections of new points
                     through the centered test kernel
+``_steps``          the steps of a fit: the origin, the centered Gram, scikit-learn's post-processing
+                    of the eigenpairs (rounding taken as 0), projections of new points; scikit-learn's
+                    evaluation of a kernel function; the memory rule of ``eigen_solver="auto"``
 ``_eigensolvers``   the k largest eigenpairs of the centered Gram: dense (LAPACK), ARPACK,
                     randomized subspace iteration and LOBPCG, the last two through blockwise
                     products with the base Gram only

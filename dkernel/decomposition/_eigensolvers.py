@@ -2,7 +2,9 @@
 
 ``K_a`` (Meilă eq. 14) is a :class:`~dkernel.views.CenteredGram` over any Gram
 source, or the source itself without centering. ``"dense"`` (LAPACK) and
-``"arpack"`` materialize it (small ``n``); ``"randomized"`` (Halko, Martinsson
+``"arpack"`` work on it held in memory (:func:`materialized_gram`: the base
+Gram read or evaluated once, ``h`` and ``h0`` taken from it, the centering
+applied in place, as scikit-learn's ``KernelCenterer``); ``"randomized"`` (Halko, Martinsson
 & Tropp 2011, Algs. 4.4 and 5.3) and ``"lobpcg"`` (Knyazev 2001) reach it only
 through products ``K_a Q`` with tall thin blocks ``Q``, each one blockwise
 pass over the base Gram (:func:`centered_products`). Eigenvalues come back in
@@ -20,11 +22,13 @@ from sklearn.utils._arpack import _init_arpack_v0
 from .._runtime.client import client_for, local_scheduler
 from .._runtime.validation import random_generator
 from ..alignment._spectrum import _times_gram
-from ..gram._sources import source_dask
+from ..centering._origins import origin_products
+from ..gram._on_the_fly import KernelGram
+from ..gram._sources import as_gram, source_dask
 from ..views._centered import CenteredGram
 
 __all__ = ["LOBPCG_MAX_ITER", "arpack_eigenpairs", "centered_products", "dense_eigenpairs", "lobpcg_eigenpairs",
-           "power_iterations", "randomized_eigenpairs"]
+           "materialized_gram", "power_iterations", "randomized_eigenpairs"]
 
 #: Iterations of the LOBPCG solver when ``max_iter`` is None (each one blockwise pass over the Gram).
 LOBPCG_MAX_ITER = 100
@@ -34,23 +38,61 @@ def _dense(operator, client=False):
     """``K_a`` as one ndarray, its blocks computed on ``client`` (a resolved client), or in this process."""
     import dask
 
+    # The solver was chosen for a Gram held in memory (eigen_solver="auto" checked the memory available).
+    def whole():
+        if hasattr(operator, "to_numpy"):
+            return np.asarray(operator.to_numpy(force=True), dtype=np.float64)
+        return np.asarray(source_dask(operator).compute(), dtype=np.float64)
+
     if client:
-        return np.asarray(operator.to_numpy(), dtype=np.float64)
+        return whole()
     with dask.config.set(scheduler=local_scheduler()):
-        return np.asarray(operator.to_numpy(), dtype=np.float64)
+        return whole()
+
+
+def materialized_gram(source, centering, client=False):
+    """``(K_a, h, h0, scale)``: the centered Gram as one float64 ndarray, its origin's ``h = Kγ`` and
+    ``h0 = γᵀKγ`` (None without centering), and ``max_i |K_ii|`` of the base Gram.
+
+    The base Gram is read or evaluated once (a kernel on its data: one
+    evaluation in this process, as scikit-learn's ``pairwise_kernels``; any
+    other source through its blocks, on ``client`` when it is one), ``h`` and
+    ``h0`` are taken from that matrix (Meilă eqs. 17–18) and the centering
+    ``K - 1 hᵀ - h 1ᵀ + h0`` (eq. 14) is applied in place: one ``n × n``
+    array, no second pass over the kernel.
+    """
+    base = as_gram(source)
+    if isinstance(base, KernelGram):
+        K = np.asarray(base.to_numpy(), dtype=np.float64)
+        if K.dtype != base.dtype or np.shares_memory(K, base.X):
+            K = np.array(K, dtype=np.float64)
+    else:
+        K = _dense(base, client)
+        held = getattr(base, "K", None)  # a matrix in memory (the user's precomputed Gram) is left as it is
+        if held is not None and np.shares_memory(K, held):
+            K = K.copy()
+    scale = float(np.max(np.abs(np.diagonal(K)))) if K.size else 0.0
+    if centering is None:
+        return K, None, None, scale
+    h, h0 = origin_products(K, centering, client=False)
+    K -= h[np.newaxis, :]
+    K -= h[:, np.newaxis]
+    K += h0
+    return K, h, h0, scale
 
 
 def dense_eigenpairs(operator, k, client=False):
-    """The ``k`` largest eigenpairs of the materialized ``K_a`` (LAPACK ``eigh``, ascending)."""
-    K = _dense(operator, client)
+    """The ``k`` largest eigenpairs of ``K_a`` (LAPACK ``eigh``, ascending); ``operator`` is ``K_a`` in memory
+    (:func:`materialized_gram`, overwritten) or a view, materialized here."""
+    K = operator if isinstance(operator, np.ndarray) else _dense(operator, client)
     n = K.shape[0]
-    return scipy.linalg.eigh(K, subset_by_index=(n - k, n - 1))
+    return scipy.linalg.eigh(K, subset_by_index=(n - k, n - 1), overwrite_a=K is operator)
 
 
 def arpack_eigenpairs(operator, k, *, tol=0.0, max_iter=None, random_state=None, client=False):
-    """The ``k`` algebraically largest eigenpairs of the materialized ``K_a`` by ARPACK, from scikit-learn's
-    starting vector ``v0``."""
-    K = _dense(operator, client)
+    """The ``k`` algebraically largest eigenpairs of ``K_a`` (in memory, or a view materialized here) by ARPACK,
+    from scikit-learn's starting vector ``v0``."""
+    K = operator if isinstance(operator, np.ndarray) else _dense(operator, client)
     v0 = _init_arpack_v0(K.shape[0], random_state)
     return eigsh(K, k, which="LA", tol=tol, maxiter=max_iter, v0=v0)
 

@@ -25,8 +25,9 @@ With ``K_a v_k = λ_k v_k`` (``‖v_k‖ = 1``), a point ``x`` projects on the
 as ``z_k(x_i) = √λ_k v_{ik}``.
 
 The eigensolvers read the Gram only through the origin's ``h`` and ``h0``
-and the base Gram: ``"dense"`` and ``"arpack"`` materialize ``K_a`` (small
-``n``); ``"randomized"`` (Halko et al.'s subspace iteration) and ``"lobpcg"``
+and the base Gram: ``"dense"`` and ``"arpack"`` hold ``K_a`` in memory (the
+base Gram evaluated once, ``h`` and ``h0`` taken from it, centered in place,
+as scikit-learn's ``KernelCenterer``); ``"randomized"`` (Halko et al.'s subspace iteration) and ``"lobpcg"``
 (Knyazev's block method, iterated to a residual tolerance) have as their only
 access to the Gram blockwise products ``K Q`` with a tall thin ``Q``, each
 block read from the source (a zarr store, a kernel evaluated on the fly) on
@@ -42,126 +43,46 @@ References
    randomness", SIAM Review 53(2), 2011, Algs. 4.4 and 5.3.
 """
 
-import functools
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from dask.utils import format_bytes
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.extmath import svd_flip
-from sklearn.utils.validation import _check_psd_eigenvalues, check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from .._runtime.client import client_for
-from .._runtime.validation import check_finite, check_gram, check_labels, materialize, random_generator
-from ..alignment._spectrum import EXACT_LIMIT
-from ..centering._origins import Centering, InvalidLabelsError, origin_products
-from ..gram._sources import KernelGram, as_gram
-from ..kernels._kernels import Kernel
+from .._runtime.client_parameter import ClientParameterMixin
+from .._runtime.validation import check_finite, check_gram, materialize, random_generator
+from ..centering._origins import Centering
+from ..gram._sources import KernelGram, as_gram, source_diag
+from ..kernels._kernels import Kernel, LinearKernel, NormalizedKernel
 from ..kernels._parameters import resolve_kernel
 from ..svm._inputs import is_gram_source
 from ..svm._model_files import ModelFileMixin
 from ..views._centered import CenteredGram
-from ._eigensolvers import arpack_eigenpairs, dense_eigenpairs, lobpcg_eigenpairs, randomized_eigenpairs
+from ._eigensolvers import (arpack_eigenpairs, dense_eigenpairs, lobpcg_eigenpairs, materialized_gram,
+                            randomized_eigenpairs)
 from ._inverse import fit_preimage_map, inverse_transform, refuse_sparse
+from ._steps import (GRAM_MEMORY_SHARE, FittedOrigin, PairwiseKernel, centered_operator, centered_test_rows,
+                     finished_eigenpairs, gram_fits_in_memory, projection_coefficients, training_origin,
+                     zero_eigenvalue_tolerance)
 
 #: KernelPCA's own kernel parameter defaults (scikit-learn's KernelPCA): what a kernel object may come with.
 _KERNEL_DEFAULTS = {"gamma": None, "coef0": 1, "degree": 3}
 
-__all__ = ["KernelPCA", "centered_operator", "centered_test_rows", "finished_eigenpairs", "projection_coefficients"]
+__all__ = ["KernelPCA", "centered_operator", "centered_test_rows", "finished_eigenpairs", "projection_coefficients",
+           "training_origin"]
 
 #: Bytes of one batch of test-kernel rows in :meth:`KernelPCA.transform` (m × n float64 values at a time).
 TEST_BATCH_BYTES = 256 * 2**20
 
 _CENTERS = ("standard", "class-balanced", "multiclass")
 
-
-# --------------------------------------------------------------------------- #
-# The steps of a fit, each one equation
-# --------------------------------------------------------------------------- #
-
-
-def training_origin(center, n, y=None, *, n_sample=None, random_state=None):
-    """The origin ``a = Σ γ_i φ(x_i)`` of ``center`` for ``n`` training points, or None (no centering).
-
-    ``"standard"``: ``γ_i = 1/n`` (the centre of gravity); ``"class-balanced"``:
-    ``γ_i = 1/(2 n^±)`` (Meilă eq. 13); ``"multiclass"``: ``γ_i = 1/(c n_{class(i)})``;
-    with ``n_sample``, the origin of a random sample of ``n'`` points (Meilă §5,
-    :meth:`Centering.sampled`). A :class:`Centering` is used as given.
-    """
-    if center is None or isinstance(center, Centering):
-        if n_sample is not None:
-            raise ValueError(f"n_sample={n_sample} draws a sampled origin for a named center ('standard', "
-                             f"'class-balanced', 'multiclass'); center={center!r} has none to draw. Remove n_sample "
-                             f"or name the scheme.")
-        if center is not None and center.n != n:
-            raise ValueError(f"the Centering is defined for n={center.n} points but there are {n} training "
-                             f"samples; build it for this training set.")
-        return center
-    if center != "standard" and y is None:
-        raise InvalidLabelsError(f"center={center!r} needs the class labels: call fit(X, y), or use "
-                                 f"center='standard'.")
-    if y is not None:
-        y = check_labels(y)
-        if y.shape[0] != n:
-            raise ValueError(f"y has {y.shape[0]} labels but there are {n} training samples.")
-    return Centering.from_scheme(center, None if center == "standard" else y, n=n, n_sample=n_sample,
-                                 random_state=random_state)
-
-
-def centered_operator(source, centering, client=None):
-    """``K_a``, the lazy centered view of ``source`` on the origin ``centering`` (Meilă eq. 14); ``source`` itself
-    when ``centering`` is None.
-
-    ``h = Kγ`` and ``h0 = γᵀKγ`` (eqs. 17–18) are computed once, on ``client``
-    (:func:`~dkernel.centering.origin_products`: only ``K[:, S]`` for a sampled origin).
-    """
-    source = as_gram(source)
-    if centering is None:
-        return source
-    h, h0 = origin_products(source, centering, client=client)
-    return CenteredGram(source, centering, h=h, h0=h0)
-
-
-def finished_eigenpairs(values, vectors, *, remove_zero_eig=False):
-    """scikit-learn's post-processing: PSD clean-up, deterministic signs, decreasing order, null space removed.
-
-    Eigenvalues tiny against the largest (or slightly negative) become 0
-    (``_check_psd_eigenvalues``); each eigenvector is flipped so that its
-    largest entry in absolute value is positive (``svd_flip``); with
-    ``remove_zero_eig`` the eigenpairs of a zero eigenvalue are dropped.
-    """
-    values = _check_psd_eigenvalues(values, enable_warnings=False)
-    vectors, _ = svd_flip(u=np.asarray(vectors), v=None)
-    order = values.argsort()[::-1]
-    values, vectors = values[order], vectors[:, order]
-    if remove_zero_eig:
-        vectors, values = vectors[:, values > 0], values[values > 0]
-    return values, vectors
-
-
-def projection_coefficients(values, vectors):
-    """``v_k / √λ_k``: the coefficients of the unit-norm feature-space component ``k``; 0 for ``λ_k = 0``."""
-    coefficients = np.zeros_like(vectors)
-    nonzero = np.flatnonzero(values)
-    coefficients[:, nonzero] = vectors[:, nonzero] / np.sqrt(values[nonzero])
-    return coefficients
-
-
-def centered_test_rows(operator, X_new, precomputed, rows):
-    """``K_a(x, x_i)`` for the test points ``rows`` (Meilă eq. 14 for test rows, against the fitted origin).
-
-    ``X_new`` holds the points (the kernel is evaluated through the view's
-    ``cross``), or, with ``precomputed``, the base-kernel rows
-    ``K(x, x_i)`` (an ndarray or a Gram source read by ``rows``), centered
-    with ``h(x) = Σ_j γ_j K(x, x_j)``.
-    """
-    if not precomputed:
-        return np.asarray(operator.cross(X_new[rows]), dtype=np.float64)
-    K = X_new.rows(np.arange(rows.start, rows.stop)) if is_gram_source(X_new) else X_new[rows]
-    if isinstance(operator, CenteredGram):
-        return operator.center_test(K)
-    return np.asarray(K, dtype=np.float64)
+#: The named kernels, as scikit-learn's KernelPCA takes them.
+_KERNEL_NAMES = ("linear", "poly", "rbf", "sigmoid", "cosine", "precomputed")
 
 
 # --------------------------------------------------------------------------- #
@@ -169,7 +90,7 @@ def centered_test_rows(operator, X_new, precomputed, rows):
 # --------------------------------------------------------------------------- #
 
 
-class KernelPCA(ModelFileMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class KernelPCA(ClientParameterMixin, ModelFileMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Kernel principal component analysis with the centering in feature space chosen (Meilă 2002).
 
     A drop-in for :class:`sklearn.decomposition.KernelPCA` (all its parameters;
@@ -189,16 +110,26 @@ class KernelPCA(ModelFileMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixi
     n_components : int, default=None
         Number of components; more than the number of training samples is
         clipped to it, as scikit-learn does. None keeps all of them (those of
-        a zero eigenvalue removed), as scikit-learn.
-    kernel : {"linear", "poly", "rbf", "sigmoid", "precomputed"}, Kernel, dict or callable, default="linear"
+        a zero eigenvalue removed), as scikit-learn. An eigenvalue below
+        ``10 · n_samples · eps · max_i |K_ii|`` in absolute value (the base
+        Gram's scale, ``eps`` of its dtype: :func:`zero_eigenvalue_tolerance`)
+        is rounding and counts as zero.
+    kernel : {"linear", "poly", "rbf", "sigmoid", "cosine", "precomputed"}, Kernel, dict or callable, default="linear"
         With ``"precomputed"``, ``fit`` takes the Gram matrix (a square ndarray
         or a :class:`~dkernel.gram.GramMatrix` / Gram source) and
-        ``transform`` the test kernel ``K(X_test, X_train)``. A callable is
-        ``f(A, B, **kernel_params) -> K(A, B)`` on blocks of rows.
-    gamma : float, default=None
+        ``transform`` the test kernel ``K(X_test, X_train)``. ``"cosine"`` is
+        the linear kernel normalized by the norms
+        (:class:`~dkernel.kernels.NormalizedKernel` of the linear kernel). A
+        callable is scikit-learn's: ``f(x, y, **kernel_params) -> float`` on
+        two samples (1-D rows), evaluated on every pair by
+        ``sklearn.metrics.pairwise_kernels(A, B, metric=f, filter_params=True,
+        **kernel_params)`` (:class:`PairwiseKernel`), here on blocks of rows,
+        in this process or on the workers of ``client``.
+    gamma : float >= 0, default=None
         Of ``rbf``, ``poly`` and ``sigmoid``; None is ``1 / n_features``.
-    degree : int, default=3
-        Of ``poly``.
+    degree : float >= 0, default=3
+        Of ``poly`` (a non-integer one, or 0, evaluated by scikit-learn's
+        ``pairwise_kernels``, as ``gamma=0``).
     coef0 : float, default=1
         Of ``poly`` and ``sigmoid``.
     kernel_params : dict, default=None
@@ -216,9 +147,13 @@ class KernelPCA(ModelFileMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixi
         with ``K_a`` (out of core, on the workers of ``client``), a fixed
         number of passes; ``"lobpcg"``: LOBPCG through the same products, one
         pass per iteration until the residuals are below ``tol`` (fewer than
-        ``n_samples / 5`` components). ``"auto"``:
-        scikit-learn's choice (ARPACK above 200 samples for fewer than 10
-        components, else dense) up to 5000 samples, randomized above.
+        ``n_samples / 5`` components). ``"arpack"`` asked for all
+        ``n_samples`` components uses the dense solver, with a
+        ``RuntimeWarning`` (scikit-learn's, through scipy's ``eigsh``).
+        ``"auto"``: scikit-learn's choice (ARPACK above 200 samples for fewer
+        than 10 components, else dense) while the ``n × n`` float64 Gram takes
+        at most :data:`GRAM_MEMORY_SHARE` (a quarter) of the memory available
+        when ``fit`` starts; beyond that, randomized (out of core).
     n_oversamples : int, default=10
         Extra columns of the randomized solver.
     iterated_power : int >= 0 or "auto", default="auto"
@@ -274,15 +209,19 @@ class KernelPCA(ModelFileMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixi
     X_fit_ : ndarray or sparse matrix of shape (n_samples, n_features)
         The training data (the precomputed Gram matrix or Gram source with ``kernel="precomputed"``).
     gamma_ : float or None
-        The kernel's ``gamma`` (None for kernels without one).
+        ``gamma``, or ``1 / n_features`` when it is None, for every kernel, as
+        scikit-learn's (``n_samples`` features for a precomputed Gram); the
+        kernel object's own ``gamma`` (None if it has none) for a :class:`~dkernel.kernels.Kernel`.
     n_features_in_ : int
         Features seen in ``fit`` (``n_samples`` for a precomputed kernel).
     feature_names_in_ : ndarray of str
         When ``X`` has string column names.
 
     A fitted KernelPCA is saved by :meth:`save` (zarr + JSON, no pickle) and
-    read back by :meth:`load` or :func:`dkernel.load_model`; one of a
-    precomputed Gram or of a Python kernel function cannot be saved.
+    read back by :meth:`load` or :func:`dkernel.load_model`; one of a Python
+    kernel function cannot be saved. One of a precomputed Gram keeps what
+    ``transform`` needs (the origin's ``h``, ``h0`` and the eigenpairs), not
+    the Gram: ``X_fit_`` is None once loaded.
 
     References
     ----------
@@ -320,9 +259,9 @@ class KernelPCA(ModelFileMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixi
 
     _parameter_constraints: dict = {
         "n_components": [Interval(Integral, 1, None, closed="left"), None],
-        "kernel": [StrOptions({"linear", "poly", "rbf", "sigmoid", "precomputed"}), Kernel, dict, callable],
-        "gamma": [Interval(Real, 0, None, closed="neither"), None],
-        "degree": [Interval(Integral, 1, None, closed="left")],
+        "kernel": [StrOptions(set(_KERNEL_NAMES)), Kernel, dict, callable],
+        "gamma": [Interval(Real, 0, None, closed="left"), None],
+        "degree": [Interval(Real, 0, None, closed="left")],
         "coef0": [Interval(Real, None, None, closed="neither")],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "fit_inverse_transform": ["boolean"],
@@ -370,11 +309,34 @@ class KernelPCA(ModelFileMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixi
     def _precomputed(self):
         return isinstance(self.kernel, str) and self.kernel == "precomputed"
 
-    def _kernel_function(self):
-        """The callable ``kernel`` with its ``kernel_params`` bound (scikit-learn's ``kernel_params``)."""
-        if not self.kernel_params:
-            return self.kernel
-        return functools.partial(self.kernel, **self.kernel_params)
+    @property
+    def _is_function(self):
+        return callable(self.kernel) and not isinstance(self.kernel, Kernel)
+
+    @staticmethod
+    def _fitted_origin(centering, h, h0):
+        """What ``transform`` centers a precomputed test kernel with: the origin, ``h`` and ``h0`` (a saved model)."""
+        return FittedOrigin(centering, h, h0)
+
+    def _kernel_evaluator(self, X):
+        """The kernel of the estimator's parameters on ``X``: a dkernel :class:`Kernel`, or a :class:`PairwiseKernel`
+        (scikit-learn's ``pairwise_kernels``) for a callable and for parameters dkernel's kernels do not take."""
+        if self._is_function:
+            return PairwiseKernel(self.kernel, self.kernel_params)
+        if isinstance(self.kernel, str) and self.kernel == "cosine":
+            return NormalizedKernel(LinearKernel())
+        degree = self.degree
+        if isinstance(self.kernel, str):
+            gamma = 1.0 / X.shape[1] if self.gamma is None else float(self.gamma)
+            integral = isinstance(degree, Integral) or float(degree).is_integer()
+            if (self.kernel != "linear" and gamma == 0) or (self.kernel == "poly" and not (integral and degree >= 1)):
+                return PairwiseKernel(self.kernel, {"gamma": gamma, "degree": degree, "coef0": self.coef0})
+            if integral and not isinstance(degree, Integral):
+                degree = int(degree)
+        # gamma=None is 1 / n_features for a kernel name; beside a kernel object, only the defaults are no conflict.
+        gamma = "auto" if self.gamma is None and not isinstance(self.kernel, (Kernel, dict)) else self.gamma
+        return resolve_kernel(self.kernel, X, gamma=gamma, coef0=self.coef0, degree=degree,
+                              defaults=_KERNEL_DEFAULTS)
 
     # -------------------------------------------------------------- fitting
     def _training_gram(self, X):
@@ -400,26 +362,32 @@ class KernelPCA(ModelFileMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixi
                           ensure_all_finite=False)
         check_finite(X, name="X", what="fitting")
         self.X_fit_ = X = X.copy() if self.copy_X else X
-        if callable(self.kernel) and not isinstance(self.kernel, Kernel):
-            return KernelGram(X, self._kernel_function())
-        # gamma=None is 1 / n_features for a kernel name; beside a kernel object, only the defaults are no conflict.
-        gamma = "auto" if self.gamma is None and not isinstance(self.kernel, (Kernel, dict)) else self.gamma
-        kernel = resolve_kernel(self.kernel, X, gamma=gamma, coef0=self.coef0, degree=self.degree,
-                                defaults=_KERNEL_DEFAULTS)
-        return KernelGram(X, kernel)
+        return KernelGram(X, self._kernel_evaluator(X))
 
     def _n_components(self, n):
         # More components than samples are clipped to n_samples, as scikit-learn's KernelPCA does.
         return n if self.n_components is None else min(n, self.n_components)
 
     def _solver(self, n, k):
+        if self.eigen_solver == "arpack" and k >= n:
+            # scikit-learn's eigsh call falls back to LAPACK here, with scipy's RuntimeWarning.
+            warnings.warn(f"eigen_solver='arpack' computes fewer than n_samples={n} components; n_components="
+                          f"{self.n_components} asks for {k}{' (clipped to n_samples)' if k != self.n_components else ''}"
+                          f": the dense solver (LAPACK eigh) is used instead, as scikit-learn does.", RuntimeWarning,
+                          stacklevel=4)
+            return "dense"
+        if self.eigen_solver in ("dense", "arpack") and not gram_fits_in_memory(n, share=1.0):
+            raise MemoryError(f"eigen_solver={self.eigen_solver!r} holds the {n}×{n} float64 Gram in memory "
+                              f"({format_bytes(8 * n * n)}), more than this machine has available; use "
+                              f"eigen_solver='randomized' or 'lobpcg', which read it blockwise, or 'auto'.")
         if self.eigen_solver != "auto":
             return self.eigen_solver
-        if n > EXACT_LIMIT:
+        if not gram_fits_in_memory(n):
             if self.n_components is None:
                 raise ValueError(f"n_components=None keeps all {n} components, which needs the dense "
-                                 f"{n}×{n} eigendecomposition; pass n_components (the randomized solver then "
-                                 f"computes only those) or eigen_solver='dense'.")
+                                 f"{n}×{n} eigendecomposition, above {GRAM_MEMORY_SHARE:g} of the memory available; "
+                                 f"pass n_components (the randomized solver then computes only those) or "
+                                 f"eigen_solver='dense'.")
             return "randomized"
         return "arpack" if n > 200 and k < 10 else "dense"
 
@@ -427,9 +395,6 @@ class KernelPCA(ModelFileMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixi
         if solver == "dense":
             return dense_eigenpairs(operator, k, client)
         if solver == "arpack":
-            if k >= operator.n:
-                raise ValueError(f"eigen_solver='arpack' computes fewer than n_samples={operator.n} components "
-                                 f"(n_components={k}); use eigen_solver='dense'.")
             return arpack_eigenpairs(operator, k, tol=self.tol, max_iter=self.max_iter,
                                      random_state=self.random_state, client=client)
         if solver == "lobpcg":
@@ -449,7 +414,8 @@ class KernelPCA(ModelFileMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixi
             Training data; with ``kernel="precomputed"``, the Gram matrix
             (a square ndarray or a :class:`~dkernel.gram.GramMatrix`).
         y : array-like of shape (n_samples,), default=None
-            Class labels, needed by ``center="class-balanced"`` and ``"multiclass"``.
+            Class labels, needed by ``center="class-balanced"`` and ``"multiclass"``; ignored otherwise (as by
+            scikit-learn: any ``y`` a pipeline passes).
 
         Returns
         -------
@@ -470,19 +436,36 @@ class KernelPCA(ModelFileMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixi
                                           random_state=random_generator(self.random_state))
         with client_for(self.client) as client:
             client = client if client is not None else False  # resolved once: a spec opens one cluster per fit
-            operator = centered_operator(source, self.centering_, client=client)
-            values, vectors = self._eigenpairs(operator, k, solver, client)
+            if solver in ("dense", "arpack"):
+                # K_a in memory: the base Gram evaluated once, h and h0 taken from it, centered in place.
+                K_a, h, h0, scale = materialized_gram(source, self.centering_, client)
+                operator = as_gram(source) if self.centering_ is None else CenteredGram(source, self.centering_,
+                                                                                          h=h, h0=h0)
+                values, vectors = self._eigenpairs(K_a, k, solver, client)
+                del K_a
+            else:
+                operator = centered_operator(source, self.centering_, client=client)
+                values, vectors = self._eigenpairs(operator, k, solver, client)
+                base = operator.base if isinstance(operator, CenteredGram) else operator
+                scale = float(np.max(np.abs(source_diag(base)))) if n else 0.0
+        values = np.asarray(values, dtype=np.float64).copy()
+        values[np.abs(values) < zero_eigenvalue_tolerance(n, scale, getattr(source, "dtype", np.float64))] = 0.0
         values, vectors = finished_eigenpairs(values, vectors,
                                               remove_zero_eig=self.remove_zero_eig or self.n_components is None)
         kernel = getattr(source, "kernel", None)
+        evaluator = getattr(source, "_evaluator", None)
         if self.fit_inverse_transform:
-            self._inverse_kernel = kernel if kernel is not None else self._kernel_function()  # a Kernel, or f(A, B)
+            # A dkernel Kernel, or the PairwiseKernel of scikit-learn's pairwise_kernels.
+            self._inverse_kernel = kernel if kernel is not None else evaluator.function
             X_transformed = vectors * np.sqrt(values)
             self.dual_coef_ = fit_preimage_map(self._inverse_kernel, X_transformed, source.X,
                                                self.alpha).astype(dtype, copy=False)
             self.X_transformed_fit_ = X_transformed.astype(dtype, copy=False)
         self.eigenvalues_, self.eigenvectors_ = values.astype(dtype, copy=False), vectors.astype(dtype, copy=False)
-        self.gamma_ = getattr(kernel, "gamma", None) if isinstance(kernel, Kernel) else None
+        if isinstance(self.kernel, (Kernel, dict)):
+            self.gamma_ = getattr(kernel, "gamma", None)
+        else:  # scikit-learn's: 1 / n_features when gamma is None, whatever the kernel
+            self.gamma_ = 1.0 / self.n_features_in_ if self.gamma is None else self.gamma
         self.eigen_solver_ = solver
         self._operator = operator
         return self

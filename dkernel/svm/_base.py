@@ -28,6 +28,7 @@ from sklearn.utils.multiclass import check_classification_targets
 with contextlib.suppress(ImportError):
     import sklearn.callback._callback_support  # noqa: F401
 
+from .._runtime.client_parameter import ClientParameterMixin
 from ..kernels._kernels import Kernel, LinearKernel
 from ._inputs import single_class_message
 from ._model_files import ModelFileMixin
@@ -67,7 +68,7 @@ def expected_failed_checks(estimator):
     return dict(getattr(estimator, "_expected_failed_checks", {}))
 
 
-class BaseKernelSVM(ModelFileMixin, BaseEstimator):
+class BaseKernelSVM(ClientParameterMixin, ModelFileMixin, BaseEstimator):
     """The shared parameters, kernel checks and model files of every dkernel SVM: classifiers, the regression SVM
     and the one-class SVM (not used on its own; :class:`BaseSVM` adds the classifiers' labels)."""
 

@@ -8,7 +8,10 @@ imports :mod:`dkernel.decomposition`. What each keeps:
   spec, the classes, the weights ``dual_coef_`` and the training points ``X_fit_`` (none with a precomputed kernel);
 * ``dkernel-kernel-pca`` (:class:`~dkernel.decomposition.KernelPCA`): its parameters, the kernel's spec, the origin
   (:class:`~dkernel.centering.Centering` spec with its ``h = Kγ`` and ``h0``), the eigenpairs, the training points
-  and, with ``fit_inverse_transform``, the pre-image map (``dual_coef_``, ``X_transformed_fit_``).
+  and, with ``fit_inverse_transform``, the pre-image map (``dual_coef_``, ``X_transformed_fit_``). On a precomputed
+  Gram, no training points and no Gram: projecting a test kernel needs only the origin, ``h``, ``h0`` and the
+  eigenpairs. A named kernel with parameters dkernel's kernels do not take (``gamma=0``, a non-integer ``degree``)
+  has no spec: it is rebuilt from the parameters and the training points.
 
 A model of a Python kernel function is refused (JSON cannot hold a function), as the SVMs' are.
 """
@@ -16,7 +19,7 @@ A model of a Python kernel function is refused (JSON cannot hold a function), as
 import numpy as np
 import scipy.sparse as sp
 
-from ._persist_params import _classes_state, _estimator, _json_params, _kernel_of, _restore_classes
+from ._persist_params import _classes_state, _estimator, _json_params, _kernel_of, _kernel_spec, _restore_classes
 
 __all__ = ["MORE_FORMATS", "kernel_pca_restore", "kernel_pca_state", "learner_parzen_restore",
            "parzen_restore", "parzen_state"]
@@ -94,21 +97,27 @@ _KERNEL_PCA_ARRAYS = {"eigenvalues": "eigenvalues_", "eigenvectors": "eigenvecto
 
 
 def kernel_pca_state(model):
-    """``(attributes, arrays, parts)`` of a fitted :class:`~dkernel.decomposition.KernelPCA`; one of a precomputed
-    Gram is refused (its centering needs the training Gram, which a model does not keep)."""
-    if model._precomputed:
-        raise ValueError("a KernelPCA fitted on a precomputed Gram matrix cannot be saved: projecting new points "
-                         "needs its training Gram, which a model does not keep. Fit it with a dkernel kernel to save "
-                         "it.")
-    source = model._operator.base if model.centering_ is not None else model._operator
-    kernel = source.kernel if source.kernel is not None else model.kernel
-    attributes = {"params": _json_params(model), "kernel": _saved_kernel_spec(kernel, "KernelPCA"),
+    """``(attributes, arrays, parts)`` of a fitted :class:`~dkernel.decomposition.KernelPCA`; one of a Python kernel
+    function is refused, before anything else. One of a precomputed Gram keeps the origin (``h``, ``h0``) and the
+    eigenpairs, what ``transform`` centers and projects a test kernel with, not the training Gram."""
+    if model._is_function:
+        raise ValueError(f"a KernelPCA whose kernel is a Python function ({model.kernel!r}) cannot be saved: a model "
+                         f"is zarr + JSON, which holds no function. To save it, fit it with a kernel name, a "
+                         f"dkernel Kernel or its dict spec, or with kernel='precomputed' on the Gram matrix of "
+                         f"your function (then transform takes the test kernel K(X_test, X_train)).")
+    attributes = {"params": _json_params(model),
                   "centering": None if model.centering_ is None else model.centering_.to_dict(),
                   "h0": None if model.centering_ is None else float(model._operator.h0),
                   "gamma": None if model.gamma_ is None else float(model.gamma_),
                   "eigen_solver": model.eigen_solver_, "n_features_in": int(model.n_features_in_)}
-    points_attrs, arrays = _points_state(source.X, "X_fit")
-    attributes.update(points_attrs)
+    if model._precomputed:
+        attributes["kernel"], arrays = None, {}
+    else:
+        source = model._operator.base if model.centering_ is not None else model._operator
+        # None for a named kernel evaluated by scikit-learn's pairwise_kernels: rebuilt from the parameters.
+        attributes["kernel"] = _kernel_spec(source.kernel)
+        points_attrs, arrays = _points_state(source.X, "X_fit")
+        attributes.update(points_attrs)
     arrays.update({name: getattr(model, a) for name, a in _KERNEL_PCA_ARRAYS.items() if hasattr(model, a)})
     if model.centering_ is not None:
         arrays["h"] = model._operator.h
@@ -121,17 +130,23 @@ def kernel_pca_restore(cls, attrs, arrays, parts):
     from ..views._centered import CenteredGram
 
     model = _estimator(cls, attrs["params"])
-    kernel = _kernel_of(attrs["kernel"])
-    source = KernelGram(_points_from(attrs, arrays, "X_fit"), kernel)
     model.centering_ = None if attrs["centering"] is None else Centering.from_dict(attrs["centering"])
-    model._operator = source if model.centering_ is None else CenteredGram(source, model.centering_, h=arrays["h"],
-                                                                           h0=attrs["h0"])
+    if model._precomputed:
+        model._operator = None if model.centering_ is None else model._fitted_origin(model.centering_, arrays["h"],
+                                                                                      attrs["h0"])
+        source = None
+    else:
+        X = _points_from(attrs, arrays, "X_fit")
+        kernel = _kernel_of(attrs["kernel"])
+        source = KernelGram(X, kernel if kernel is not None else model._kernel_evaluator(X))
+        model._operator = source if model.centering_ is None else CenteredGram(source, model.centering_,
+                                                                               h=arrays["h"], h0=attrs["h0"])
     for name, attribute in _KERNEL_PCA_ARRAYS.items():
         if name in arrays:
             setattr(model, attribute, arrays[name])
     if "dual_coef" in arrays:
-        model._inverse_kernel = source.kernel
-    model.X_fit_ = source.X
+        model._inverse_kernel = source.kernel if source.kernel is not None else source._evaluator.function
+    model.X_fit_ = None if source is None else source.X
     model.gamma_ = attrs["gamma"]
     model.eigen_solver_ = attrs["eigen_solver"]
     model.n_features_in_ = int(attrs["n_features_in"])
