@@ -1,7 +1,6 @@
 """Estimators given ``client=<distributed.Client>`` take part in scikit-learn's clone, searches and pickling."""
 
 import pickle
-import warnings
 
 import numpy as np
 import pytest
@@ -16,14 +15,9 @@ ESTIMATORS = ["SVC", "NuSVC", "SVR", "NuSVR", "OneClassSVM", "ConformalSVC", "Ge
 
 
 @pytest.fixture(scope="module")
-def client():
-    import distributed
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                      dashboard_address=None) as local, distributed.Client(local) as client:
-            yield client
+def client(nanny_cluster):
+    """A client of two worker processes (``conftest.nanny_cluster``)."""
+    return nanny_cluster
 
 
 @pytest.fixture(scope="module")
