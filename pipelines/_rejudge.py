@@ -59,7 +59,8 @@ def load_run(module, folder):
     folder = Path(folder)
     path = folder / "results.json"
     if not folder.is_dir():
-        raise RejudgeError(f"{folder} is not a folder of results (no such folder).")
+        what = "a file" if folder.exists() else "no such folder"
+        raise RejudgeError(f"{folder} is not a folder of results ({what}).")
     if not path.is_file():
         raise RejudgeError(f"{folder} holds no results.json: not the results of a finished run.")
     try:

@@ -135,6 +135,8 @@ def _refused(capsys, folder, name="graf_coil"):
 def test_rejudge_refuses_a_folder_that_holds_no_run_of_the_pipeline(tmp_path, capsys):
     assert "no results.json" in _refused(capsys, tmp_path)
     assert "no such folder" in _refused(capsys, tmp_path / "missing")
+    (tmp_path / "afile").write_text("mine")
+    assert "is not a folder of results (a file)" in _refused(capsys, tmp_path / "afile")
     base = {"format": "dkernel-results", "pipeline": "meila_imbalanced", "config": {"quick": True, "repeats": None,
             "seed": 0}, "records": [{"x": 1}], "files": ["results.json"]}  # fmt: skip
     path = tmp_path / "results.json"
