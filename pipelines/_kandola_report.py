@@ -314,7 +314,7 @@ def figure(records, tables, path, title):
 
 def write_report(result, outdir, *, name, title, tables, setup, settings, alternatives_rows, extra=()):
     """``report.md`` and ``tables.png`` from the records: settings, verdicts per table, checks, sensitivity."""
-    from ._report import listing, run_line, write_markdown
+    from ._report import listing, run_line, verdict_rule, write_markdown
 
     records = [r for r in result.records if r["dataset"] in DATASETS]
     as_run = judged(records, tables)
@@ -328,7 +328,7 @@ def write_report(result, outdir, *, name, title, tables, setup, settings, altern
         parts += [f"Not run ({why}): {listing(missing)}.", ""]
     parts += ["## Settings", "", *settings_table(settings), "",
               "![the tables as curves: dkernel solid with ± sd (eq. 5, overall error), the paper dashed](tables.png)",
-              ""]
+              "", verdict_rule(), ""]
     for table in present:
         parts += _table_section(records, table, as_run)
     parts += list(extra)

@@ -186,6 +186,18 @@ def not_run_note(planned, run):
     return [f"Not run (data files not found): {', '.join(missing)}.", ""] if missing else []
 
 
+def verdict_rule():
+    """The sentence of a report that says what each verdict needs (:func:`pipelines._fidelity.judge`)."""
+    from ._fidelity import ALPHA, Z
+
+    return (f"A claim that one result is better (or higher, or lower) than another is *reproduced* only where the "
+            f"measured difference goes the claimed way beyond the noise (more than {Z:g} standard errors, or a test "
+            f"at p < {ALPHA:g}); a claim of agreement (an interval, a tolerance, an unchanged result) where the "
+            f"measurement agrees. A claim is *not reproduced* only where every fit behind it converged and the "
+            f"measurement departs from the claim beyond the noise (a difference the other way, or outside the "
+            f"agreement), both shown in the evidence; otherwise it is *inconclusive*.")
+
+
 def fidelity_sections(settings, verdicts, sensitivity=(), *, sensitivity_note=""):
     """The report lines of a run's settings, verdicts and sensitivity (:mod:`pipelines._fidelity`).
 
@@ -194,11 +206,9 @@ def fidelity_sections(settings, verdicts, sensitivity=(), *, sensitivity_note=""
     ``sensitivity(records, config)`` return; ``sensitivity_note`` is a
     sentence placed under the sensitivity table.
     """
-    from ._fidelity import ALPHA, Z, sensitivity_table, settings_table, verdict_table
+    from ._fidelity import sensitivity_table, settings_table, verdict_table
 
-    rule = (f"A claim is *not reproduced* only where every fit behind it converged and the measured difference is "
-            f"beyond the noise (more than {Z:g} standard errors, or a test at p < {ALPHA:g}), both shown in the "
-            "evidence; otherwise it is *inconclusive*.")
+    rule = verdict_rule()
     lines = ["## Settings and the paper", "", *settings_table(settings), "",
              "## Verdicts", "", rule, "", *verdict_table(verdicts), ""]  # fmt: skip
     if sensitivity:

@@ -169,3 +169,17 @@ def test_every_committed_result_holds_the_verdicts_the_current_rules_derive(name
     report = (RESULTS / name / "report.md").read_text()
     for verdict in payload["verdicts"]:
         assert verdict["verdict"] in report
+
+
+def test_every_committed_report_says_what_each_verdict_needs():
+    """The rule sentence names what *reproduced* needs (beyond the noise the claimed way), not only *not reproduced*."""
+    from pathlib import Path
+
+    from pipelines._report import verdict_rule
+
+    reports = sorted(Path(__file__).resolve().parents[1].glob("results/*/report.md"))
+    assert len(reports) >= 11
+    rule = verdict_rule()
+    assert "*reproduced* only where the measured difference goes the claimed way beyond the noise" in rule
+    for report in reports:
+        assert rule in report.read_text(encoding="utf-8"), report

@@ -261,11 +261,8 @@ def _run_adapt(args):
 # ------------------------------------------------------------- other learners
 
 
-def add_learner_arguments(group):
-    """``--learner`` and ``--alpha`` of ``dkernel fit``."""
-    group.add_argument("--learner", choices=("svc", "parzen", "ridge"), default="svc",
-                       help="svc (default), parzen (Parzen window with the class weights 1/n+ and 1/n-, Kandola "
-                            "eq. 9) or ridge (kernel ridge regression, scikit-learn's KernelRidge)")
+def add_alpha_argument(group):
+    """``--alpha`` of ``dkernel fit --learner ridge``."""
     group.add_argument("--alpha", type=float, default=None, help="ridge regularization lambda, > 0 (default 1)")
 
 

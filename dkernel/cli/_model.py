@@ -1,5 +1,5 @@
-"""The ``dkernel`` commands of a model: ``fit`` trains :class:`dkernel.SVC` (or a Parzen window or ridge learner) and
-saves it, ``predict`` applies any saved model.
+"""The ``dkernel`` commands of a model: ``fit`` trains an SVM of :mod:`dkernel.svm` (``SVC``, ``NuSVC``, ``SVR``,
+``NuSVR``, ``OneClassSVM``) or a Parzen window or ridge learner and saves it, ``predict`` applies any saved model.
 """
 
 from . import _adapt
@@ -23,6 +23,10 @@ examples:
   dkernel fit --data X.npy --labels y.npy --store s3://bucket/grams --model s3://bucket/model \
       --storage-option endpoint_url=http://minio:9000 --cluster tcp://127.0.0.1:8786
 
+  # a regression (epsilon-SVR) on numeric --labels, and a one-class SVM (no labels)
+  dkernel fit --data X.npy --labels values.npy --learner svr --C 10 --epsilon 0.05 --model svr.zarr
+  dkernel fit --data X.npy --learner one-class --nu 0.05 --model novelty.zarr
+
   # keep the solver's state in fit.ckpt: after Ctrl-C, a crash or a kill, the
   # same command resumes from it
   dkernel fit --data X.npy --labels y.npy --model model.zarr --checkpoint fit.ckpt
@@ -32,16 +36,44 @@ the same --store reuses the Gram blocks already computed. Without --checkpoint
 an interrupted fit saves no solver state: the same command starts it over.
 """
 
-#: The options of the SVM alone, refused with --learner parzen or ridge (their attribute: None unless given).
-_SVC_ONLY = ("C", "tol", "centering", "centering_sample", "normalize", "graf_correction", "multiclass",
-             "working_set_size", "store", "checkpoint", "resume", "cluster", "scheduler")
+#: The SVMs of ``dkernel fit --learner`` and their estimators in :mod:`dkernel.svm`; "parzen" and "ridge" are
+#: Kandola's other two learners (:mod:`._adapt`).
+SVM_LEARNERS = {"svc": "SVC", "nusvc": "NuSVC", "svr": "SVR", "nusvr": "NuSVR", "one-class": "OneClassSVM"}
+LEARNERS = (*SVM_LEARNERS, "parzen", "ridge")
+_CLASSIFIERS = ("svc", "nusvc")
+
+#: The options that not every learner takes (their attribute: None unless given) -> the learners that take them.
+_LEARNER_OPTIONS = {
+    "C": ("svc", "svr", "nusvr"),
+    "nu": ("nusvc", "nusvr", "one-class"),
+    "epsilon": ("svr",),
+    "alpha": ("ridge",),
+    **{name: ("svc",) for name in ("normalize", "graf_correction", "multiclass")},
+    **{name: tuple(SVM_LEARNERS) for name in ("tol", "centering", "centering_sample", "working_set_size", "store",
+                                              "checkpoint", "resume", "cluster", "scheduler")},
+}
+
+#: What each learner has in place of the options it does not take (the end of the message refusing one).
+_LEARNER_INSTEAD = {
+    "svc": "is regularized by --C",
+    "nusvc": "is regularized by --nu",
+    "svr": "is regularized by --C, with a tube of width --epsilon",
+    "nusvr": "is regularized by --C, with --nu",
+    "one-class": "is regularized by --nu and learns from --data alone",
+    "parzen": "has no parameter but its kernel (its coefficients are the class weights 1/n+ and 1/n-, Kandola eq. 9)",
+    "ridge": "is regularized by --alpha",
+}
+
+#: The default of each learner's own number (the estimators' defaults, as scikit-learn's).
+_LEARNER_DEFAULTS = {"C": 1.0, "nu": 0.5, "epsilon": 0.1, "tol": 1e-3}
 
 
 def _add_fit_parser(subparsers):
     _add_command(
         subparsers, "fit", _run_fit, _fit_arguments, interrupted=_fit_interrupted,
         help="train an SVM and save it as a model store",
-        description="Train dkernel.SVC on a data file and save the model (zarr + JSON attributes).",
+        description="Train an SVM (dkernel.SVC by default; NuSVC, SVR, NuSVR, OneClassSVM with --learner) on a data "
+                    "file and save the model (zarr + JSON attributes).",
         epilog=_FIT_EPILOG,
     )
 
@@ -58,7 +90,16 @@ def _fit_arguments(p):
     p.add_argument("--overwrite", action="store_true", help="replace a model at --model (never another folder)")
     k = p.add_argument_group("kernel (the defaults of 'dkernel gram') and SVM")
     _add_kernel_arguments(k)
-    k.add_argument("--C", type=float, default=None, help="regularization, > 0 (default 1)")
+    k.add_argument("--learner", choices=LEARNERS, default="svc",
+                   help="svc (default: scikit-learn's SVC), nusvc, svr (epsilon-SVR), nusvr or one-class "
+                        "(OneClassSVM: novelty detection, no labels); parzen (Parzen window with the class weights "
+                        "1/n+ and 1/n-, Kandola eq. 9) or ridge (kernel ridge regression, scikit-learn's KernelRidge)")
+    k.add_argument("--C", type=float, default=None, help="regularization of svc, svr and nusvr, > 0 (default 1)")
+    k.add_argument("--nu", type=float, default=None,
+                   help="nu of nusvc, nusvr and one-class, in (0, 1]: a bound on the fraction of margin errors and "
+                        "of support vectors (default 0.5)")
+    k.add_argument("--epsilon", type=float, default=None,
+                   help="width of svr's insensitive tube, >= 0 (default 0.1)")
     k.add_argument("--tol", type=float, default=None, help="stopping tolerance on the KKT gap (default 1e-3)")
     k.add_argument("--centering", choices=["standard", "class-balanced", "multiclass"],
                    help="feature-space centering (Meila): per binary problem, or one origin of all classes")
@@ -70,7 +111,7 @@ def _fit_arguments(p):
     k.add_argument("--multiclass", choices=["ovo", "ovr"], default=None,
                    help="one-vs-one (default) or one-vs-rest")
     k.add_argument("--working-set-size", type=int, metavar="Q", help="variables per solver sub-problem")
-    _adapt.add_learner_arguments(k)
+    _adapt.add_alpha_argument(k)
     x = p.add_argument_group("execution")
     x.add_argument("--store", metavar="PATH",
                    help="keep the training Gram on disk: a Gram store written by 'dkernel gram' (used when it "
@@ -124,19 +165,33 @@ def _fit_interrupted(args):
             f"solving){kept}; running the same command again starts the fit over.")
 
 
+def _either(names):
+    """``a``, ``a or b``, ``a, b or c``."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def _check_learner_options(args):
+    """Refuse the options the chosen --learner does not take, naming each flag and the learners that take it."""
+    given = [name for name, takers in _LEARNER_OPTIONS.items()
+             if args.learner not in takers and getattr(args, name) is not None]
+    if given:
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        each = "; ".join(f"--{name.replace('_', '-')}: an option of --learner {_either(_LEARNER_OPTIONS[name])} only"
+                         for name in given)
+        raise ValueError(f"{each}. The {args.learner} learner {_LEARNER_INSTEAD[args.learner]}. Remove {flags}, or "
+                         f"choose a learner that takes {'it' if len(given) == 1 else 'them'}.")
+    if args.centering in ("class-balanced", "multiclass") and args.learner not in _CLASSIFIERS:
+        raise ValueError(f"--centering {args.centering} weighs the classes of the labels; the {args.learner} learner "
+                         f"has no classes: use --centering standard (the mean of the data in feature space).")
+    if args.nu is not None and not 0 < args.nu <= 1:
+        raise ValueError(f"--nu must be a number in (0, 1]; got {args.nu:g}.")
+    if args.epsilon is not None and not 0 <= args.epsilon < float("inf"):
+        raise ValueError(f"--epsilon must be a finite number >= 0; got {args.epsilon:g}.")
+
+
 def _check_fit_options(args):
     """Options that do not go together, refused before any work with a message in flags."""
-    if args.learner != "svc":
-        given = [name for name in _SVC_ONLY if getattr(args, name) is not None]
-        if given:
-            flags = ", ".join("--" + name.replace("_", "-") for name in given)
-            other = ("has no parameter but its kernel (its coefficients are the class weights 1/n+ and 1/n-, "
-                     "Kandola eq. 9)" if args.learner == "parzen" else "is regularized by --alpha")
-            raise ValueError(f"{flags}: {'an option' if len(given) == 1 else 'options'} of --learner svc only; the "
-                             f"{args.learner} learner {other}. Remove {flags}, or use --learner svc.")
-    if args.learner != "ridge" and args.alpha is not None:
-        raise ValueError(f"--alpha is the regularization of --learner ridge only; the {args.learner} learner does "
-                         f"not take it" + (" (its regularization is --C)." if args.learner == "svc" else "."))
+    _check_learner_options(args)
     if args.graf_correction and not args.normalize:
         raise ValueError("--graf-correction needs --normalize: Graf & Borer's b' is defined for a normalized kernel.")
     if args.centering_sample is not None and args.centering is None:
@@ -154,9 +209,16 @@ def _check_finite_data(args, X, what):
 
 
 def _read_training_data(args):
-    """``(X, y)`` of --data and --labels; refused without labels, with a label count other than the rows, or with
-    NaN or infinite values in either."""
+    """``(X, y)`` of --data and --labels (``y`` None for the one-class learner); refused without labels, with a
+    label count other than the rows, with NaN or infinite values in either, or with labels the learner cannot learn
+    (text for a regression, continuous values for a classifier)."""
+    if args.learner == "one-class" and args.labels is not None:
+        raise ValueError(f"--labels {args.labels}: the one-class learner learns from --data alone (novelty "
+                         f"detection); remove --labels.")
     X, y = _read_data(args.data, args.labels)
+    if args.learner == "one-class":
+        _check_finite_data(args, X, "fitting")
+        return X, None  # (the labels an svmlight file carries are not read)
     if y is None:
         raise ValueError(f"--data {args.data} has no labels; pass --labels FILE.")
     if len(y) != X.shape[0]:
@@ -166,11 +228,56 @@ def _read_training_data(args):
                          f"{header_hint(args.labels, len(y), X.shape[0]) if args.labels else ''}; pass one label "
                          f"per row.")
     _check_finite_data(args, X, "fitting")
+    source = f"--labels {args.labels}" if args.labels else f"the labels of --data {args.data}"
     if args.labels is None:  # the labels of the data file (--labels are checked as they are read)
         from .._runtime.validation import check_labels
 
-        check_labels(y, name=f"the labels of --data {args.data}")
+        check_labels(y, name=source)
+    _check_label_kind(args, y, source)
     return X, y
+
+
+def _check_label_kind(args, y, source):
+    """Refuse text labels for a regression and continuous ones for a classifier, naming the learners that fit."""
+    from sklearn.utils.multiclass import type_of_target
+
+    if args.learner in ("svr", "nusvr", "ridge"):
+        if y.dtype.kind not in "biuf":
+            raise ValueError(f"{source} holds text; --learner {args.learner} is a regression and learns numbers. "
+                             f"For classes use --learner svc, nusvc or parzen.")
+    elif type_of_target(y) == "continuous":
+        raise ValueError(f"{source} holds continuous values; --learner {args.learner} is a classifier and learns "
+                         f"classes. For a regression use --learner svr, nusvr or ridge.")
+
+
+def _svm_estimator(args, storage_options, checkpoint):
+    """The estimator of :mod:`dkernel.svm` that ``dkernel fit --learner`` trains, with the options given."""
+    from .. import svm
+
+    params = dict(kernel=args.kernel, **_kernel_args(args), centering=args.centering,
+                  centering_sample=args.centering_sample, working_set_size=args.working_set_size, store=args.store,
+                  storage_options=storage_options, random_state=args.seed, verbose=not args.quiet,
+                  checkpoint=checkpoint)
+    for name, value in _LEARNER_DEFAULTS.items():
+        if args.learner in _LEARNER_OPTIONS[name]:
+            params[name] = value if getattr(args, name) is None else getattr(args, name)
+    if args.learner == "svc":
+        params.update(normalize=bool(args.normalize), normalize_bias_correction=bool(args.graf_correction),
+                      multiclass=args.multiclass or "ovo")
+    return getattr(svm, SVM_LEARNERS[args.learner])(**params)
+
+
+def _training_summary(args, model, X, y):
+    """What the trained model does on its training data: classes and accuracy, R^2, or the fraction inside."""
+    import numpy as np
+
+    if args.learner in _CLASSIFIERS:
+        return f"{len(model.classes_)} classes, {model.support_.shape[0]} support vectors, training accuracy " \
+               f"{model.score(X, y):.4f}"
+    if args.learner == "one-class":
+        inside = float(np.mean(model.predict(X) == 1))
+        return f"{model.support_.shape[0]} support vectors, {inside:.4f} of the training samples inside"
+    return f"{model.support_.shape[0]} support vectors, training R^2 {model.score(X, y):.4f}"
 
 
 def _checkpoint_of(args):
@@ -195,7 +302,7 @@ def _checkpoint_of(args):
                          f"run without --resume to start the fit and write one there.")
     if found == "same" and args.resume and not _is_url(args.checkpoint) and not _holds_solver_state(args.checkpoint):
         raise ValueError(f"--resume: the checkpoint in --checkpoint {args.checkpoint} holds no solver state to resume "
-                         f"from (no problem-K folder with a state in it: the fit stopped before its first write, or "
+                         f"from (no state written in it: the fit stopped before its first write, or "
                          f"they were removed); run without --resume to start the fit again there.")
     from ..solver import Checkpoint
 
@@ -204,11 +311,14 @@ def _checkpoint_of(args):
 
 
 def _holds_solver_state(path):
-    """Whether the checkpoint folder ``path`` holds the written state of at least one of its binary problems."""
+    """Whether the checkpoint folder ``path`` holds a written solver state: an SVC's, of at least one of its binary
+    problems (``problem-K``), or a single problem's (NuSVC's pairs are problems too; SVR, NuSVR and OneClassSVM write
+    their one state at the root)."""
     import os
 
-    return any(name.startswith("problem-") and os.path.isfile(os.path.join(path, name, "zarr.json"))
-               for name in os.listdir(path))
+    return os.path.isfile(os.path.join(path, "alpha", "zarr.json")) or any(
+        name.startswith("problem-") and os.path.isfile(os.path.join(path, name, "zarr.json"))
+        for name in os.listdir(path))
 
 
 def _run_fit(args):
@@ -236,17 +346,9 @@ def _run_fit(args):
             raise kept_store_error(exc, cli=True) from None
     checkpoint = _checkpoint_of(args)
     X, y = _read_training_data(args)
-    if args.learner != "svc":
+    if args.learner not in SVM_LEARNERS:
         return _adapt.run_learner_fit(args, X, y)
-    from ..svm import SVC
-
-    clf = SVC(C=1.0 if args.C is None else args.C, kernel=args.kernel, **_kernel_args(args),
-              tol=1e-3 if args.tol is None else args.tol, centering=args.centering,
-              centering_sample=args.centering_sample, normalize=bool(args.normalize),
-              normalize_bias_correction=bool(args.graf_correction), multiclass=args.multiclass or "ovo",
-              working_set_size=args.working_set_size, store=args.store, storage_options=storage_options,
-              random_state=args.seed,
-              verbose=not args.quiet, checkpoint=checkpoint)
+    clf = _svm_estimator(args, storage_options, checkpoint)
     spec, flag = _cluster_choice(args)
     with scheduler_client(spec, n_workers=args.workers, option=flag) as client:
         _announce_cluster(client)
@@ -257,9 +359,11 @@ def _run_fit(args):
             raise kept_store_error(exc, cli=True) from None
         clf.set_params(client=None)
         path = clf.save(args.model, overwrite=args.overwrite, storage_options=storage_options)
+    name = type(clf).__name__
+    trained = "" if args.learner == "svc" else f" {'an' if name.startswith('S') else 'a'} {name}"
     print(
-        f"dkernel: trained on {X.shape[0]} samples x {X.shape[1]} features, {len(clf.classes_)} classes, "
-        f"{clf.support_.shape[0]} support vectors, training accuracy {clf.score(X, y):.4f}"
+        f"dkernel: trained{trained} on {X.shape[0]} samples x {X.shape[1]} features, "
+        f"{_training_summary(args, clf, X, y)}"
         + (f", Gram store {clf.store_path_}" if args.store else "") + f"; model saved to {path}"
     )
     return 0
@@ -308,10 +412,15 @@ def _predict_outputs(args):
     return paths
 
 
+#: The artifact kind of the model of each SVM learner (:data:`dkernel._runtime.artifacts.KINDS`).
+_SVM_KINDS = {"svc": "model", "nusvc": "nu-svc-model", "svr": "svr-model", "nusvr": "nu-svr-model",
+              "one-class": "one-class-model"}
+
+
 def _model_kind(learner):
-    """The artifact kind of the model ``dkernel fit --learner`` writes (an SVC's, or a learner's)."""
-    if learner == "svc":
-        return "model"
+    """The artifact kind of the model ``dkernel fit --learner`` writes (an SVM's, or a learner's)."""
+    if learner in _SVM_KINDS:
+        return _SVM_KINDS[learner]
     from ..svm._learner_models import LEARNER_KINDS
 
     return LEARNER_KINDS[learner]
@@ -338,10 +447,15 @@ def _classes(model):
     return getattr(model, "classes", None) if classes is None else classes
 
 
-def _score_line(args, pred, y, classes):
-    """``accuracy a`` of a classifier or ``mean squared error e`` of a regression, against --labels."""
+def _score_line(args, model, pred, y, classes):
+    """``accuracy a`` of a classifier (or a one-class model) or ``mean squared error e`` of a regression, against --labels."""
     import numpy as np
 
+    if classes is None and not _predicts_values(model):  # a one-class model: +1 inside, -1 outside
+        if y.dtype.kind not in "biuf" or not np.isin(y, (-1, 1)).all():
+            raise ValueError(f"--labels {args.labels}: a one-class model predicts +1 (inside) or -1 (outside); pass "
+                             f"labels of those two values to print its accuracy.")
+        classes = np.array([-1, 1])
     if classes is None:
         if y.dtype.kind not in "biuf":
             raise ValueError(f"--labels {args.labels} holds text; this model predicts numbers (a regression).")
@@ -378,7 +492,7 @@ def _run_predict(args):
                          "the accuracy).")
     pred = model.predict(X)
     classes = _classes(model)
-    score = None if y is None else _score_line(args, pred, y, classes)
+    score = None if y is None else _score_line(args, model, pred, y, classes)
     written = {}
     for flag, path in paths.items():
         kind, what = _PREDICT_OUTPUTS[flag]
