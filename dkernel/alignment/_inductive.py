@@ -124,7 +124,7 @@ class KernelAligner(ClientParameterMixin, TransformerMixin, BaseEstimator):
         How many eigenpairs to keep (:func:`~dkernel.alignment.top_eigenpairs`);
         default all above ``tol``.
     method : {"auto", "exact", "randomized", "nystroem"}, default="auto"
-    tol : float, default=1e-6
+    tol : float in (0, 1), default=1e-6
         Drop eigenvalues below ``tol · λ_max`` ("threshold small eigenvalues", Algorithm 2; the paper gives no
         value). Positive: new points are projected through ``1/λ_i``.
         :func:`~dkernel.alignment.numerical_rank_tol` ``(n)`` drops only the numerically zero ones.
@@ -232,9 +232,10 @@ class KernelAligner(ClientParameterMixin, TransformerMixin, BaseEstimator):
 
         if self.rank is not None and (isinstance(self.rank, bool) or not isinstance(self.rank, Integral)):
             raise ValueError(f"rank must be a positive integer; got {self.rank!r}.")
-        if isinstance(self.tol, bool) or not isinstance(self.tol, Real) or not self.tol > 0:
-            raise ValueError(f"tol must be a positive number; got {self.tol!r}. New points are projected through "
-                             f"1/λ_i, so eigenvalues at zero must be dropped: pass tol=numerical_rank_tol(n) (only "
+        if isinstance(self.tol, bool) or not isinstance(self.tol, Real) or not 0 < self.tol < 1:
+            raise ValueError(f"tol must be a positive number below 1, a fraction of λ_max in (0, 1); got "
+                             f"{self.tol!r}. Eigenvalues below tol · λ_max are dropped, and new points are projected "
+                             f"through 1/λ_i, so eigenvalues at zero must be: pass tol=numerical_rank_tol(n) (only "
                              f"the numerically zero ones) or a larger fraction of λ_max such as 1e-6.")
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")

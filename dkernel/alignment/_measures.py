@@ -52,6 +52,7 @@ from .._runtime.client import client_for, compute_with_progress, put_data
 from .._runtime.validation import check_labels, random_generator
 from ..centering._origins import SampleSizeError
 from ..exceptions import InvalidLabelsError
+from ._inputs import check_finite_block, gram_input, real_block
 from ..gram._sources import (
     KernelGram,
     principal_submatrix,
@@ -163,30 +164,61 @@ def _target_norm(t):
 
 
 def _target_block_stats(K, t, rows, cols):
-    """``(t_Iᵀ K_IJ t_J, ‖K_IJ‖²_F)``; for a target of c columns the c values ``(t_Iᵀ K_IJ t_J)_kk``, then the norm."""
-    K = np.asarray(K)
+    """``(t_Iᵀ K_IJ t_J, ‖K_IJ‖²_F)``; for a target of c columns the c values ``(t_Iᵀ K_IJ t_J)_kk``, then the norm.
+
+    A complex block is refused; a block with NaN or infinities (its ``‖K_IJ‖²_F`` non-finite) raises
+    :class:`~dkernel.exceptions.NonFiniteInputError` naming its rows.
+    """
+    K = real_block(K, "the Gram matrix K")
     if t.ndim == 2:
         K = np.asarray(K, dtype=np.float64)
         products = K @ t[cols[0] : cols[1]]
-        return np.append(np.einsum("ik,ik->k", t[rows[0] : rows[1]], products), np.vdot(K, K))
-    if K.dtype not in (np.float32, np.float64):
-        K = K.astype(np.float64)
-    t = np.ascontiguousarray(t, dtype=np.float64)
-    q, f = target_sums(K, t[rows[0] : rows[1]], t[cols[0] : cols[1]])
-    return np.array([q, f])
+        stats = np.append(np.einsum("ik,ik->k", t[rows[0] : rows[1]], products), np.vdot(K, K))
+    else:
+        if K.dtype not in (np.float32, np.float64):
+            K = K.astype(np.float64)
+        t = np.ascontiguousarray(t, dtype=np.float64)
+        stats = np.array(target_sums(K, t[rows[0] : rows[1]], t[cols[0] : cols[1]]))
+    if not np.isfinite(stats[-1]):
+        check_finite_block(K, rows[0], "the Gram matrix K")
+    return stats
 
 
 def _summed(*parts):
     return np.sum(parts, axis=0)
 
 
-def _pair_block_stats(K1, K2):
+def _pair_block_stats(K1, K2, rows):
+    """``(⟨K₁,K₂⟩_F, ‖K₁‖²_F, ‖K₂‖²_F)`` of one block pair, whose rows are ``rows``; complex blocks and blocks with
+    NaN or infinities are refused."""
+    K1, K2 = real_block(K1, "source1"), real_block(K2, "source2")
     out = np.zeros((1, 1, 3))
     for s in range(0, K1.shape[0], _STRIP):
         a = np.asarray(K1[s : s + _STRIP], dtype=np.float64)
         b = np.asarray(K2[s : s + _STRIP], dtype=np.float64)
         out[0, 0] += (np.vdot(a, b), np.vdot(a, a), np.vdot(b, b))
+    if not np.isfinite(out).all():
+        first_row = int(rows[0]) if len(rows) else 0
+        check_finite_block(K1, first_row, "source1")
+        check_finite_block(K2, first_row, "source2")
     return out
+
+
+def _target_alignment_value(sums, tt):
+    """``tᵀKt / (‖t‖² ‖K‖_F)`` from the sums of :func:`_target_sums` (``ValueError`` for a zero ``K``)."""
+    q, f = float(np.sum(sums[:-1])), float(sums[-1])
+    if f == 0:
+        raise ValueError("the Gram matrix is zero, so its alignment is undefined.")
+    return q / (tt * math.sqrt(f))
+
+
+def _pair_alignment_value(stats):
+    """``⟨K₁,K₂⟩_F / sqrt(‖K₁‖²_F ‖K₂‖²_F)`` from the sums of :func:`_pair_block_stats` (``ValueError`` for a zero
+    Gram)."""
+    s12, s11, s22 = (float(v) for v in stats)
+    if s11 == 0 or s22 == 0:
+        raise ValueError("one of the Gram matrices is zero, so the alignment is undefined.")
+    return s12 / math.sqrt(s11 * s22)
 
 
 def _target_row_tasks(source, t, client):
@@ -241,21 +273,25 @@ def target_alignment(source, y, target="classification", *, compute=True, client
     Returns
     -------
     float
+
+    Raises
+    ------
+    NonFiniteInputError
+        ``K`` holds NaN or infinities (at compute time for a lazy result).
+    ValueError
+        ``K`` is zero, so the alignment is undefined (at compute time for a lazy result), or complex.
     """
+    source = gram_input(source)
     n = source_n(source)
     t = _target_factor(check_labels(y, n), target)
     tt = _target_norm(t)
     if not compute:
-        width = 2 if t.ndim == 1 else t.shape[1] + 1
-        sums = da.from_delayed(dask.delayed(_summed, pure=True)(*_target_row_tasks(source, t, None)),
-                               shape=(width,), dtype=np.float64)
-        return da.where(sums[-1] > 0, sums[:-1].sum() / (tt * da.sqrt(sums[-1])), np.nan)
+        sums = dask.delayed(_summed, pure=True)(*_target_row_tasks(source, t, None))
+        return da.from_delayed(dask.delayed(_target_alignment_value, pure=True)(sums, tt), shape=(),
+                               dtype=np.float64)
     with client_for(client) as client:
         sums = _target_sums(source, t, client, progress)
-    q, f = float(np.sum(sums[:-1])), float(sums[-1])
-    if f == 0:
-        raise ValueError("the Gram matrix is zero, so its alignment is undefined.")
-    return q / (tt * math.sqrt(f))
+    return _target_alignment_value(sums, tt)
 
 
 def one_vs_rest_alignment(source, y, *, client=None, progress=False):
@@ -275,6 +311,7 @@ def one_vs_rest_alignment(source, y, *, client=None, progress=False):
     alignments : ndarray of shape (c,)
         ``t_kᵀKt_k / (n ‖K‖_F)``; for two classes both equal the binary alignment.
     """
+    source = gram_input(source)
     n = source_n(source)
     classes, T = one_vs_rest_targets(check_labels(y, n))
     with client_for(client) as client:
@@ -286,6 +323,7 @@ def one_vs_rest_alignment(source, y, *, client=None, progress=False):
 
 def frobenius_norm(source, *, client=None):
     """``‖K‖_F`` in one streaming pass (float64 accumulation), on ``client`` (see :func:`target_alignment`)."""
+    source = gram_input(source)
     with client_for(client) as client:
         return math.sqrt(float(_target_sums(source, np.zeros(source_n(source)), client)[1]))
 
@@ -298,23 +336,28 @@ def alignment(source1, source2, *, compute=True):
     source1, source2 : Gram sources of the same shape
         The second is rechunked to the blocks of the first if they differ.
     compute : bool, default=True
-        ``False`` returns a lazy 0-d dask array.
+        ``False`` returns a lazy 0-d dask array; the errors below are then raised when it is computed.
+
+    Raises
+    ------
+    NonFiniteInputError
+        A Gram matrix holds NaN or infinities.
+    ValueError
+        A Gram matrix is zero (the alignment is undefined), or complex; the shapes differ.
     """
-    K1, K2 = source_dask(source1), source_dask(source2)
+    K1, K2 = source_dask(gram_input(source1, "source1")), source_dask(gram_input(source2, "source2"))
     if K1.shape != K2.shape:
         raise ValueError(f"the Gram matrices have shapes {K1.shape} and {K2.shape}; they must be equal.")
     if K2.chunks != K1.chunks:
         K2 = K2.rechunk(K1.chunks)
+    rows = da.arange(K1.shape[0], chunks=(K1.chunks[0],))
     stats = da.blockwise(
-        _pair_block_stats, "ijk", K1, "ij", K2, "ij",
+        _pair_block_stats, "ijk", K1, "ij", K2, "ij", rows, "i",
         new_axes={"k": 3}, adjust_chunks={"i": 1, "j": 1}, dtype=np.float64,
     ).sum(axis=(0, 1))
     if not compute:
-        return stats[0] / da.sqrt(stats[1] * stats[2])
-    s12, s11, s22 = (float(v) for v in stats.compute())
-    if s11 == 0 or s22 == 0:
-        raise ValueError("one of the Gram matrices is zero, so the alignment is undefined.")
-    return s12 / math.sqrt(s11 * s22)
+        return da.from_delayed(dask.delayed(_pair_alignment_value, pure=True)(stats), shape=(), dtype=np.float64)
+    return _pair_alignment_value(stats.compute())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -414,6 +457,7 @@ def sampled_target_alignment(source, y, n_sample, *, n_repeats=10, target="class
     >>> est.stratified, abs(est.value - target_alignment(K, y, "multiclass", client=False)) < 4 * est.stderr
     (True, True)
     """
+    source = gram_input(source)
     n = source_n(source)
     y = check_labels(y, n)
     t = _target_factor(y, target)
@@ -429,6 +473,8 @@ def sampled_target_alignment(source, y, n_sample, *, n_repeats=10, target="class
     pair_weights = horvitz_thompson_pair_weights(sizes, allocation)
     rng = random_generator(random_state)
     d = source_diag(source)
+    if not np.isfinite(d).all():
+        check_finite_block(d[:, None], 0, "the diagonal of the Gram matrix K", "estimating its alignment")
     weights = t**2 if t.ndim == 1 else np.sum(t**2, axis=1)  # ‖t_i‖², the diagonal of T
     q_diag, f_diag, tt = float(weights @ d), float(d @ d), _target_norm(t)
     members = [np.flatnonzero(strata == c) for c in range(len(sizes))]
@@ -502,7 +548,7 @@ def _stratified_sample(rng, members, allocation):
 def _off_diagonal_sums(K, tS, labels, k):
     """``(Q, F)``, each ``k × k``: ``Q[c, d] = Σ t_i·t_j K_ij`` and ``F[c, d] = Σ K_ij²`` over the pairs
     ``i ≠ j`` of one sample's submatrix ``K = K[S][:, S]`` with ``i`` of stratum ``c`` and ``j`` of stratum ``d``."""
-    K = np.asarray(K, dtype=np.float64)
+    K = np.asarray(real_block(K, "the Gram matrix K"), dtype=np.float64)
     tS = tS.reshape(len(tS), -1)
     dS = np.diagonal(K)
     Q, F = np.zeros((k, k)), np.zeros((k, k))
@@ -517,6 +563,8 @@ def _off_diagonal_sums(K, tS, labels, k):
         F[c] = np.bincount(labels, np.einsum("ij,ij->j", Kc, Kc), minlength=k)
     Q[np.diag_indices(k)] -= np.bincount(labels, np.sum(tS**2, axis=1) * dS, minlength=k)
     F[np.diag_indices(k)] -= np.bincount(labels, dS * dS, minlength=k)
+    if not np.isfinite(F).all():
+        check_finite_block(K, 0, "a sampled submatrix of the Gram matrix K", "estimating its alignment")
     return Q, F
 
 

@@ -35,8 +35,11 @@ depends on it; the default ``tol`` drops eigenvalues below ``tol · λ_max``
 so that ``G`` is determined by ``K``.
 """
 
+from numbers import Real
+
 import numpy as np
 
+from ._inputs import gram_input
 from ._measures import alignment_target
 from ..gram._sources import source_n
 from .._runtime.validation import check_labels
@@ -133,23 +136,67 @@ def optimal_alignment(vectors, t):
     return float(np.sqrt(np.sum(projections**4)) / (t @ t))
 
 
+def _check_labelled_dtype(labelled):
+    """Refuse a ``labelled`` that is neither a boolean mask nor integer indices (floats would be truncated)."""
+    if labelled.ndim != 1:
+        raise InvalidLabelsError(f"labelled must be 1-D (a boolean mask of the rows or row indices); got shape "
+                                 f"{labelled.shape}.")
+    if labelled.dtype.kind not in "biu":
+        raise InvalidLabelsError(f"labelled must be a boolean mask of the rows or integer row indices; got dtype "
+                                 f"{labelled.dtype} ({labelled[:3].tolist()}...), which would be truncated to "
+                                 f"other rows. Pass np.flatnonzero(mask) or integer indices.")
+
+
+def _check_not_an_integer_mask(labelled, n, n_labels):
+    """Refuse a 0/1 mask of the ``n`` rows given as integers where ``y`` has another length: read as indices it
+    names rows 0 and 1 again and again."""
+    if labelled.dtype.kind in "iu" and labelled.shape == (n,) and n_labels != n and np.isin(labelled, (0, 1)).all():
+        raise InvalidLabelsError(f"labelled holds only 0 and 1 over the {n} rows of the Gram matrix, and y has "
+                                 f"{n_labels} labels: a mask must be boolean (labelled.astype(bool)); integers are "
+                                 f"row indices.")
+
+
+def _labelled_rows(labelled, n, n_labels):
+    """The rows named by ``labelled`` (a boolean mask of the ``n`` rows, or distinct indices in ``[0, n)``)."""
+    labelled = np.asarray(labelled)
+    if labelled.size == 0:
+        raise InvalidLabelsError("labelled names no rows; pass the rows that carry the labels y.")
+    _check_labelled_dtype(labelled)
+    if labelled.dtype == bool:
+        if labelled.shape != (n,):
+            raise InvalidLabelsError(f"the labelled mask has shape {labelled.shape}; the Gram matrix has {n} rows.")
+        return np.flatnonzero(labelled)
+    _check_not_an_integer_mask(labelled, n, n_labels)
+    rows = labelled.astype(np.intp)
+    if rows.min() < 0 or rows.max() >= n:
+        raise InvalidLabelsError(f"labelled indices must lie in [0, {n}); got {rows.min()}..{rows.max()}.")
+    values, counts = np.unique(rows, return_counts=True)
+    if (counts > 1).any():
+        raise InvalidLabelsError(f"labelled must name distinct rows; row {values[counts > 1][0]} appears "
+                                 f"{counts[counts > 1][0]} times.")
+    return rows
+
+
 def labelled_target(y, n, labelled, target):
     """The rows ``I`` that carry labels and the target ``t`` on them.
 
-    ``labelled`` is a boolean mask or indices of length ``len(y)``; ``None``
-    means every row (``len(y) == n``).
+    ``labelled`` is a boolean mask of the ``n`` rows or distinct integer indices, one per label of ``y``;
+    ``None`` means every row (``len(y) == n``).
     """
-    if labelled is None:
-        rows = np.arange(n)
-    else:
-        labelled = np.asarray(labelled)
-        rows = np.flatnonzero(labelled) if labelled.dtype == bool else labelled.astype(np.intp)
-        if labelled.dtype == bool and labelled.shape != (n,):
-            raise InvalidLabelsError(f"the labelled mask has shape {labelled.shape}; the Gram matrix has {n} rows.")
-        if rows.size and (rows.min() < 0 or rows.max() >= n):
-            raise InvalidLabelsError(f"labelled indices must lie in [0, {n}); got {rows.min()}..{rows.max()}.")
+    rows = np.arange(n) if labelled is None else _labelled_rows(labelled, n, len(np.atleast_1d(y)))
     y = check_labels(y, len(rows))
     return rows, adaptation_target(y, target)
+
+
+def check_tol(tol):
+    """``tol``: None, or a fraction of ``λ_max`` in ``[0, 1)`` (eigenvalues below ``tol · λ_max`` are dropped, so
+    ``tol >= 1`` would drop them all)."""
+    if tol is None:
+        return None
+    if isinstance(tol, bool) or not isinstance(tol, Real) or not 0 <= tol < 1:
+        raise ValueError(f"tol must be None or a fraction of λ_max in [0, 1) (eigenvalues below tol · λ_max are "
+                         f"dropped); got {tol!r}.")
+    return float(tol)
 
 
 def keep_significant(values, vectors, tol):
@@ -174,14 +221,14 @@ def transductive_adaptation(source, y, labelled=None, *, target="classification"
         view, ``KernelGram``.
     y : array-like
         Labels of the rows ``labelled`` (of every row when it is None).
-    labelled : bool mask of shape (n,) or indices, optional
+    labelled : bool mask of shape (n,) or distinct integer indices, optional
     target : {"classification", "uneven", "regression"}, default="classification"
     weighting : {"eq5", "algorithm1"}, default="eq5"
         The weights of eq. (5) or of Algorithm 1's line (divided by ``‖v_i‖⁴`` on the labelled rows); the same
         when every row is labelled.
     rank, mass, method, random_state, client, **solver_options
         The eigensolver (:func:`~dkernel.alignment.top_eigenpairs`).
-    tol : float or None, default=1e-10
+    tol : float in [0, 1) or None, default=1e-10
         Drop eigenvalues below ``tol · λ_max``. ``None`` keeps every eigenvector, as Algorithm 1 does (those of
         zero eigenvalues are then the eigensolver's basis of the null space).
     spectrum : Spectrum, optional
@@ -194,6 +241,8 @@ def transductive_adaptation(source, y, labelled=None, *, target="classification"
         ``G = U diag(α) Uᵀ`` as a lazy low-rank view over every point.
     """
     _check_weighting(weighting)
+    tol = check_tol(tol)
+    source = gram_input(source)
     n = source_n(source)
     rows, t = labelled_target(y, n, labelled, target)
     if spectrum is None:

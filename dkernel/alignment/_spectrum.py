@@ -35,6 +35,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from .._runtime.client import client_for, local_scheduler
+from ._inputs import gram_input
 from ..gram._sources import source_columns, source_dask, source_diag, source_n
 from .._runtime.validation import random_generator
 
@@ -175,7 +176,7 @@ def top_eigenpairs(source, rank=None, *, mass=None, method="auto", oversample=10
     ----------
     source : Gram source
         ndarray, :class:`~dkernel.gram.GramMatrix`, lazy view, ``KernelGram``
-        or dask array.
+        or dask array; a sparse matrix, a DataFrame or nested lists are converted to an ndarray.
     rank : int, optional
         ``k``, at most ``n``. Without ``rank`` and ``mass`` all ``n``
         eigenpairs (``"exact"`` only).
@@ -204,6 +205,7 @@ def top_eigenpairs(source, rank=None, *, mass=None, method="auto", oversample=10
         For a rank above ``n``, a mass outside (0, 1], an unknown method, or a
         Gram with NaN or infinite entries (its diagonal is checked first).
     """
+    source = gram_input(source)
     n = source_n(source)
     rank, mass = _check_rank(rank, n), _check_mass(mass)
     if method == "auto":

@@ -32,6 +32,7 @@ training Gram is read at prediction.
 from numbers import Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -55,6 +56,12 @@ _SHARED = ("C", "tol", "shrinking", "max_iter", "working_set_size", "cache_size"
 
 #: The readings of the second pass's bias (see the module docstring).
 BIASES = ("free", "scaled", "none")
+
+#: ``exp(-t)`` rounds to 0 in float64 for ``t`` above about this (the smallest subnormal is ``exp(-744.4)``).
+_EXP_UNDERFLOW = 745.0
+
+#: The smallest positive float64 (a subnormal): the magnitude of a decision value whose product underflowed.
+_SMALLEST_POSITIVE = float(np.nextafter(0.0, 1.0))
 
 
 class ConformalSVC(BaseSVM):
@@ -201,11 +208,14 @@ class ConformalSVC(BaseSVM):
         :class:`~sklearn.exceptions.NotFittedError` for an unfitted first pass.
         """
         ConformalFactor.from_svc(first_pass, self.conformal, 1.0)  # refuses an unfitted or multiclass first pass
-        X, y = validate_data(self, materialize(X), y, dtype=[np.float64, np.float32], order="C",
-                             ensure_all_finite=False)
+        X = materialize(X)
+        # scikit-learn's check of the feature count (and names) against those the first pass was fitted with.
+        validate_data(first_pass, X, reset=False, skip_check_array=True)
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], order="C", ensure_all_finite=False)
         check_finite(X, name="X", what="fitting or predicting")
         if X.shape[0] != first_pass.shape_fit_[0]:
             raise ValueError(f"X has {X.shape[0]} rows but the first pass was fitted on {first_pass.shape_fit_[0]}.")
+        _check_first_pass_rows(first_pass, X)
         with client_for(self.client) as client:
             self._fit_second_pass(first_pass, X, y, client)
         return self
@@ -213,6 +223,7 @@ class ConformalSVC(BaseSVM):
     def _fit_second_pass(self, first, X, y, client):
         factor = ConformalFactor.from_svc(first, self.conformal, self.kappa, X_kappa=X)
         d = factor(X)
+        _refuse_underflowed_factor(factor, X, d, self.kappa)
         view = ConformalGram(self._base_gram(first, X, client), d, factor)
         if self.bias == "free":
             second = SVC(kernel="precomputed", client=client if client is not None else False, **self._shared())
@@ -289,34 +300,121 @@ class ConformalSVC(BaseSVM):
 
     def decision_function(self, X):
         """The second-pass decision values ``f̃(x)`` (positive for ``classes_[1]``) of the ``bias`` reading,
-        blockwise over the rows of ``X``."""
+        blockwise over the rows of ``X``.
+
+        For ``bias="scaled"`` and ``"none"``, ``f̃(x) = D(x) g(x)`` with ``D > 0`` (module docstring), whose
+        sign is that of the bracket ``g``. Far from the boundary the float64 product underflows although ``g``
+        does not vanish (``D = exp(-κ f²)`` is 0 for ``κ f² > 745``): there the value is ``exp(log D + log|g|)``
+        with the sign of ``g``, and at least the smallest positive float64 (``5e-324``) in magnitude, so its
+        sign is never lost and :meth:`predict` is ``classes_[1]`` exactly where the value is > 0. Under
+        ``"free"``, ``f̃ = D(x) g(x) + b̃`` (eq. 1) tends to ``b̃`` far away, as the paper's formula does.
+        """
         check_is_fitted(self)
         if is_dask_array(X):
             return map_row_blocks(X, self.decision_function, None, np.float64)
-        # Checked first, as SVC checks it: a DataFrame's column names against those seen in fit (scikit-learn's
-        # ValueError for other or reordered columns), the number of features, no empty X, finite values.
+        return self._blockwise(X, self._second_pass_decision)
+
+    def _blockwise(self, X, values_of_block):
+        """``values_of_block(rows, coef)`` over blocks of the rows of ``X``, checked first as :class:`SVC` checks it.
+
+        The checks: a DataFrame's column names against those seen in fit (scikit-learn's ValueError for other or
+        reordered columns), the number of features, no empty X, finite values.
+        """
         X = validate_predict_data(self, X)
         coef = self.second_pass_._pair_coef[0]
         out = np.empty(X.shape[0])
         for start in range(0, X.shape[0], PREDICT_BLOCK_ROWS):
             stop = min(start + PREDICT_BLOCK_ROWS, X.shape[0])
-            out[start:stop] = self._second_pass_decision(X[start:stop], coef)
+            out[start:stop] = values_of_block(X[start:stop], coef)
         return out
 
-    def _second_pass_decision(self, X, coef):
-        """``f̃`` at the rows of ``X`` (validated by :meth:`decision_function`): ``D(x) Σ α̃_s y_s K(x, x_s) D(x_s)``
-        plus ``b̃`` (``"free"``, ``"none"``: ``b̃ = 0``) or ``D(x) b̃`` (``"scaled"``)."""
+    def _kernel_sum(self, X, coef):
+        """``Σ_s α̃_s y_s K(x, x_s) D(x_s)`` over the second-pass support vectors (eq. 1 with eq. 5's ``K̃``, less
+        the factor ``D(x)``)."""
         K = np.asarray(self.first_pass_._kernel.block(X, self.support_vectors_), dtype=np.float64)
+        return (K * self._d_support[None, :]) @ coef
+
+    def _bracket(self, X, coef):
+        """``g(x) = Σ_s α̃_s y_s K(x, x_s) D(x_s) + b̃`` of ``bias="scaled"`` (``b̃ = 0`` for ``"none"``): ``f̃ = D g``."""
+        return self._kernel_sum(X, coef) + self.intercept_[0]
+
+    def _second_pass_decision(self, X, coef):
+        """``f̃`` at the rows of ``X`` (validated by :meth:`decision_function`): ``D(x) Σ α̃_s y_s K(x, x_s) D(x_s)
+        + b̃`` (``"free"``, eq. 1 with ``K̃``) or ``D(x) g(x)`` (``"scaled"``, ``"none"``; see :meth:`_bracket`)."""
         d = self.factor_(X)
-        kernel_part = d * ((K * self._d_support[None, :]) @ coef)
-        return kernel_part + self.intercept_[0] * (d if self.bias == "scaled" else 1.0)
+        if self.bias == "free":
+            return d * self._kernel_sum(X, coef) + self.intercept_[0]
+        return _signed_product(d, self._bracket(X, coef), lambda rows: self.factor_.log(X[rows]))
 
     def predict(self, X):
-        """Class labels of ``X``: ``classes_[1]`` where the decision value is > 0."""
+        """Class labels of ``X``: ``classes_[1]`` where the decision value is > 0.
+
+        For ``bias="scaled"`` and ``"none"`` that is where the bracket ``g(x)`` of ``f̃ = D(x) g(x)`` is > 0
+        (``D > 0``), read from ``g`` itself, so that it holds where ``D(x)`` underflows to 0 in float64.
+        """
         check_is_fitted(self)
         if is_dask_array(X):
             return map_row_blocks(X, self.predict, None, self.classes_.dtype)
-        return self.classes_[(self.decision_function(X) > 0).astype(np.intp)]
+        sign_source = self._second_pass_decision if self.bias == "free" else self._bracket
+        return self.classes_[(self._blockwise(X, sign_source) > 0).astype(np.intp)]
+
+
+def _signed_product(d, g, log_d_at):
+    """``D(x) g(x)`` (the second pass of ``bias="scaled"``/``"none"``), its sign kept where the product underflows.
+
+    Where the float64 product is 0 but ``g ≠ 0``, the value is ``sign(g) exp(log D + log|g|)`` (``log_d_at(rows)``
+    gives ``log D`` there, Williams eq. 14), and at least the smallest positive float64 in magnitude.
+    """
+    product = d * g
+    lost = np.flatnonzero((product == 0) & (g != 0))
+    if lost.size:
+        with np.errstate(under="ignore"):
+            magnitude = np.exp(log_d_at(lost) + np.log(np.abs(g[lost])))
+        product[lost] = np.copysign(np.maximum(magnitude, _SMALLEST_POSITIVE), g[lost])
+    return product
+
+
+def _check_first_pass_rows(first_pass, X):
+    """A :class:`ValueError` unless the first pass's support vectors are the rows of ``X`` at its ``support_``.
+
+    Exact and cheap: a first pass fitted on other data of as many rows is refused (compared in the narrower of
+    the two float dtypes, so a float32 first pass accepts the float64 data it was cast from).
+    """
+    sv = getattr(first_pass, "support_vectors_", None)
+    if sv is None or sp.issparse(sv) or sv.size == 0:
+        return
+    narrow = np.float32 if np.float32 in (np.dtype(sv.dtype), np.dtype(X.dtype)) else np.float64
+    rows = X[np.asarray(first_pass.support_, dtype=np.intp)]
+    if rows.shape != sv.shape or not np.array_equal(rows.astype(narrow), np.asarray(sv).astype(narrow)):
+        raise ValueError("the first pass was not fitted on this X: its support vectors (support_vectors_) differ "
+                         "from the rows of X at its support_ indices. fit_from_first_pass needs the X (and y) the "
+                         "first pass was fitted on.")
+
+
+def _refuse_underflowed_factor(factor, X, d, kappa):
+    """A clear :class:`ValueError` before the second pass where ``D(x_i)`` underflowed to 0 in float64.
+
+    ``D`` is the paper's (eq. 8 ``exp(-κ f²)`` or eq. 7), not altered: the message names ``kappa`` and the
+    first pass's largest ``|f|`` (or the distance to the support vectors) and what to change.
+    """
+    n_zero = int(np.count_nonzero(~(d > 0)))
+    if n_zero == 0:
+        return
+    k = factor.kappa
+    given = f"kappa={kappa!r}" if kappa is not None else f"kappa=None (κ = 1/|f|max = {k:.6g})"
+    where = f"at {n_zero} of the {d.shape[0]} training points"
+    if factor.method == "williams":
+        f_max = float(np.max(np.abs(factor.decision(X))))
+        cause = (f"D(x) = exp(-kappa f(x)²) underflows to 0 in float64 {where} (exp(-t) is 0 for t > "
+                 f"{_EXP_UNDERFLOW:g}): the first pass's largest |f(x)| is {f_max:.6g}, so kappa * |f|max² = "
+                 f"{k * f_max * f_max:.6g}. Scale the data (e.g. sklearn.preprocessing.StandardScaler) or give "
+                 f"a smaller kappa (kappa * |f|max² ≤ {_EXP_UNDERFLOW:g}: kappa ≤ {_EXP_UNDERFLOW / f_max**2:.3g}).")
+    else:
+        cause = (f"D(x) = Σ_SV exp(-kappa ‖x - x_i‖²) underflows to 0 in float64 {where}, farther than "
+                 f"sqrt({_EXP_UNDERFLOW:g} / kappa) = {np.sqrt(_EXP_UNDERFLOW / k):.6g} from every first-pass "
+                 f"support vector. Scale the data (e.g. sklearn.preprocessing.StandardScaler) or give a smaller "
+                 f"kappa.")
+    raise ValueError(f"ConformalSVC cannot train its second pass with {given}: {cause}")
 
 
 def load_conformal_model(path):

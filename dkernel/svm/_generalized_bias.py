@@ -450,8 +450,23 @@ class GeneralizedBiasSVC(BaseSVM):
                         f"{type(self.features).__name__}.")
 
     def predefined_features(self, X):
-        """The predefined features φ(X), shape (n, ℓ), from the fitted transformer."""
+        """The predefined features φ_1(x) … φ_ℓ(x) of eq. 3, shape (n, ℓ), from the fitted transformer.
+
+        ``X`` is checked as :meth:`predict` checks it (dtype, feature count and names, finite values), so the
+        features function receives the validated array it receives in ``fit`` and ``predict``.
+        """
         check_is_fitted(self)
+        return self._predefined_features(self._validated_test_data(X))
+
+    def _validated_test_data(self, X):
+        """``X`` as :meth:`fit` passes it to the features: a float64 array (or CSR matrix) of the fitted width."""
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False,
+                          ensure_all_finite=False)
+        check_finite(X, name="X", what="fitting or predicting")
+        return X
+
+    def _predefined_features(self, X):
+        """φ(X) (eq. 3) at the rows of the validated ``X``, checked: ℓ columns, finite values."""
         if self.features_ is None:
             return np.ones((X.shape[0], 1))
         F = self.features_.transform(X) if hasattr(self.features_, "transform") else self.features_(X)
@@ -513,12 +528,10 @@ class GeneralizedBiasSVC(BaseSVM):
     # ----------------------------------------------------------- prediction
     def _pairwise_decision(self, X):
         """f of every binary problem (eq. 7), shape (n_test, n_problems)."""
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False,
-                          ensure_all_finite=False)
-        check_finite(X, name="X", what="fitting or predicting")
+        X = self._validated_test_data(X)
         K = np.asarray(self._kernel.block(X, self.support_vectors_), dtype=np.float64) if self.support_.size \
             else np.zeros((X.shape[0], 0))
-        return K @ self.pair_coef_.T + self.predefined_features(X) @ self.feature_coef_.T
+        return K @ self.pair_coef_.T + self._predefined_features(X) @ self.feature_coef_.T
 
     def decision_function(self, X):
         """Decision values ``Σ c_i y_i Φ(x_i, x) + Σ λ_k φ_k(x)`` of the binary problems (eq. 7).

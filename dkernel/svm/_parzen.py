@@ -95,6 +95,8 @@ class ParzenWindowClassifier(ModelFileMixin, ClassifierMixin, BaseEstimator):
         if self._is_kernel_function():
             return validate_data(self, X, y, reset=reset, skip_check_array=True)
         if self._is_precomputed():
+            if isinstance(X, np.ndarray) and X.dtype.kind in "fc":  # NaN named before a width (as scikit-learn)
+                check_finite(X, name="the precomputed kernel", what=what)
             shape = getattr(X, "shape", ())
             if not reset and len(shape) == 2 and shape[1] != self.n_features_in_:
                 # scikit-learn's message, and what a test kernel is.

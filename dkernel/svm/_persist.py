@@ -54,6 +54,8 @@ from ._persist_params import (  # noqa: F401 (also the pieces of _persist_format
     _restore_classes,
     _support_vectors_from,
     _support_vectors_state,
+    adapted_kernel_arrays,
+    restored_adapted_kernel,
 )
 
 __all__ = ["FORMATS", "MODEL_FORMAT", "MODEL_VERSION", "ModelFormat", "read_model", "save_model"]
@@ -128,24 +130,19 @@ def _kernel_model_state(model):
 
 
 def _adapted_kernel_arrays(model):
-    """The arrays of a model whose kernel is an adapted kernel fitted on data: its ``X_fit``, its projection ``P`` and
-    the support vectors' data it is evaluated on; None for any other kernel."""
-    from ..alignment._inductive import AdaptedKernel
-
-    kernel = model.kernel
-    if not isinstance(kernel, AdaptedKernel) or kernel.precomputed or not isinstance(kernel.X_fit, np.ndarray):
+    """The arrays of a model whose kernel is an adapted kernel fitted on data (:func:`._persist_params.
+    adapted_kernel_arrays`) and the support vectors' data it is evaluated on; None for any other kernel."""
+    arrays = adapted_kernel_arrays(model.kernel)
+    if arrays is None:
         return None
-    return {"adapted_X_fit": kernel.X_fit, "adapted_projection": kernel.projection,
-            "support_data": np.asarray(model._support_data, dtype=np.float64)}
+    return {**arrays, "support_data": np.asarray(model._support_data, dtype=np.float64)}
 
 
 def _restore_adapted_kernel(model, params, arrays):
     """Put back the adapted kernel of a model saved by :func:`_adapted_kernel_arrays` (its spec in ``params``)."""
-    from ..alignment._inductive import AdaptedKernel
-
-    spec = params.get("kernel")
-    if isinstance(spec, dict) and spec.get("name") == AdaptedKernel.SPEC_NAME:
-        model.kernel = AdaptedKernel.from_dict(spec, arrays["adapted_X_fit"], arrays["adapted_projection"])
+    kernel = restored_adapted_kernel(params.get("kernel"), arrays)
+    if kernel is not None:
+        model.kernel = kernel
         model._support_data = arrays["support_data"]
 
 

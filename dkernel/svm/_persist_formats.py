@@ -19,7 +19,8 @@ A model of a Python kernel function is refused (JSON cannot hold a function), as
 import numpy as np
 import scipy.sparse as sp
 
-from ._persist_params import _classes_state, _estimator, _json_params, _kernel_of, _kernel_spec, _restore_classes
+from ._persist_params import (_classes_state, _estimator, _json_params, _kernel_of, _kernel_spec, _restore_classes,
+                              adapted_kernel_arrays, restored_adapted_kernel)
 
 __all__ = ["MORE_FORMATS", "kernel_pca_restore", "kernel_pca_state", "learner_parzen_restore",
            "parzen_restore", "parzen_state"]
@@ -53,12 +54,17 @@ def _points_from(attrs, arrays, name):
 
 # --------------------------------------------------------------------------- ParzenWindowClassifier
 def parzen_state(model):
-    """``(attributes, arrays, parts)`` of a fitted :class:`~dkernel.svm.ParzenWindowClassifier`."""
-    if model._is_kernel_function():
+    """``(attributes, arrays, parts)`` of a fitted :class:`~dkernel.svm.ParzenWindowClassifier`; an adapted kernel
+    (:class:`~dkernel.alignment.AdaptedKernel`) is saved as its spec and arrays, as an SVM's."""
+    adapted = adapted_kernel_arrays(model._kernel)
+    if model._is_kernel_function() and adapted is None:
+        if hasattr(model.kernel, "SPEC_NAME"):  # an adapted kernel fitted on a precomputed Gram: it maps Gram rows
+            raise ValueError(f"a ParzenWindowClassifier whose kernel is {model.kernel!r}, fitted on a precomputed "
+                             f"Gram, cannot be saved: fit it with kernel='precomputed' on the adapted Gram to save it.")
         _saved_kernel_spec(model.kernel, "ParzenWindowClassifier")
     attributes = {"params": _json_params(model), "kernel": _saved_kernel_spec(model._kernel, "ParzenWindowClassifier"),
                   **_classes_state(model)}
-    arrays = {"dual_coef": model.dual_coef_}
+    arrays = {"dual_coef": model.dual_coef_, **(adapted or {})}
     if model.X_fit_ is not None:
         points_attrs, points = _points_state(model.X_fit_, "X_fit")
         attributes.update(points_attrs)
@@ -71,7 +77,11 @@ def parzen_restore(cls, attrs, arrays, parts):
     _restore_classes(model, attrs)
     model.dual_coef_ = arrays["dual_coef"]
     model.X_fit_ = _points_from(attrs, arrays, "X_fit")
-    model._kernel = _kernel_of(attrs["kernel"])
+    adapted = restored_adapted_kernel(attrs["kernel"], arrays)
+    if adapted is not None:
+        model.kernel = model._kernel = adapted
+    else:
+        model._kernel = _kernel_of(attrs["kernel"])
     return model
 
 

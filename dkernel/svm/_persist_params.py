@@ -78,6 +78,27 @@ def _kernel_of(spec):
     return None if spec is None else kernel_from_dict(spec)
 
 
+def adapted_kernel_arrays(kernel):
+    """``{"adapted_X_fit", "adapted_projection"}`` of an :class:`~dkernel.alignment.AdaptedKernel` fitted on data
+    (Kandola's Algorithm 2: ``φ(x) = K(x, X_fit) P``), which its JSON spec does not hold; None for any other kernel
+    (one fitted on a precomputed Gram maps Gram rows, and is saved as a precomputed model's)."""
+    from ..alignment._inductive import AdaptedKernel
+
+    if not isinstance(kernel, AdaptedKernel) or kernel.precomputed or not isinstance(kernel.X_fit, np.ndarray):
+        return None
+    return {"adapted_X_fit": kernel.X_fit, "adapted_projection": kernel.projection}
+
+
+def restored_adapted_kernel(spec, arrays):
+    """The adapted kernel of the JSON ``spec`` and the arrays of :func:`adapted_kernel_arrays`; None when ``spec``
+    is not an adapted kernel's."""
+    from ..alignment._inductive import AdaptedKernel
+
+    if not (isinstance(spec, dict) and spec.get("name") == AdaptedKernel.SPEC_NAME):
+        return None
+    return AdaptedKernel.from_dict(spec, arrays["adapted_X_fit"], arrays["adapted_projection"])
+
+
 def _classes_state(model):
     """The classes and ``n_features_in_`` (None after a fit with a kernel function, which, as scikit-learn's, sets
     none: the function may take any input)."""

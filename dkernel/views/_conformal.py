@@ -104,6 +104,25 @@ def amari_wu_factor(X, support_vectors, kappa):
     return out
 
 
+def log_amari_wu_factor(X, support_vectors, kappa):
+    """``log D(x) = log Σ_{i∈SV} exp(-κ ‖x - x_i‖²)`` (the log of Williams eq. 7), finite where ``D`` underflows.
+
+    Evaluated as a log-sum-exp of ``-κ ‖x - x_i‖²``, blockwise over the rows of ``X``.
+    """
+    from scipy.special import logsumexp
+
+    kappa = check_kappa(kappa)
+    X = np.asarray(X, dtype=np.float64)
+    sv = np.asarray(support_vectors, dtype=np.float64)
+    sv_norms = (sv * sv).sum(axis=1)
+    out = np.empty(X.shape[0])
+    for start in range(0, X.shape[0], _BLOCK_ROWS):
+        block = X[start:start + _BLOCK_ROWS]
+        sq_dist = np.maximum((block * block).sum(axis=1)[:, None] + sv_norms[None, :] - 2.0 * block @ sv.T, 0.0)
+        out[start:start + _BLOCK_ROWS] = logsumexp(-kappa * sq_dist, axis=1)
+    return out
+
+
 def magnification_ratio(decisions, gradients, kappa, sigma):
     """The ratio of the new to the old magnification factor for an RBF kernel (Williams eq. 15).
 
@@ -211,6 +230,16 @@ class ConformalFactor:
         if self.method == "williams":
             return williams_factor(self.decision(X), self.kappa)
         return amari_wu_factor(X, self.support_vectors, self.kappa)
+
+    def log(self, X):
+        """``log D(x)`` at the rows of ``X``: ``-κ f(x)²`` (Williams eq. 14) or the log of eq. 7.
+
+        Finite where ``D(x)`` itself underflows to 0 in float64 (``κ f² > 745`` for eq. 8).
+        """
+        if self.method == "williams":
+            f = self.decision(X)
+            return -self.kappa * f * f
+        return log_amari_wu_factor(X, self.support_vectors, self.kappa)
 
     def __repr__(self):
         return f"ConformalFactor(method={self.method!r}, kappa={self.kappa:.6g}, n_sv={self.dual_coef.shape[0]})"
