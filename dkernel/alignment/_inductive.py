@@ -31,7 +31,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from .._runtime.client_parameter import ClientParameterMixin
 from .._runtime.validation import check_data, check_finite, check_labels, materialize
 from ..kernels._kernels import get_kernel, kernel_from_dict
-from ..kernels._parameters import check_kernel_object_parameters
+from ..kernels._parameters import check_kernel_object_parameters, named_kernel
 from ._reweighting import alignment_weights, keep_significant, optimal_alignment
 from ._spectrum import check_finite_gram, top_eigenpairs
 
@@ -173,7 +173,7 @@ class KernelAligner(ClientParameterMixin, TransformerMixin, BaseEstimator):
             return None
         check_kernel_object_parameters(self.kernel, gamma=self.gamma, coef0=self.coef0, degree=self.degree,
                                        defaults=_KERNEL_DEFAULTS)
-        return get_kernel(self.kernel, **{k: v for k, v in (("gamma", self.gamma), ("coef0", self.coef0), ("degree", self.degree)) if v is not None}).resolve(X.shape[1])
+        return named_kernel(self.kernel, gamma=self.gamma, coef0=self.coef0, degree=self.degree).resolve(X.shape[1])
 
     def _training_gram(self, X, kernel):
         if kernel is None:

@@ -116,6 +116,16 @@ def estimator_kernel(name, X, gamma=ESTIMATOR_DEFAULTS["gamma"], coef0=ESTIMATOR
     return get_kernel(name, **{param: values[param] for param in KERNEL_PARAMS[name]})
 
 
+def named_kernel(name, **params):
+    """The kernel ``name`` with those of ``params`` (``gamma``, ``coef0``, ``degree``) that are given (not None)
+    and that it takes; the others are ignored, as scikit-learn's SVC ignores ``degree`` for ``"rbf"`` (so that one
+    grid search can vary ``kernel`` and ``degree``). A name outside :data:`KERNEL_PARAMS` gets every given parameter
+    (:func:`~dkernel.kernels.get_kernel` then says what it takes)."""
+    takes = KERNEL_PARAMS.get(name) if isinstance(name, str) else None  # (a dict spec: its own parameters)
+    return get_kernel(name, **{key: value for key, value in params.items()
+                               if value is not None and (takes is None or key in takes)})
+
+
 def resolve_kernel(kernel, X, *, gamma, coef0, degree, defaults=ESTIMATOR_DEFAULTS):
     """The kernel object of the estimator's ``kernel`` parameters on ``X``; ``None`` for ``"precomputed"``.
 

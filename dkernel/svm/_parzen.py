@@ -23,7 +23,7 @@ from .._runtime.validation import check_finite, materialize
 from ..alignment._measures import alignment_target
 from ..exceptions import InvalidLabelsError
 from ..kernels._kernels import Kernel, get_kernel
-from ..kernels._parameters import check_kernel_object_parameters
+from ..kernels._parameters import check_kernel_object_parameters, named_kernel
 from ._base import KERNEL_PARAMETER_RANGES
 from ._inputs import class_weights
 from ._model_files import ModelFileMixin
@@ -142,7 +142,7 @@ class ParzenWindowClassifier(ModelFileMixin, ClassifierMixin, BaseEstimator):
                                            defaults=_KERNEL_DEFAULTS)
             self.X_fit_ = X
             self._kernel = (self.kernel if self._is_kernel_function()
-                            else get_kernel(self.kernel, **{k: v for k, v in (("gamma", self.gamma), ("coef0", self.coef0), ("degree", self.degree)) if v is not None}).resolve(X.shape[1]))
+                            else named_kernel(self.kernel, gamma=self.gamma, coef0=self.coef0, degree=self.degree).resolve(X.shape[1]))
         return self
 
     def _kernel_rows(self, X):
