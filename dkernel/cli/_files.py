@@ -34,6 +34,11 @@ def _formats_text():
     return ", ".join(SUPPORTED_FORMATS)
 
 
+def _not_a_file(path):
+    """Why ``path`` cannot be read as a file: it is a folder (a store, perhaps), or there is nothing there."""
+    return "a folder, not a file" if os.path.isdir(path) else "no such file"
+
+
 def load_npy(path, name=None):
     """The array of the ``.npy`` file ``path`` (given with the flag ``name``); a file that is no ``.npy`` array, or
     one of Python objects, is told in those words (never NumPy's advice on pickles)."""
@@ -106,7 +111,7 @@ def load_input(path, *, label_column=None, name=None):
             f"{_formats_text()}."
         )
     if not os.path.isfile(path):
-        raise InputFileError(f"cannot read {path}: no such file.")
+        raise InputFileError(f"cannot read {path}: {_not_a_file(path)}.")
     try:
         if ext == ".npy":
             X, y = load_npy(path, name), None
@@ -122,7 +127,7 @@ def load_input(path, *, label_column=None, name=None):
         raise
     except (OSError, ValueError, EOFError, KeyError) as exc:
         raise InputFileError(
-            f"cannot read {path} as {ext} ({SUPPORTED_FORMATS[ext]}): {exc}. Supported formats are "
+            f"cannot read {path} as {ext} ({SUPPORTED_FORMATS[ext]}): {str(exc).rstrip('.')}. Supported formats are "
             f"{_formats_text()}."
         ) from exc
     if getattr(X, "ndim", 2) != 2:
@@ -160,7 +165,10 @@ def _load_csv(path, label_column):
         [float(v) for v in first.strip().split(",") if v.strip()]
     except ValueError:
         skip = 1  # a header line
-    data = _loadtxt(path, delimiter=",", skiprows=skip, ndmin=2, dtype=np.float64)
+    try:
+        data = _loadtxt(path, delimiter=",", skiprows=skip, ndmin=2, dtype=np.float64)
+    except ValueError as exc:  # NumPy counts the rows below the header from 0: told as the file's line
+        raise ValueError(_csv_line_message(str(exc), skip)) from None
     if data.size == 0:
         raise InputFileError(f"{path} holds no data{' below its header line' if skip else ''}; a data matrix of "
                              f"shape (n_samples, n_features) is expected, one sample per line.")
@@ -168,6 +176,17 @@ def _load_csv(path, label_column):
         return data, None
     y = data[:, label_column]
     return np.delete(data, label_column, axis=1), y
+
+
+def _csv_line_message(message, skip):
+    """NumPy's ``... at row R, column C.`` as ``... on line L, column C`` of the file (``skip`` header lines), the
+    final period dropped (the caller's sentence goes on)."""
+    import re
+
+    def line(match):
+        return f"on line {int(match.group(1)) + 1 + skip}, column {match.group(2)}"
+
+    return re.sub(r"at row (\d+), column (\d+)", line, message).rstrip(".")
 
 
 def _loadtxt(path, **kwargs):
@@ -210,7 +229,7 @@ def load_labels(path, name="--labels"):
     path = os.fspath(path)
     label = f"{name} {path}"
     if not os.path.isfile(path):
-        raise InputFileError(f"{label}: no such file.")
+        raise InputFileError(f"{label}: {_not_a_file(path)}.")
     if path.endswith(".npy"):
         y = load_npy(path, name)
     else:
