@@ -527,7 +527,7 @@ ERRORS = {
     "empty-csv": (_empty_csv, ["gram", "--input", "empty.csv", "--out", "E.zarr"], ["empty.csv holds no data"],
                   ["loadtxt", "UserWarning"]),
     "parzen-with-C": (None, ["fit", "--data", "X.npy", "--labels", "y.npy", "--learner", "parzen", "--C", "5",
-                             "--model", "p.zarr"], ["--C: an option of --learner svc, svr or nusvr only"], []),
+                             "--model", "p.zarr"], ["--C: an option of --learner svc, svr, nusvr or conformal only"], []),
     "ridge-with-centering": (None, ["fit", "--data", "X.npy", "--labels", "outputs.npy", "--learner", "ridge",
                                     "--centering", "standard", "--model", "r.zarr"], ["--centering", "--alpha"], []),
     "damaged-model": (_damaged_model, ["predict", "--model", "dm.zarr", "--data", "X.npy", "--out", "p.npy"],

@@ -1,4 +1,4 @@
-"""``dkernel fit --learner nusvc|svr|nusvr|one-class``: the SVM family on the command line, as the library trains it,
+"""``dkernel fit --learner nusvc|svr|nusvr|one-class|conformal``: the SVM family on the command line, as the library trains it,
 with each option refused where the chosen learner does not take it; ``dkernel predict`` on their models."""
 
 import numpy as np
@@ -20,6 +20,7 @@ def files(tmp_path, monkeypatch):
     np.save("X.npy", X)
     np.save("y.npy", y)
     np.save("y01.npy", (y > 0).astype(int))
+    np.save("y3.npy", np.arange(150) % 3)
     np.save("values.npy", values)
     np.savetxt("words.txt", np.where(y > 0, "spam", "ham"), fmt="%s")
     return X, y, values
@@ -83,7 +84,7 @@ def test_the_summary_says_what_the_model_does_on_its_training_data(files, capsys
 #: learner -> a flag of another learner's, the message's fragments
 REFUSED = {
     "nusvc-with-C": (["--learner", "nusvc", "--C", "3"], "y.npy",
-                     ["--C: an option of --learner svc, svr or nusvr only", "is regularized by --nu", "Remove --C"]),
+                     ["--C: an option of --learner svc, svr, nusvr or conformal only", "is regularized by --nu", "Remove --C"]),
     "svc-with-nu": (["--nu", "0.3"], "y.npy", ["--nu: an option of --learner nusvc, nusvr or one-class only"]),
     "nusvr-with-epsilon": (["--learner", "nusvr", "--epsilon", "0.1"], "values.npy",
                            ["--epsilon: an option of --learner svr only"]),
@@ -99,6 +100,15 @@ REFUSED = {
     "nu-zero": (["--learner", "one-class", "--nu", "0"], None, ["--nu must be a number in (0, 1]; got 0"]),
     "negative-epsilon": (["--learner", "svr", "--epsilon", "-0.1"], "values.npy",
                          ["--epsilon must be a finite number >= 0"]),
+    "svc-with-kappa": (["--kappa", "2"], "y.npy", ["--kappa: an option of --learner conformal only"]),
+    "conformal-with-centering": (["--learner", "conformal", "--centering", "standard"], "y.npy",
+                                 ["--centering: an option of --learner svc, nusvc, svr, nusvr or one-class only",
+                                  "trained twice"]),
+    "conformal-with-checkpoint": (["--learner", "conformal", "--checkpoint", "ck"], "y.npy",
+                                  ["--checkpoint: an option of"]),
+    "negative-kappa": (["--learner", "conformal", "--kappa", "-2"], "y.npy", ["--kappa must be a finite number > 0"]),
+    "conformal-three-classes": (["--learner", "conformal"], "y3.npy",
+                                ["--labels y3.npy holds 3 classes; --learner conformal is a binary classifier"]),
     "one-class-with-labels": (["--learner", "one-class"], "y.npy",
                               ["--labels y.npy: the one-class learner learns from --data alone"]),
     "svc-on-values": ([], "values.npy", ["--labels values.npy holds continuous values", "--learner svr, nusvr"]),
@@ -154,3 +164,18 @@ def test_a_one_class_model_scores_labels_of_plus_and_minus_one(files, capsys):
     assert f"accuracy {expected:.4f}" in capsys.readouterr().out
     err = error_of(["predict", "--model", "o.zarr", "--data", "X.npy", "--labels", "y01.npy"], capsys)
     assert "a one-class model predicts +1 (inside) or -1 (outside)" in err
+
+
+@pytest.mark.parametrize("bias, factor", [("free", "williams"), ("scaled", "amari-wu")])
+def test_the_conformal_learner_trains_what_the_library_trains(files, capsys, bias, factor):
+    from dkernel.svm import ConformalSVC
+
+    X, y, _ = files
+    assert main(["fit", "--data", "X.npy", "--labels", "y.npy", "--learner", "conformal", "--bias", bias,
+                 "--conformal-factor", factor, "--kappa", "0.5", "--C", "2", "--gamma", "0.5", "--model", "c.zarr",
+                 "--quiet"]) == 0
+    assert "trained a ConformalSVC on 150 samples x 3 features, 2 classes" in capsys.readouterr().out
+    expected = ConformalSVC(C=2, gamma=0.5, kappa=0.5, bias=bias, conformal=factor).fit(X, y)
+    assert isinstance(load_model("c.zarr"), ConformalSVC)
+    assert main(["predict", "--model", "c.zarr", "--data", "X.npy", "--decision", "d.npy"]) == 0
+    np.testing.assert_allclose(np.load("d.npy"), expected.decision_function(X), rtol=0, atol=1e-9)

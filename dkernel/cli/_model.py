@@ -38,19 +38,23 @@ an interrupted fit saves no solver state: the same command starts it over.
 
 #: The SVMs of ``dkernel fit --learner`` and their estimators in :mod:`dkernel.svm`; "parzen" and "ridge" are
 #: Kandola's other two learners (:mod:`._adapt`).
-SVM_LEARNERS = {"svc": "SVC", "nusvc": "NuSVC", "svr": "SVR", "nusvr": "NuSVR", "one-class": "OneClassSVM"}
+SVM_LEARNERS = {"svc": "SVC", "nusvc": "NuSVC", "svr": "SVR", "nusvr": "NuSVR", "one-class": "OneClassSVM",
+                "conformal": "ConformalSVC"}
 LEARNERS = (*SVM_LEARNERS, "parzen", "ridge")
-_CLASSIFIERS = ("svc", "nusvc")
+_CLASSIFIERS = ("svc", "nusvc", "conformal")
+#: The SVMs that take Meila's centering and a solver checkpoint (ConformalSVC trains twice, on K and on D K D).
+_CENTERED = ("svc", "nusvc", "svr", "nusvr", "one-class")
 
 #: The options that not every learner takes (their attribute: None unless given) -> the learners that take them.
 _LEARNER_OPTIONS = {
-    "C": ("svc", "svr", "nusvr"),
+    "C": ("svc", "svr", "nusvr", "conformal"),
     "nu": ("nusvc", "nusvr", "one-class"),
     "epsilon": ("svr",),
     "alpha": ("ridge",),
+    **{name: ("conformal",) for name in ("kappa", "bias", "conformal_factor")},
     **{name: ("svc",) for name in ("normalize", "graf_correction", "multiclass")},
-    **{name: tuple(SVM_LEARNERS) for name in ("tol", "centering", "centering_sample", "working_set_size", "store",
-                                              "checkpoint", "resume", "cluster", "scheduler")},
+    **{name: _CENTERED for name in ("centering", "centering_sample", "checkpoint", "resume")},
+    **{name: tuple(SVM_LEARNERS) for name in ("tol", "working_set_size", "store", "cluster", "scheduler")},
 }
 
 #: What each learner has in place of the options it does not take (the end of the message refusing one).
@@ -62,6 +66,8 @@ _LEARNER_INSTEAD = {
     "one-class": "is regularized by --nu and learns from --data alone",
     "parzen": "has no parameter but its kernel (its coefficients are the class weights 1/n+ and 1/n-, Kandola eq. 9)",
     "ridge": "is regularized by --alpha",
+    "conformal": "is regularized by --C and trained twice (on K, then on D K D: Williams et al.), without centering "
+                 "or a checkpoint",
 }
 
 #: The default of each learner's own number (the estimators' defaults, as scikit-learn's).
@@ -91,8 +97,9 @@ def _fit_arguments(p):
     k = p.add_argument_group("kernel (the defaults of 'dkernel gram') and SVM")
     _add_kernel_arguments(k)
     k.add_argument("--learner", choices=LEARNERS, default="svc",
-                   help="svc (default: scikit-learn's SVC), nusvc, svr (epsilon-SVR), nusvr or one-class "
-                        "(OneClassSVM: novelty detection, no labels); parzen (Parzen window with the class weights "
+                   help="svc (default: scikit-learn's SVC), nusvc, svr (epsilon-SVR), nusvr, one-class "
+                        "(OneClassSVM: novelty detection, no labels) or conformal (ConformalSVC: two classes, the "
+                        "kernel scaled by a conformal factor, Williams et al.); parzen (Parzen window with the class weights "
                         "1/n+ and 1/n-, Kandola eq. 9) or ridge (kernel ridge regression, scikit-learn's KernelRidge)")
     k.add_argument("--C", type=float, default=None, help="regularization of svc, svr and nusvr, > 0 (default 1)")
     k.add_argument("--nu", type=float, default=None,
@@ -100,6 +107,14 @@ def _fit_arguments(p):
                         "of support vectors (default 0.5)")
     k.add_argument("--epsilon", type=float, default=None,
                    help="width of svr's insensitive tube, >= 0 (default 0.1)")
+    k.add_argument("--kappa", type=float, default=None,
+                   help="conformal: kappa of the factor D(x) = exp(-kappa f(x)^2), > 0 (default 1/|f|max over the "
+                        "training points, Williams et al.)")
+    k.add_argument("--bias", choices=("free", "scaled", "none"), default=None,
+                   help="conformal: the second pass's bias (default free: eq. 1 with the scaled kernel)")
+    k.add_argument("--conformal-factor", choices=("williams", "amari-wu"), default=None,
+                   help="conformal: D(x) = exp(-kappa f(x)^2) (williams, default) or a sum of Gaussians at the "
+                        "support vectors (amari-wu)")
     k.add_argument("--tol", type=float, default=None, help="stopping tolerance on the KKT gap (default 1e-3)")
     k.add_argument("--centering", choices=["standard", "class-balanced", "multiclass"],
                    help="feature-space centering (Meila): per binary problem, or one origin of all classes")
@@ -187,6 +202,8 @@ def _check_learner_options(args):
         raise ValueError(f"--nu must be a number in (0, 1]; got {args.nu:g}.")
     if args.epsilon is not None and not 0 <= args.epsilon < float("inf"):
         raise ValueError(f"--epsilon must be a finite number >= 0; got {args.epsilon:g}.")
+    if args.kappa is not None and not 0 < args.kappa < float("inf"):
+        raise ValueError(f"--kappa must be a finite number > 0; got {args.kappa:g}.")
 
 
 def _check_fit_options(args):
@@ -238,7 +255,9 @@ def _read_training_data(args):
 
 
 def _check_label_kind(args, y, source):
-    """Refuse text labels for a regression and continuous ones for a classifier, naming the learners that fit."""
+    """Refuse text labels for a regression, continuous ones for a classifier and other than two classes for the
+    conformal learner, naming the learners that fit."""
+    import numpy as np
     from sklearn.utils.multiclass import type_of_target
 
     if args.learner in ("svr", "nusvr", "ridge"):
@@ -248,22 +267,29 @@ def _check_label_kind(args, y, source):
     elif type_of_target(y) == "continuous":
         raise ValueError(f"{source} holds continuous values; --learner {args.learner} is a classifier and learns "
                          f"classes. For a regression use --learner svr, nusvr or ridge.")
+    elif args.learner == "conformal" and len(np.unique(y)) != 2:
+        raise ValueError(f"{source} holds {len(np.unique(y))} classes; --learner conformal is a binary classifier "
+                         f"(its factor D is built from one decision function). For more classes use --learner svc "
+                         f"or nusvc.")
 
 
 def _svm_estimator(args, storage_options, checkpoint):
     """The estimator of :mod:`dkernel.svm` that ``dkernel fit --learner`` trains, with the options given."""
     from .. import svm
 
-    params = dict(kernel=args.kernel, **_kernel_args(args), centering=args.centering,
-                  centering_sample=args.centering_sample, working_set_size=args.working_set_size, store=args.store,
-                  storage_options=storage_options, random_state=args.seed, verbose=not args.quiet,
-                  checkpoint=checkpoint)
+    params = dict(kernel=args.kernel, **_kernel_args(args), working_set_size=args.working_set_size, store=args.store,
+                  storage_options=storage_options, verbose=not args.quiet)
+    if args.learner in _CENTERED:
+        params.update(centering=args.centering, centering_sample=args.centering_sample, random_state=args.seed,
+                      checkpoint=checkpoint)
     for name, value in _LEARNER_DEFAULTS.items():
         if args.learner in _LEARNER_OPTIONS[name]:
             params[name] = value if getattr(args, name) is None else getattr(args, name)
     if args.learner == "svc":
         params.update(normalize=bool(args.normalize), normalize_bias_correction=bool(args.graf_correction),
                       multiclass=args.multiclass or "ovo")
+    if args.learner == "conformal":
+        params.update(kappa=args.kappa, bias=args.bias or "free", conformal=args.conformal_factor or "williams")
     return getattr(svm, SVM_LEARNERS[args.learner])(**params)
 
 
@@ -414,7 +440,7 @@ def _predict_outputs(args):
 
 #: The artifact kind of the model of each SVM learner (:data:`dkernel._runtime.artifacts.KINDS`).
 _SVM_KINDS = {"svc": "model", "nusvc": "nu-svc-model", "svr": "svr-model", "nusvr": "nu-svr-model",
-              "one-class": "one-class-model"}
+              "one-class": "one-class-model", "conformal": "conformal-model"}
 
 
 def _model_kind(learner):
