@@ -13,6 +13,7 @@ import pytest
 
 from dkernel.cli import main
 from dkernel.gram import GramMatrix
+from _cli import error_of
 
 _SCRIPT = Path(sys.executable).with_name("dkernel")
 DKERNEL = [str(_SCRIPT)] if _SCRIPT.is_file() else [sys.executable, "-m", "dkernel.cli"]
@@ -36,15 +37,6 @@ def files(tmp_path, monkeypatch):
     np.save("yr.npy", rng.normal(size=60))
     assert main(["gram", "--input", "X.npy", "--out", "K.zarr", "--chunk", "30", "--no-progress"]) == 0
     return tmp_path
-
-
-def error_of(argv, capsys):
-    """``main(argv)``: status 2 and its one line ``dkernel: error: ...``, returned."""
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    assert code == 2, (code, out, err)
-    assert err.startswith("dkernel: error: ") and err.count("\n") == 1 and "Traceback" not in err, err
-    return err
 
 
 def never(*args, **kwargs):

@@ -3,8 +3,7 @@ file (the header counted), in one sentence."""
 
 import numpy as np
 import pytest
-
-from dkernel.cli import main
+from _cli import error_of
 
 
 @pytest.fixture
@@ -15,13 +14,6 @@ def work(tmp_path, monkeypatch):
     np.save("y.npy", np.arange(20) % 2)
     (tmp_path / "grams").mkdir()
     return tmp_path
-
-
-def error_of(argv, capsys):
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("dkernel: error: ") and err.count("\n") == 1, err
-    return err
 
 
 def test_a_folder_given_as_labels_is_called_a_folder(work, capsys):

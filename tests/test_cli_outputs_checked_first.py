@@ -20,6 +20,7 @@ import dkernel.cli._views
 from dkernel._runtime import artifacts, outputs
 from dkernel.cli import main
 from dkernel.exceptions import ArtifactPathError
+from _cli import error_of
 
 #: A folder that refuses new entries whoever asks (root included), though ``os.access`` may say it can be written.
 PROC = "/proc"
@@ -34,15 +35,6 @@ def files(cli_files):
 
 def never(*args, **kwargs):
     raise AssertionError("reached: the command did work before refusing its output")
-
-
-def error_of(argv, capsys, prefix="dkernel: error: "):
-    """``main(argv)``: status 2 and its one error line, returned."""
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    assert code == 2, (code, out, err)
-    assert err.startswith(prefix) and err.count("\n") == 1 and "Traceback" not in err, err
-    return err
 
 
 #: command -> (argv before the output, the output flag, the suffix of its path, the module and function of the

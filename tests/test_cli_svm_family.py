@@ -8,6 +8,7 @@ from sklearn import svm as sk
 from dkernel import load_model
 from dkernel.cli import main
 from dkernel.svm import SVR
+from _cli import error_of
 
 
 @pytest.fixture
@@ -24,15 +25,6 @@ def files(tmp_path, monkeypatch):
     np.save("values.npy", values)
     np.savetxt("words.txt", np.where(y > 0, "spam", "ham"), fmt="%s")
     return X, y, values
-
-
-def error_of(argv, capsys):
-    """``main(argv)``: status 2 and its one line ``dkernel: error: ...``, returned."""
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    assert code == 2, (code, out, err)
-    assert err.startswith("dkernel: error: ") and err.count("\n") == 1 and "Traceback" not in err, err
-    return err
 
 
 #: learner -> (its flags, the labels file, scikit-learn's estimator with the same parameters, what it predicts)

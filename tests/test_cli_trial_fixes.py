@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from dkernel.cli import main
+from _cli import error_of
 
 _SCRIPT = Path(sys.executable).with_name("dkernel")
 DKERNEL = [str(_SCRIPT)] if _SCRIPT.is_file() else [sys.executable, "-m", "dkernel.cli"]
@@ -20,15 +21,6 @@ DKERNEL = [str(_SCRIPT)] if _SCRIPT.is_file() else [sys.executable, "-m", "dkern
 def files(cli_files):
     """X.npy, y.npy, K.zarr and m.zarr in cwd (``cli_files`` of conftest.py)."""
     return cli_files
-
-
-def error_of(argv, capsys, code=2):
-    """``main(argv)``: status ``code`` and its one line ``dkernel: error: ...``, returned."""
-    status = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    assert status == code, (status, out, err)
-    assert err.startswith("dkernel: error: ") and err.count("\n") == 1 and "Traceback" not in err, err
-    return err
 
 
 def never(*args, **kwargs):
