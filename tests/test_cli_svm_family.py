@@ -86,6 +86,8 @@ REFUSED = {
                                         ["--C: an option", "--multiclass: an option of --learner svc only",
                                          "Remove --C, --multiclass"]),
     "ridge-with-nu": (["--learner", "ridge", "--nu", "0.5"], "values.npy", ["--nu: an option", "--alpha"]),
+    "ridge-with-store": (["--learner", "ridge", "--store", "grams"], "values.npy",
+                         ["--store: an option", "ridge learner is computed in this process in closed form"]),
     "svr-class-balanced": (["--learner", "svr", "--centering", "class-balanced"], "values.npy",
                            ["--centering class-balanced", "svr learner has no classes", "--centering standard"]),
     "nu-above-one": (["--learner", "nusvc", "--nu", "1.5"], "y.npy", ["--nu must be a number in (0, 1]; got 1.5"]),
@@ -171,3 +173,17 @@ def test_the_conformal_learner_trains_what_the_library_trains(files, capsys, bia
     assert isinstance(load_model("c.zarr"), ConformalSVC)
     assert main(["predict", "--model", "c.zarr", "--data", "X.npy", "--decision", "d.npy"]) == 0
     np.testing.assert_allclose(np.load("d.npy"), expected.decision_function(X), rtol=0, atol=1e-9)
+
+
+def test_an_interrupted_single_problem_fit_says_its_checkpoint_was_written(files, capsys):
+    """SVR writes its state at the checkpoint's root: after Ctrl-C the message says it is kept (it said none was)."""
+    from dkernel.cli._model import _fit_interrupted
+
+    argv = ["fit", "--data", "X.npy", "--labels", "values.npy", "--learner", "svr", "--checkpoint", "ck",
+            "--checkpoint-iterations", "1", "--working-set-size", "16", "--quiet", "--model", "a.zarr"]
+    assert main(argv) == 0
+
+    class Args:
+        checkpoint, store, checkpoint_seconds, checkpoint_iterations = "ck", None, 30.0, 1
+
+    assert "the solver's state at its last checkpoint is kept in --checkpoint ck" in _fit_interrupted(Args)

@@ -153,8 +153,6 @@ def _fit_interrupted(args):
     """What an interrupted fit saved: the solver's checkpoints, the Gram blocks of --store, or nothing."""
     import os
 
-    from .._runtime import artifacts
-
     kept = f"; the Gram blocks computed so far are kept with --store {args.store} and reused" if args.store else ""
     if args.checkpoint is None:
         return (f"the solver's state was not saved{kept}; running the same command again starts the fit over. "
@@ -168,9 +166,7 @@ def _fit_interrupted(args):
         except Exception:  # noqa: BLE001 (the message of an interruption never fails on a read of the checkpoint)
             saved = False
     else:
-        saved = os.path.isdir(args.checkpoint) and any(
-            artifacts.artifact_kind(os.path.join(args.checkpoint, name)) == "checkpoint"
-            for name in os.listdir(args.checkpoint))
+        saved = os.path.isdir(args.checkpoint) and _holds_solver_state(args.checkpoint)
     if saved:
         return (f"the solver's state at its last checkpoint is kept in --checkpoint {args.checkpoint}{kept}; run the "
                 f"same command again to resume from it.")
@@ -185,6 +181,21 @@ def _either(names):
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
+#: The options of the solver's execution, which the Parzen window and ridge learners (no solver) do not take.
+_SOLVER_OPTIONS = ("tol", "working_set_size", "store", "checkpoint", "resume", "cluster", "scheduler")
+
+
+def _why_not(learner, given):
+    """Why ``learner`` does not take the options ``given``: what it has instead of the model's own, and that the
+    Parzen window and ridge learners are computed in this process without a solver."""
+    reasons = []
+    if any(name not in _SOLVER_OPTIONS for name in given) or learner not in ("parzen", "ridge"):
+        reasons.append(_LEARNER_INSTEAD[learner])
+    if learner in ("parzen", "ridge") and any(name in _SOLVER_OPTIONS for name in given):
+        reasons.append("is computed in this process in closed form, without a solver, a Gram store or a cluster")
+    return "; it ".join(reasons)
+
+
 def _check_learner_options(args):
     """Refuse the options the chosen --learner does not take, naming each flag and the learners that take it."""
     given = [name for name, takers in _LEARNER_OPTIONS.items()
@@ -193,7 +204,7 @@ def _check_learner_options(args):
         flags = ", ".join("--" + name.replace("_", "-") for name in given)
         each = "; ".join(f"--{name.replace('_', '-')}: an option of --learner {_either(_LEARNER_OPTIONS[name])} only"
                          for name in given)
-        raise ValueError(f"{each}. The {args.learner} learner {_LEARNER_INSTEAD[args.learner]}. Remove {flags}, or "
+        raise ValueError(f"{each}. The {args.learner} learner {_why_not(args.learner, given)}. Remove {flags}, or "
                          f"choose a learner that takes {'it' if len(given) == 1 else 'them'}.")
     if args.centering in ("class-balanced", "multiclass") and args.learner not in _CLASSIFIERS:
         raise ValueError(f"--centering {args.centering} weighs the classes of the labels; the {args.learner} learner "
