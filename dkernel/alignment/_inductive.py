@@ -30,7 +30,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from .._runtime.client_parameter import ClientParameterMixin
 from .._runtime.validation import check_data, check_finite, check_labels, materialize
-from ..kernels._kernels import get_kernel, kernel_from_dict
+from ..kernels._kernels import kernel_from_dict
 from ..kernels._parameters import check_kernel_object_parameters, named_kernel
 from ._reweighting import alignment_weights, keep_significant, optimal_alignment
 from ._spectrum import check_finite_gram, top_eigenpairs

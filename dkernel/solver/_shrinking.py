@@ -187,7 +187,7 @@ class ShrinkingGradients:
         whose pairs stay within one label) each label is a problem of its own
         for the selection: ``m`` and ``M`` are those of the label whose
         violation ``m − M`` is the largest (every label's in :attr:`extremes`),
-        and the candidates of both labels alternate in each list, those that
+        and the candidates of both labels alternate in each list, that label's first, those that
         cannot form a violating pair within their label left out (libsvm's
         shrinking test, by the label's own ``m`` and ``M``).
         """
@@ -200,7 +200,10 @@ class ShrinkingGradients:
             m, M, up_idx, up_v, low_idx, low_v = active_candidates(self.alpha, self.y, self.C, self.G, active, k)
             self.extremes[label] = (float(m), float(M))
             found.append((m, M, up_idx[up_v > M], up_v[up_v > M], low_idx[low_v < m], low_v[low_v < m]))
-        m, M = max(((m, M) for m, M, *_ in found), key=lambda mM: mM[0] - mM[1])
+        # The label of the larger violation first: a working set of two is its maximal violating pair, as
+        # libsvm's Solver_NU selects it (the other label's pair would be picked again and again, its gap gone).
+        found.sort(key=lambda label: label[0] - label[1], reverse=True)
+        m, M = found[0][:2]
         return (float(m), float(M), *_alternate(found[0][2:4], found[1][2:4], k),
                 *_alternate(found[0][4:6], found[1][4:6], k))
 

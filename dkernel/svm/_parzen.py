@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_consistent_length, check_is_fitted, c
 from .._runtime.validation import check_finite, materialize
 from ..alignment._measures import alignment_target
 from ..exceptions import InvalidLabelsError
-from ..kernels._kernels import Kernel, get_kernel
+from ..kernels._kernels import Kernel
 from ..kernels._parameters import check_kernel_object_parameters, named_kernel
 from ._base import KERNEL_PARAMETER_RANGES
 from ._inputs import class_weights
