@@ -304,7 +304,8 @@ _FLAG_NAMES = {
     "align": {"n_sample": "--sample", "n_repeats": "--repeats", "random_state": "--seed"},
     "fit": {"centering_sample": "--centering-sample", "n_sample": "--centering-sample",
             "working_set_size": "--working-set-size", "normalize_bias_correction": "--graf-correction",
-            "normalize": "--normalize", "random_state": "--seed",
+            "normalize": "--normalize", "random_state": "--seed", "nu": "--nu", "epsilon": "--epsilon",
+            "kappa": "--kappa",
             _CHUNKS: r"block side (store: \1 rows, requested: \2)"},
 }
 

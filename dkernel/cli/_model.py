@@ -509,8 +509,9 @@ def _run_predict(args):
 
     paths = _predict_outputs(args)
     model = _load_model(args.model, _storage_options(args))
-    if args.decision and not hasattr(model, "decision_function"):
-        raise ValueError(f"--decision: the {type(model).__name__} model in --model {args.model} has no decision "
+    if args.decision and (not hasattr(model, "decision_function") or _predicts_values(model)):
+        kind = getattr(model, "learner", None) or type(model).__name__  # (a learner model: its --learner's name)
+        raise ValueError(f"--decision: the {kind} model in --model {args.model} has no decision "
                          f"values; write its predictions with --out.")
     X, y = _read_data(args.data, args.labels)
     _check_finite_data(args, X, "predicting")
