@@ -188,11 +188,7 @@ class ConformalSVC(BaseSVM):
         X, y = validate_data(self, materialize(X), y, dtype=[np.float64, np.float32], order="C",
                              ensure_all_finite=False)
         check_finite(X, name="X", what="fitting or predicting")
-        classes, _ = self._training_classes(y)
-        if classes.shape[0] != 2:
-            raise ValueError(f"Only binary classification is supported: ConformalSVC is a binary classifier (D is "
-                             f"built from one decision function f); "
-                             f"y has {classes.shape[0]} classes.")
+        _refuse_other_than_two_classes(self._training_classes(y)[0])
         with client_for(self.client) as client:
             first = SVC(kernel=self.kernel, degree=self.degree, gamma=self.gamma, coef0=self.coef0,
                         store=self.store, storage_options=self.storage_options, client=client if client is not None else False, **self._shared())
@@ -216,6 +212,7 @@ class ConformalSVC(BaseSVM):
         if X.shape[0] != first_pass.shape_fit_[0]:
             raise ValueError(f"X has {X.shape[0]} rows but the first pass was fitted on {first_pass.shape_fit_[0]}.")
         _check_first_pass_rows(first_pass, X)
+        _check_first_pass_labels(first_pass, y, self._training_classes(y)[0])
         with client_for(self.client) as client:
             self._fit_second_pass(first_pass, X, y, client)
         return self
@@ -389,6 +386,33 @@ def _check_first_pass_rows(first_pass, X):
         raise ValueError("the first pass was not fitted on this X: its support vectors (support_vectors_) differ "
                          "from the rows of X at its support_ indices. fit_from_first_pass needs the X (and y) the "
                          "first pass was fitted on.")
+
+
+def _refuse_other_than_two_classes(classes):
+    """scikit-learn's refusal of a multiclass ``y`` by a binary classifier, saying why ``ConformalSVC`` is one."""
+    if classes.shape[0] != 2:
+        raise ValueError(f"Only binary classification is supported: ConformalSVC is a binary classifier (D is "
+                         f"built from one decision function f); y has {classes.shape[0]} "
+                         f"class{'es' if classes.shape[0] != 1 else ''}.")
+
+
+def _check_first_pass_labels(first_pass, y, classes):
+    """A :class:`ValueError` unless ``y`` has the first pass's two classes and its labels at the first pass's
+    support vectors (the class of each is the sign of its dual coefficient, positive for ``classes_[1]``)."""
+    _refuse_other_than_two_classes(classes)
+    if not np.array_equal(classes, first_pass.classes_):
+        raise ValueError(f"y has the classes {classes.tolist()} but the first pass was fitted on "
+                         f"{np.asarray(first_pass.classes_).tolist()}. fit_from_first_pass needs the X and y the "
+                         f"first pass was fitted on.")
+    support = np.asarray(first_pass.support_, dtype=np.intp)
+    fitted = first_pass.classes_[(np.asarray(first_pass.dual_coef_)[0] > 0).astype(np.intp)]
+    differ = np.flatnonzero(y[support] != fitted)
+    if differ.size:
+        raise ValueError(f"the first pass was not fitted on this y: {differ.size} of its {support.size} support "
+                         f"vectors have another label in y (sample {int(support[differ[0]])}: "
+                         f"{y[support[differ[0]]].tolist()!r} in y, {fitted[differ[0]].tolist()!r} in the first "
+                         f"pass). "
+                         f"fit_from_first_pass needs the X and y the first pass was fitted on.")
 
 
 def _refuse_underflowed_factor(factor, X, d, kappa):
