@@ -1,5 +1,5 @@
-"""``dkernel predict --decision`` on a model that predicts values, and the library's refusals of ``--nu``,
-``--epsilon``, ``--kappa`` told in flags."""
+"""``dkernel predict --decision`` on a model that predicts values, the library's refusals of ``--nu``,
+``--epsilon``, ``--kappa`` told in flags, and a one-class model whose centering would leave it w = 0."""
 
 import os
 
@@ -53,3 +53,27 @@ def test_an_underflowing_kappa_is_told_by_its_flag(files, capsys):
                     "--model", "m", "--quiet"], capsys)
     assert "with --kappa 1000.0:" in err and "give a smaller --kappa" in err and "kappa=" not in err
     assert not os.path.exists("m")
+
+
+def test_a_one_class_origin_the_svm_reaches_is_refused_before_training(files, capsys):
+    err = error_of(["fit", "--learner", "one-class", "--centering", "standard", "--data", "X.npy", "--model", "m"],
+                   capsys)
+    assert "--centering standard with --learner one-class: the origin is the mean of 120 training points" in err
+    assert "Give --centering-sample N with N < --nu × 120 = 60, or leave out --centering." in err
+    assert not os.path.exists("m")
+    err = error_of(["fit", "--learner", "one-class", "--centering", "standard", "--centering-sample", "60",
+                    "--data", "X.npy", "--model", "m"], capsys)
+    assert "mean of 60 training points" in err and not os.path.exists("m")
+
+
+def test_a_one_class_origin_of_fewer_points_trains_a_model_that_separates(files, capsys):
+    import warnings
+
+    from dkernel import load_model
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the library's warning of w = 0 is not given
+        assert main(["fit", "--learner", "one-class", "--centering", "standard", "--centering-sample", "30",
+                     "--data", "X.npy", "--model", "m", "--quiet"]) == 0
+    decision = load_model("m").decision_function(files)
+    assert np.ptp(decision) > 1e-3  # not the constant of w = 0

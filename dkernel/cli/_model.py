@@ -246,6 +246,7 @@ def _read_training_data(args):
     X, y = _read_data(args.data, args.labels)
     if args.learner == "one-class":
         _check_finite_data(args, X, "fitting")
+        _refuse_reachable_origin(args, X.shape[0])
         return X, None  # (the labels an svmlight file carries are not read)
     if y is None:
         raise ValueError(f"--data {args.data} has no labels; pass --labels FILE.")
@@ -263,6 +264,19 @@ def _read_training_data(args):
         check_labels(y, name=source)
     _check_label_kind(args, y, source)
     return X, y
+
+
+def _refuse_reachable_origin(args, n):
+    """Refuse --centering standard for the one-class learner where its origin, the mean of N points, is a point
+    the one-class SVM can take (α = ν n / N <= 1 on those N): the model would be w = 0, every decision value 0
+    (:meth:`dkernel.svm.OneClassSVM._check_origin` warns of it in the library)."""
+    nu = 0.5 if args.nu is None else args.nu
+    points = n if args.centering_sample is None else min(args.centering_sample, n)
+    if args.centering == "standard" and points >= nu * n:
+        raise ValueError(f"--centering standard with --learner one-class: the origin is the mean of {points} training "
+                         f"points, which the one-class SVM reaches (α = --nu × {n} / {points} <= 1), so the model "
+                         f"would be w = 0 and every decision value 0. Give --centering-sample N with N < --nu × "
+                         f"{n} = {nu * n:g}, or leave out --centering.")
 
 
 def _check_label_kind(args, y, source):
