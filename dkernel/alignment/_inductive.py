@@ -33,7 +33,8 @@ from .._runtime.validation import check_data, check_finite, check_labels, materi
 from ..kernels._kernels import kernel_from_dict
 from ..kernels._parameters import check_kernel_object_parameters, named_kernel
 from ._reweighting import alignment_weights, keep_significant, optimal_alignment
-from ._spectrum import check_finite_gram, top_eigenpairs
+from ._inputs import check_finite_gram, check_symmetric_gram
+from ._spectrum import top_eigenpairs
 
 __all__ = ["AdaptedKernel", "KernelAligner"]
 
@@ -73,7 +74,7 @@ class AdaptedKernel:
             if K.ndim != 2 or K.shape[1] != self.projection.shape[0]:
                 raise ValueError(f"with kernel='precomputed' pass K(X, X_train) of shape (n, "
                                  f"{self.projection.shape[0]}); got shape {K.shape}.")
-            check_finite_gram(K, "the kernel block K(X, X_train)")
+            check_finite_gram(K, "the kernel block K(X, X_train)", what="transforming")
         else:
             K = np.asarray(self.kernel.block(check_data(X), self.X_fit), dtype=np.float64)
         return K @ self.projection
@@ -195,9 +196,10 @@ class KernelAligner(ClientParameterMixin, TransformerMixin, BaseEstimator):
     def _validate_X(self, X, reset):
         """``X`` checked as scikit-learn's estimators do; NaN and infinities as dkernel's error.
 
-        A precomputed Gram source (a store's rows, a view: ``rows`` and ``n``) is left to the eigensolver, which
-        reads it blockwise; its NaN are the eigensolver's error, as those of a precomputed array (and, in
-        ``transform``, :class:`AdaptedKernel`'s).
+        A precomputed training Gram in memory is also checked for symmetry, to the round-off of its dtype
+        (:func:`~dkernel.alignment._inputs.check_symmetric_gram`). A precomputed Gram source (a store's rows, a
+        view: ``rows`` and ``n``) is left to the eigensolver, which reads it blockwise; its NaN are the eigensolver's
+        error, as those of a precomputed array (and, in ``transform``, :class:`AdaptedKernel`'s).
         """
         if reset and self._is_precomputed() and hasattr(X, "rows") and hasattr(X, "n"):
             self.n_features_in_ = int(X.shape[1]) if hasattr(X, "shape") else int(X.n)
@@ -212,8 +214,10 @@ class KernelAligner(ClientParameterMixin, TransformerMixin, BaseEstimator):
                             ensure_min_samples=2 if reset else 1, input_name="X")
             if reset:
                 check_finite(K, name="the precomputed Gram matrix", what=what)
+                check_symmetric_gram(K, "X, the precomputed Gram matrix,", dtype=getattr(X, "dtype", None))
+                K = (K + K.T) / 2  # symmetric to the round-off of X's dtype, as the eigensolver reads it
             else:
-                check_finite_gram(K, "the kernel block K(X, X_train)")
+                check_finite_gram(K, "the kernel block K(X, X_train)", what="transforming")
                 if K.shape[1] != self.n_features_in_:
                     # scikit-learn's message, and what a test kernel is.
                     raise ValueError(f"X has {K.shape[1]} features, but {type(self).__name__} is expecting "

@@ -39,7 +39,7 @@ from numbers import Real
 
 import numpy as np
 
-from ._inputs import gram_input
+from ._inputs import check_finite_gram, check_symmetric_gram, gram_input
 from ._measures import alignment_target
 from ..gram._sources import source_n
 from .._runtime.validation import check_labels
@@ -239,11 +239,22 @@ def transductive_adaptation(source, y, labelled=None, *, target="classification"
     -------
     AdaptedGram
         ``G = U diag(α) Uᵀ`` as a lazy low-rank view over every point.
+
+    Raises
+    ------
+    NonFiniteInputError
+        ``source`` holds NaN or infinities (the message names the first row holding one).
+    ValueError
+        ``source`` is not symmetric beyond round-off (the largest ``|K - Kᵀ|``, its row and column), or the
+        eigensolver's parameters are invalid.
     """
     _check_weighting(weighting)
     tol = check_tol(tol)
     source = gram_input(source)
     n = source_n(source)
+    if isinstance(source, np.ndarray):  # in memory: NaN and asymmetry named before any eigensolver reads it
+        check_finite_gram(source, "source")
+        check_symmetric_gram(source, "source")
     rows, t = labelled_target(y, n, labelled, target)
     if spectrum is None:
         spectrum = top_eigenpairs(source, rank, mass=mass, method=method, random_state=random_state, client=client,

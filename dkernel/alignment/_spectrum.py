@@ -35,7 +35,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from .._runtime.client import client_for, local_scheduler
-from ._inputs import gram_input
+from ._inputs import check_finite_gram, check_symmetric_gram, gram_input
 from ..gram._sources import source_columns, source_dask, source_diag, source_n
 from .._runtime.validation import random_generator
 
@@ -94,15 +94,6 @@ def _check_mass(mass):
     return float(mass)
 
 
-def check_finite_gram(values, what="the Gram matrix"):
-    """Raise ``ValueError`` when ``values`` (a Gram's diagonal, a product with it) hold NaN or infinities."""
-    values = np.asarray(values)
-    if not np.isfinite(values).all():
-        raise ValueError(f"{what} has NaN or infinite entries (first at flat index "
-                         f"{int(np.flatnonzero(~np.isfinite(values))[0])}); its eigenvectors are undefined. "
-                         f"Check the data and the kernel parameters.")
-
-
 def _rank_for_mass(values, trace, mass):
     """The smallest ``k`` with ``values[:k].sum() >= mass * trace`` (None when not reached)."""
     reached = np.flatnonzero(np.cumsum(values) >= mass * trace * (1 - 1e-12))
@@ -110,13 +101,17 @@ def _rank_for_mass(values, trace, mass):
 
 
 def _exact(source):
+    """Every eigenpair of the whole Gram, read into memory: finite and symmetric to round-off
+    (:func:`~dkernel.alignment._inputs.check_symmetric_gram`), then decomposed as ``(K + Kᵀ) / 2``."""
     if isinstance(source, np.ndarray):
-        K = np.asarray(source, dtype=np.float64)
+        K = source
     elif hasattr(source, "to_numpy"):
-        K = np.asarray(source.to_numpy(), dtype=np.float64)
+        K = np.asarray(source.to_numpy())
     else:
-        K = np.asarray(source_dask(source).compute(), dtype=np.float64)
+        K = np.asarray(source_dask(source).compute())
     check_finite_gram(K)
+    check_symmetric_gram(K)
+    K = np.asarray(K, dtype=np.float64)
     values, vectors = np.linalg.eigh((K + K.T) / 2)
     return values[::-1], vectors[:, ::-1]
 
@@ -159,8 +154,10 @@ def _randomized(source, n_vectors, power_iterations, rng, client):
 def _nystroem(source, n_landmarks, rng):
     n = source_n(source)
     landmarks = np.sort(rng.choice(n, size=n_landmarks, replace=False))
-    C = np.asarray(source_columns(source, landmarks).compute(), dtype=np.float64)
+    C = np.asarray(source_columns(source, landmarks).compute())
     check_finite_gram(C, "the sampled columns of the Gram matrix")
+    check_symmetric_gram(C[landmarks], "the Gram matrix on the sampled points", index=landmarks)
+    C = np.asarray(C, dtype=np.float64)
     w_values, w_vectors = np.linalg.eigh((C[landmarks] + C[landmarks].T) / 2)
     keep = w_values > w_values.max() * 1e-12
     F = C @ (w_vectors[:, keep] / np.sqrt(w_values[keep]))
@@ -202,8 +199,10 @@ def top_eigenpairs(source, rank=None, *, mass=None, method="auto", oversample=10
     Raises
     ------
     ValueError
-        For a rank above ``n``, a mass outside (0, 1], an unknown method, or a
-        Gram with NaN or infinite entries (its diagonal is checked first).
+        For a rank above ``n``, a mass outside (0, 1], an unknown method, or a Gram that is not symmetric
+        (``"exact"``: the whole matrix; ``"nystroem"``: on the sampled points).
+    NonFiniteInputError
+        A Gram with NaN or infinite entries (its diagonal is checked first), naming the first row holding one.
     """
     source = gram_input(source)
     n = source_n(source)
