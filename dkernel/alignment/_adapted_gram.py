@@ -107,10 +107,15 @@ class AdaptedGram:
     @property
     def dask(self):
         """The whole matrix as a lazy Dask array: one product of ``k`` columns per block."""
+        import warnings
+
         import dask.array as da
+        from dask.array.core import PerformanceWarning
 
         F = da.from_array(self.features(), chunks=(self.chunks[0], self.rank))
-        return F @ F.T
+        with warnings.catch_warnings():  # the grid of blocks asked for, not a rechunk: Dask's warning is not ours
+            warnings.filterwarnings("ignore", "Increasing number of chunks", PerformanceWarning)
+            return F @ F.T
 
     def columns(self, indices):
         """Lazy ``G[:, indices]`` in row blocks."""

@@ -234,25 +234,27 @@ def load_labels(path, name="--labels"):
         y = load_npy(path, name)
     else:
         y = _load_text_labels(path, label)
+        if y.shape[1] > 1:  # (a line of several values, a 1 x k table: not k labels)
+            raise InputFileError(f"{label} holds {y.shape[1]} values on a line; labels are one per line.")
     return _checked_labels(y, label)
 
 
 def _load_text_labels(path, label):
-    """The labels of a text file: numbers when every line (but a header line, skipped as in --data) is one, else
-    text, the first line included (text labels cannot tell a header from a label)."""
+    """The labels of a text file, one row per line: numbers when every line (but a header line, skipped as in
+    --data) is one, else text, the first line included (text labels cannot tell a header from a label)."""
     try:
         delimiter = "," if path.endswith(".csv") else None
         try:
-            return _loadtxt(path, delimiter=delimiter, ndmin=1)
+            return _loadtxt(path, delimiter=delimiter, ndmin=2)
         except ValueError:
             pass
         try:
-            y = _loadtxt(path, delimiter=delimiter, ndmin=1, skiprows=1)  # numbers below a header line
+            y = _loadtxt(path, delimiter=delimiter, ndmin=2, skiprows=1)  # numbers below a header line
             if y.size:
                 return y
         except ValueError:
             pass
-        return _loadtxt(path, delimiter=delimiter, ndmin=1, dtype=str)  # text labels
+        return _loadtxt(path, delimiter=delimiter, ndmin=2, dtype=str)  # text labels
     except (OSError, ValueError, EOFError, UnicodeDecodeError) as exc:
         raise InputFileError(f"{label}: cannot read labels (a .npy array, or text with one label per line): "
                              f"{_unreadable(path, exc)}.") from None

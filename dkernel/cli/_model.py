@@ -487,9 +487,14 @@ def _load_model(path, storage_options=None):
     from .. import load_model
 
     try:
-        return load_model(path, storage_options=storage_options)
+        model = load_model(path, storage_options=storage_options)
     except FileNotFoundError:
         raise missing from None
+    if not hasattr(model, "predict"):  # a transformer the library saves (KernelPCA): no command applies it
+        raise ValueError(f"--model {path} is a {type(model).__name__} model, which transforms data and predicts "
+                         f"nothing; dkernel predict applies the models of dkernel fit. Apply it in Python: "
+                         f"dkernel.load_model('{path}').transform(X).")
+    return model
 
 
 def _classes(model):
