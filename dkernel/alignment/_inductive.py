@@ -24,7 +24,7 @@ scikit-learn estimators.
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import ClassifierTags
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
@@ -110,7 +110,7 @@ class AdaptedKernel:
         return cls(None if spec["kernel"] is None else kernel_from_dict(spec["kernel"]), X_fit, projection)
 
 
-class KernelAligner(ClientParameterMixin, TransformerMixin, BaseEstimator):
+class KernelAligner(ClientParameterMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Kandola's inductive alignment (Algorithm 2): a kernel adapted to the training labels, defined everywhere.
 
     Parameters
@@ -257,6 +257,12 @@ class KernelAligner(ClientParameterMixin, TransformerMixin, BaseEstimator):
         self.adapted_kernel_ = AdaptedKernel(kernel, None if kernel is None else X,
                                              vectors / values * np.sqrt(self.weights_))
         return self
+
+    @property
+    def _n_features_out(self):
+        """The count of :meth:`transform`'s features, one per kept eigenvector (named ``kernelaligner0, ...`` by
+        ``get_feature_names_out``, scikit-learn's names for the components of a decomposition)."""
+        return self.eigenvectors_.shape[1]
 
     def transform(self, X):
         """The features ``φ(X)`` (``G(X, Z) = φ(X) φ(Z)ᵀ``); ``X`` is ``K(X, X_train)`` for a precomputed kernel."""
