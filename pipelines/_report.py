@@ -112,7 +112,8 @@ def cell(row, key, digits=3):
     """``mean ± se`` of measure ``key`` in a summary row ('–' when the row or the value is missing)."""
     if row is None or f"{key}_mean" not in row:
         return "–"
-    return fmt_mean_se(row[f"{key}_mean"], row.get(f"{key}_se"), digits)
+    one = row.get("count") == 1  # one record: no standard error to show (its 0 is not a measured spread)
+    return fmt_mean_se(row[f"{key}_mean"], None if one else row.get(f"{key}_se"), digits)
 
 
 def paired_difference(records, key, match_a, match_b, pair_on=("repeat",)):

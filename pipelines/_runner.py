@@ -301,6 +301,8 @@ def _run_tasks(client, run_task, tasks, progress):
 
     from dkernel._runtime.client import compute_with_progress
 
+    if client is None:
+        _import_before_threads()
     saved = getattr(run_task, "saved", None)
     if saved is None:
         delayed = [dask.delayed(_run_unit, pure=False)(run_task, task) for task in tasks]
@@ -314,6 +316,19 @@ def _run_tasks(client, run_task, tasks, progress):
     delayed = [dask.delayed(_run_unit, pure=False)(run_task.run_task, tasks[k]) for k in pending]
     compute_with_progress(delayed, client, progress, label="tasks", on_result=keep)
     return results
+
+
+def _import_before_threads():
+    """Import scikit-learn (and its modules the tasks import inside their functions) in this thread before tasks
+    run in threads: a package imported for the first time by two threads at once can be seen partly initialized
+    by one of them ("cannot import name 'clone' from partially initialized module 'sklearn.base'")."""
+    import sklearn.base  # noqa: F401
+    import sklearn.feature_extraction.text  # noqa: F401
+    import sklearn.model_selection  # noqa: F401
+    import sklearn.neighbors  # noqa: F401
+    import sklearn.svm  # noqa: F401
+
+    import dkernel.svm  # noqa: F401
 
 
 def execute(run_task, tasks, config):
@@ -509,6 +524,19 @@ def _check_saved(name, saved, tasks):
     return n_saved
 
 
+def _tell_other_records(name, saved, n_saved):
+    """Say, before any task runs, that records saved by an unfinished run of other tasks (another seed, other
+    options or data) are not used, and that they are deleted with the others when this run completes."""
+    from ._report import plural
+
+    others = saved.count() - n_saved
+    if others > 0:
+        print(f"{name}: {plural(others, 'task record')} in {saved.folder} {'was' if others == 1 else 'were'} saved by "
+              f"an unfinished run with other options, seed or data and {'is' if others == 1 else 'are'} not used "
+              f"here; {'it is' if others == 1 else 'they are'} deleted when this run completes (stop it now to keep "
+              f"{'it' if others == 1 else 'them'}, and finish that run with its own command).", file=sys.stderr)
+
+
 def run_pipeline(module, config):
     """Run a pipeline module end to end and write its results; returns a :class:`PipelineResult`.
 
@@ -539,6 +567,7 @@ def run_pipeline(module, config):
     if n_saved:
         print(f"{module.NAME}: resuming: {n_saved} of {len(tasks)} tasks have their records in {saved.folder}",
               file=sys.stderr)
+    _tell_other_records(module.NAME, saved, n_saved)
     try:
         results = getattr(module, "execute", execute)(ResumableTask(module.run_task, saved), tasks, config)
         # The records as results.json holds them (the JSON round trip of the saved ones), saved or not.

@@ -79,6 +79,8 @@ def paired_by(claim, records, a, b, value, *, on=("repeat",), claim_is="equal", 
     se = float(values.std(ddof=1) / np.sqrt(count)) if count > 1 else 0.0
     extra = f"; {evidence}" if evidence else ""
     behind = select(records, **a) + select(records, **b) if fits is None else fits
+    if count == 1:  # one pair: no noise estimate, so nothing is beyond the noise and no claim is tested
+        return judged(claim, mean, None, behind, agrees=False, evidence=f"one repeat, no standard error{extra}")
     agrees = bool(count) and bool(CLAIMS[claim_is](mean, se))
     verdict = judged(claim, mean if count else 0.0, se, behind, agrees=agrees,
                      evidence=f"paired over {count} repeats{extra}")  # fmt: skip
@@ -112,6 +114,9 @@ def every(claim, parts, summary=""):
         text = f"not reproduced on {len(failed)}/{n} ({text})"
         if unsure:
             text += f"; inconclusive on {listing(label for label, _ in unsure)}"
+        held = [label for label, v in parts if v.verdict.startswith("reproduced")]
+        if held:
+            text += f"; reproduced on {listing(held)}"
         return dataclasses.replace(failed[0][1], claim=claim, verdict="not reproduced", evidence=text,
                                    converged=True, n_unconverged=0)  # fmt: skip
     n_unconverged = sum(v.n_unconverged for _, v in parts)

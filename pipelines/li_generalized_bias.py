@@ -318,7 +318,8 @@ def _fig2_judgement(records):
                  "parameters", diff, se=se, agrees=CLAIMS["higher"](diff, se), converged=n_bad == 0,
                  n_unconverged=n_bad,
                  evidence=f"accuracy spread over the {len(acc['svm'])} settings: SVM {spread['svm']:.3f}, SVM-GB "
-                 f"{spread['svm-gb']:.3f}")
+                 f"{spread['svm-gb']:.3f}; noise: the binomial standard errors of the four accuracies that make "
+                 f"the two spreads, on {n_test} test documents, one split per setting")
 
 
 #: The records each method's Fig. 3 verdicts read, by protocol: as run, every fixed C, pLSA on all documents.

@@ -201,16 +201,17 @@ def _claims(records):
 def _alignment_claims(records, labels):
     """The two statements of §6.2 on the alignment: how often centering moves it, and that moving it is not
     improving the classifier."""
-    from ._fidelity import Verdict, Z
+    from ._fidelity import Verdict, Z, beyond_noise
 
     down, up, unmoved = [], [], []
     for label in labels:
         sides = ({"experiment": label, "variant": "centered"}, {"experiment": label, "variant": "original"})
         d, se, _ = paired_difference(records, "alignment", *sides)
         before = summarize(select(records, **sides[1]))[0]["alignment_mean"]
-        if d < -Z * se:
+        # Beyond the noise only with a standard error (two repeats or more: pipelines._fidelity.beyond_noise).
+        if d < 0 and beyond_noise(d, se=se):
             down.append(label)
-        elif d > Z * se and before + d > DRAMATIC * before:
+        elif d > 0 and beyond_noise(d, se=se) and before + d > DRAMATIC * before:
             up.append(label)
             d_err, se_err, _ = paired_difference(records, "test_error", *sides)
             if d_err >= -Z * se_err and not unconverged(select(records, experiment=label)):
