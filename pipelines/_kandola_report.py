@@ -321,8 +321,9 @@ def write_report(result, outdir, *, name, title, tables, setup, settings, altern
     present = [t for t in tables if any(r["dataset"] == t[0] for r in records)]
     missing = [PAPER[t][0] for t in tables if t not in present]
     fig = figure(records, present, outdir / "tables.png", title)
-    parts = [f"# {name}: {title}", "", setup, "", *_summary(as_run),
-             run_line(result) + f" {len(result.records)} records.", ""]
+    # The run (a quick run says first what it is) before the verdicts it counts.
+    parts = [f"# {name}: {title}", "", setup, "", run_line(result) + f" {len(result.records)} records.", "",
+             *_summary(as_run)]
     if missing:
         why = "a --quick run" if result.config.quick else "data files not found"
         parts += [f"Not run ({why}): {listing(missing)}.", ""]

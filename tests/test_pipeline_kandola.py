@@ -220,3 +220,9 @@ def test_report_verdict_counts_are_results_json_verdicts(quick_runs, name):
     assert int(line.group(3)) == sum(v.startswith("reproduced under") for v in verdicts)
     assert int(line.group(4)) == verdicts.count("not reproduced")
     assert int(line.group(5)) == verdicts.count("inconclusive")
+
+
+@pytest.mark.parametrize("name", ["kandola_uneven", "kandola_regression"])
+def test_a_quick_report_says_it_is_a_quick_run_before_its_verdict_counts(quick_runs, name):
+    report = (quick_runs[name].outdir / "report.md").read_text()
+    assert report.index("**A quick run**") < report.index("**Verdicts as run")
