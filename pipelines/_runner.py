@@ -527,11 +527,9 @@ def _check_saved(name, saved, tasks):
 def _tell_other_records(name, saved, n_saved):
     """Say, before any task runs, that records saved by an unfinished run of other tasks (another seed, other
     options or data) are not used, and that they are deleted with the others when this run completes."""
-    from ._report import plural
-
     others = saved.count() - n_saved
     if others > 0:
-        print(f"{name}: {plural(others, 'task record')} in {saved.folder} {'was' if others == 1 else 'were'} saved by "
+        print(f"{name}: {others} task record{'' if others == 1 else 's'} in {saved.folder} {'was' if others == 1 else 'were'} saved by "
               f"an unfinished run with other options, seed or data and {'is' if others == 1 else 'are'} not used "
               f"here; {'it is' if others == 1 else 'they are'} deleted when this run completes (stop it now to keep "
               f"{'it' if others == 1 else 'them'}, and finish that run with its own command).", file=sys.stderr)
