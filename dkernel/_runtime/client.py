@@ -157,14 +157,30 @@ def put_data(array, client, name):
     import dask
 
     if client is not None:
-        try:
-            return client.scatter(array, broadcast=True, hash=False, timeout=stall_timeout())
-        except (TimeoutError, ValueError):
-            # distributed scatters only to running workers: it times out when all are paused, and a
-            # worker pausing while the replicas are made fails the broadcast ("Can not use replicate").
-            _raise_if_stalled(client, stall_timeout(), what="no worker accepted the data")
-            raise
+        return scatter(client, array, broadcast=True)
     return dask.delayed(array, name=name, pure=True)
+
+
+def scatter(client, data, **options):
+    """``client.scatter(data, hash=False, **options)``, told in words where the cluster cannot take it.
+
+    distributed scatters only to running workers: it times out when all are paused or there are none, and a
+    worker pausing while replicas are made fails a broadcast ("Can not use replicate"); both are
+    :class:`ClusterStalledError` (:func:`_raise_if_stalled`) after :func:`stall_timeout`. A connection closed
+    while the data are sent (a worker restarted for going over its memory limit) is a :class:`RuntimeError`
+    saying so.
+    """
+    try:
+        return client.scatter(data, hash=False, timeout=stall_timeout(), **options)
+    except (TimeoutError, ValueError, OSError) as exc:
+        _raise_if_stalled(client, stall_timeout(), what="no worker accepted the data")
+        if isinstance(exc, OSError) and not isinstance(exc, TimeoutError):
+            raise RuntimeError(
+                f"a worker's connection closed while the data were sent to it ({type(exc).__name__}): a worker "
+                f"restarted for going over its memory_limit dies this way; give the workers more memory, or use "
+                f"smaller blocks (chunk=, CLI --chunk), and run again."
+            ) from exc
+        raise
 
 
 _LOCAL_SCHEDULERS = ("sync", "synchronous", "single-threaded", "threads", "threading", "processes", "multiprocessing")

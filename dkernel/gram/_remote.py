@@ -66,6 +66,7 @@ import uuid
 import dask
 import numpy as np
 
+from .._runtime.client import scatter
 from .._runtime.integrity import array_crc32c
 from .._runtime.object_store import (
     GRAM_FORMAT,
@@ -186,8 +187,8 @@ def _run_tasks(X, Z, kernel, grid, dtype, version_url, storage_options, blocks, 
     if not blocks:
         return {}
     if client is not None:
-        [Xf] = client.scatter([X], broadcast=True)
-        Zf = Xf if Z is X else client.scatter([Z], broadcast=True)[0]
+        [Xf] = scatter(client, [X], broadcast=True)
+        Zf = Xf if Z is X else scatter(client, [Z], broadcast=True)[0]
         futures = [client.submit(_write_block_task, Xf, Zf, kernel, grid, i, j, dtype, version_url,
                                  storage_options, pure=False) for i, j in blocks]
         results = client.gather(futures)

@@ -47,7 +47,7 @@ import inspect
 import numpy as np
 import scipy.sparse as sp
 
-from .._runtime.client import client_for, compute_with_progress, is_dask_array, put_data
+from .._runtime.client import client_for, compute_with_progress, is_dask_array, put_data, scatter
 from ._on_the_fly import DEFAULT_CHUNK, KernelColumnSlab, KernelGram, RowCache
 
 __all__ = [
@@ -272,7 +272,7 @@ class DenseGram:
 
         n = self.n
         bounds = list(range(0, n, self.chunks[0])) + [n]
-        parts = client.scatter([self.K[a:b] for a, b in zip(bounds[:-1], bounds[1:])], hash=False)
+        parts = scatter(client, [self.K[a:b] for a, b in zip(bounds[:-1], bounds[1:])])
         return da.concatenate([da.from_delayed(part, shape=(b - a, n), dtype=self.dtype)
                                for part, a, b in zip(parts, bounds[:-1], bounds[1:])])
 

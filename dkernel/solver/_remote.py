@@ -157,7 +157,9 @@ def solve_on_worker(solve, client, rows, prob, q, options):
 
 
 def _run_loop_task(client, problem, topic):
-    [data] = client.scatter([problem], hash=False)
+    from .._runtime.client import scatter
+
+    [data] = scatter(client, [problem])
     future = client.submit(_coordinate, data, os.getpid(), logger.getEffectiveLevel(), topic, pure=False,
                            key=f"dkernel-solve-{uuid.uuid4().hex}")
     try:
