@@ -51,6 +51,7 @@ no fit runs again; ``results.json``'s settings, verdicts and sensitivity and
 """
 
 import argparse
+import contextlib
 import csv
 import dataclasses
 import json
@@ -535,6 +536,41 @@ def _tell_other_records(name, saved, n_saved):
               f"{'it' if others == 1 else 'them'}, and finish that run with its own command).", file=sys.stderr)
 
 
+@contextlib.contextmanager
+def _one_run_at_a_time(out, name):
+    """Hold ``out/.NAME.dkernel-lock`` (an exclusive ``flock``) while a run of pipeline ``name`` writes into ``out``.
+
+    A second run of the same pipeline into the same folder is refused before any task, naming the process that
+    holds it (two runs would both compute, and the later one's results be refused only at the end). The lock is
+    released by the system when its process ends, however it ends; the file is removed by the run that held it.
+    """
+    import fcntl
+
+    from dkernel.exceptions import DKernelError
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f".{name}.dkernel-lock"
+    handle = open(path, "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise DKernelError(f"{out}: another `dkernel run {name}` is writing its results there ({holder}); wait for it "
+                           f"to finish, or give another --out.") from None
+    try:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"process {os.getpid()}")
+        handle.flush()
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+        handle.close()
+
+
 def run_pipeline(module, config):
     """Run a pipeline module end to end and write its results; returns a :class:`PipelineResult`.
 
@@ -556,6 +592,14 @@ def run_pipeline(module, config):
     if config.quick:
         _refuse_full_results(outdir)
     artifacts.check_target(outdir, "results", replace)
+    with _one_run_at_a_time(config.out, module.NAME):
+        return _run_checked(module, config, start, outdir, replace)
+
+
+def _run_checked(module, config, start, outdir, replace):
+    """:func:`run_pipeline` once its output folder is checked and held."""
+    from dkernel._runtime import artifacts
+
     saved = TaskRecords(outdir, module.NAME)
     tasks = module.make_tasks(config)
     for index, task in enumerate(tasks):
