@@ -57,6 +57,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import sys
 import threading
 import time
@@ -552,6 +553,12 @@ def _one_run_at_a_time(out, name):
     out.mkdir(parents=True, exist_ok=True)
     path = out / f".{name}.dkernel-lock"
     handle = open(path, "a+")
+    handle.seek(0)
+    held = handle.read()
+    if held and not re.fullmatch(r"process \d+", held):  # a file of that name that no run wrote: left as it is
+        handle.close()
+        raise DKernelError(f"{path} exists and was not written by dkernel run (it holds other text); move it away, "
+                           f"then run again.")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -26,3 +26,16 @@ def test_the_folder_is_free_again_once_the_run_ends(tmp_path):
         with _one_run_at_a_time(tmp_path, "p"):
             pass
     assert not (tmp_path / ".p.dkernel-lock").exists()
+
+
+def test_a_file_of_the_lock_s_name_that_no_run_wrote_is_left_as_it_is(tmp_path):
+    import pytest
+
+    from dkernel.exceptions import DKernelError
+
+    mine = tmp_path / ".p.dkernel-lock"
+    mine.write_text("my notes")
+    with pytest.raises(DKernelError, match="exists and was not written by dkernel run"):
+        with _one_run_at_a_time(tmp_path, "p"):
+            pass
+    assert mine.read_text() == "my notes"
